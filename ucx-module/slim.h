@@ -1,0 +1,186 @@
+/**
+ * slim: a UCT transport that wraps one inner UCT transport (UCX_SLIM_INNER,
+ * default tcp), forwards every operation to it, and reports every data
+ * operation to the slimlink core library (src/runtime/slim_core.h).
+ *
+ * Layout follows UCX's own transports: one object per file (component, md,
+ * iface, ep) and this header declaring them. The module holds no policy: it
+ * observes, and asks the core library what to do.
+ *
+ * Built against UCX's internal headers of exactly the installed version
+ * (Debian's `ucx` source package); the version is checked again at load.
+ */
+#ifndef SLIM_H_
+#define SLIM_H_
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"   /* the installed UCX build's config.h (ucx_info -b) */
+#endif
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <uct/api/uct.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/type/spinlock.h>
+#include <ucs/type/class.h>
+
+#include "slim_core.h"
+
+#include <pthread.h>
+
+#define SLIM_COMPONENT_NAME  "slim"
+#define SLIM_TL_NAME         "slim"
+#define SLIM_CONFIG_PREFIX   "SLIM_"
+/* Our md resources are the inner component's, renamed "slim_<inner md>" so
+ * they never collide with the inner component's own md names. */
+#define SLIM_MD_NAME_PREFIX  "slim_"
+
+
+/* Memory-domain configuration: UCX_SLIM_* rows shown by `ucx_info -c`. The
+ * core library reads and validates the same variables (src/runtime/config);
+ * the rows here make them visible and keep UCX from warning that they are
+ * unused. Defaults must match the core's. */
+typedef struct slim_md_config {
+    uct_md_config_t super;
+    char            *inner;      /* UCX_SLIM_INNER */
+    char            *report;     /* UCX_SLIM_REPORT */
+    char            *log_level;  /* UCX_SLIM_LOG_LEVEL */
+} slim_md_config_t;
+
+
+/* Interface configuration: the generic UCT iface rows under the SLIM_ prefix.
+ * The inner transport reads its own configuration (e.g. UCX_TCP_*). */
+typedef struct slim_iface_config {
+    uct_iface_config_t super;
+} slim_iface_config_t;
+
+
+/* The inner transport: which component provides it and which tl it is. */
+typedef struct slim_inner {
+    uct_component_t *component;
+    uct_tl_t        *tl;
+} slim_inner_t;
+
+
+typedef struct slim_md {
+    uct_md_t        super;
+    uct_md_h        inner;          /* opened on the inner component */
+    slim_inner_t    inner_tl;
+} slim_md_t;
+
+
+struct slim_iface;
+
+/* One receive trampoline per AM id: the inner transport calls it, and it
+ * dispatches through the outer table that UCP fills with
+ * uct_iface_set_am_handler() (which writes that table directly). */
+typedef struct slim_am_slot {
+    struct slim_iface *iface;
+    uint8_t           id;
+} slim_am_slot_t;
+
+
+/* Progress of the inner transport (slim_progress.c). The inner iface lives
+ * on a private UCT worker, so every inner progress callback, including the
+ * one-shot ones it registers for itself, runs through slim under one lock.
+ * That lets slim keep the inner transport progressing after the last
+ * endpoint is gone ("linger"), when the process is finalizing and the MPI
+ * library no longer progresses UCX, without two threads ever running the
+ * inner transport at once. */
+typedef struct slim_progress {
+    uct_worker_h       inner_worker;  /* private worker of the inner iface */
+    uct_worker_cb_id_t outer_cb_id;   /* our callback on UCP's worker */
+    pthread_mutex_t    lock;          /* recursive: handlers may re-enter */
+    ucs_queue_head_t   deferred_am;   /* AMs that arrived while lingering */
+    struct {
+        pthread_t      thread;
+        int            running;
+        volatile int   stop;
+    } linger;
+} slim_progress_t;
+
+
+typedef struct slim_iface {
+    uct_base_iface_t  super;
+    uct_iface_h       inner;
+    slim_am_slot_t    am_slots[UCT_AM_ID_MAX];
+    slim_progress_t   progress;
+    /* Endpoints of this interface, to map an inner endpoint back to ours when
+     * the inner transport reports an error (a rare path), and to know when
+     * the last one is gone. */
+    ucs_list_link_t   eps;
+    unsigned          num_eps;
+    ucs_spinlock_t    eps_lock;
+} slim_iface_t;
+
+
+typedef struct slim_ep {
+    uct_base_ep_t     super;
+    uct_ep_h          inner;
+    ucs_list_link_t   list;     /* in slim_iface_t::eps */
+} slim_ep_t;
+
+
+extern uct_component_t slim_component;
+extern uct_tl_t        slim_tl;
+
+/* slim_component.c */
+ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner);
+const char  *slim_inner_tl_name(void);
+
+/* slim_md.c */
+ucs_status_t slim_query_md_resources(uct_component_t *component,
+                                     uct_md_resource_desc_t **resources_p,
+                                     unsigned *num_resources_p);
+ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
+                          const uct_md_config_t *config, uct_md_h *md_p);
+
+/* slim_iface.c */
+ucs_status_t slim_query_devices(uct_md_h md,
+                                uct_tl_device_resource_t **devices_p,
+                                unsigned *num_devices_p);
+ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
+                             const uct_iface_params_t *params,
+                             const uct_iface_config_t *config,
+                             uct_iface_h *iface_p);
+slim_ep_t   *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep);
+void         slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep);
+void         slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep);
+
+/* slim_progress.c */
+ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker);
+void         slim_progress_attach(slim_iface_t *iface, uct_worker_h worker);
+void         slim_progress_cleanup(slim_iface_t *iface);
+void         slim_progress_destroy(slim_iface_t *iface);
+unsigned     slim_progress_iface(slim_iface_t *iface);
+ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
+                                      void *data, size_t length,
+                                      unsigned flags);
+void         slim_progress_linger_start(slim_iface_t *iface);
+void         slim_progress_linger_stop(slim_iface_t *iface);
+void         slim_progress_unload(void);
+
+/* slim_ep.c: the endpoint class and every endpoint operation */
+UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(slim_ep_t, uct_ep_t);
+void slim_ep_fill_ops(uct_iface_ops_t *ops);
+void slim_ep_fill_internal_ops(uct_iface_internal_ops_t *ops);
+
+static UCS_F_ALWAYS_INLINE slim_ep_t *slim_ep(uct_ep_h ep)
+{
+    return ucs_derived_of(ep, slim_ep_t);
+}
+
+static UCS_F_ALWAYS_INLINE slim_iface_t *slim_iface(uct_iface_h iface)
+{
+    return ucs_derived_of(iface, slim_iface_t);
+}
+
+/* An operation the inner transport accepted (done now or completing later)
+ * counts as traffic; a NO_RESOURCE retry does not. */
+static UCS_F_ALWAYS_INLINE int slim_status_accepted(ucs_status_t status)
+{
+    return (status == UCS_OK) || (status == UCS_INPROGRESS);
+}
+
+#endif

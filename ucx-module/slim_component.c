@@ -1,0 +1,248 @@
+/**
+ * The `slim` UCT component: registration at load (the installed UCX only
+ * loads the modules compiled into it, so we register from an ELF constructor
+ * of the preloaded library), the UCX version check, discovery of the inner
+ * transport, and remote-key operations forwarded to the inner component.
+ */
+#include "slim.h"
+
+#include <ucp/api/ucp.h>
+#include <uct/api/version.h>
+#include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
+
+static ucs_config_field_t slim_md_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(slim_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"INNER", "tcp",
+     "Inner UCT transport that slim wraps and forwards every operation to\n"
+     "(tcp, rc_verbs, rc_mlx5, ud_verbs, ud_mlx5, dc_mlx5, ...).",
+     ucs_offsetof(slim_md_config_t, inner), UCS_CONFIG_TYPE_STRING},
+
+    {"REPORT", "none",
+     "Per-rank slimlink report written at exit: none, stdout, or a path\n"
+     "ending in .json (JSON Lines: one object per rank is appended).",
+     ucs_offsetof(slim_md_config_t, report), UCS_CONFIG_TYPE_STRING},
+
+    {"LOG_LEVEL", "warn",
+     "slimlink's own log level: off, error, warn, info, debug, trace.",
+     ucs_offsetof(slim_md_config_t, log_level), UCS_CONFIG_TYPE_STRING},
+
+    {NULL}
+};
+
+static ucs_config_field_t slim_iface_config_table[] = {
+    {"", "", NULL,
+     ucs_offsetof(slim_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {NULL}
+};
+
+/* Resolved once per process from UCX_SLIM_INNER; remote keys are unpacked
+ * by this component, so it must be known before any md is opened. */
+static slim_inner_t slim_global_inner;
+static char         slim_global_inner_name[UCT_TL_NAME_MAX];
+
+ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
+{
+    uct_component_t *component;
+    uct_tl_t *tl;
+
+    ucs_list_for_each(component, &uct_components_list, list) {
+        if (component == &slim_component) {
+            continue;
+        }
+        ucs_list_for_each(tl, &component->tl_list, list) {
+            if (!strcmp(tl->name, tl_name)) {
+                inner->component = component;
+                inner->tl        = tl;
+                return UCS_OK;
+            }
+        }
+    }
+    return UCS_ERR_NO_DEVICE;
+}
+
+/* Reads UCX_SLIM_INNER and finds its component. Called from
+ * query_md_resources, which UCX calls before anything else on us. */
+static ucs_status_t slim_global_inner_resolve(void)
+{
+    slim_md_config_t *config;
+    uct_md_config_t *md_config;
+    ucs_status_t status;
+
+    if (slim_global_inner.tl != NULL) {
+        return UCS_OK;
+    }
+
+    status = uct_md_config_read(&slim_component, NULL, NULL, &md_config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    config = ucs_derived_of(md_config, slim_md_config_t);
+    ucs_strncpy_zero(slim_global_inner_name, config->inner,
+                     sizeof(slim_global_inner_name));
+    uct_config_release(md_config);
+
+    if (!strcmp(slim_global_inner_name, SLIM_TL_NAME)) {
+        ucs_error("UCX_SLIM_INNER=%s: slim cannot wrap itself; name a real "
+                  "transport such as tcp or rc_verbs", slim_global_inner_name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = slim_inner_find(slim_global_inner_name, &slim_global_inner);
+    if (status != UCS_OK) {
+        /* Not necessarily an error of the user's: the transport may be
+         * absent on this node (e.g. rc_mlx5 without a Mellanox device). */
+        ucs_diag("UCX_SLIM_INNER=%s: no such transport is loaded; "
+                 "slim offers no devices", slim_global_inner_name);
+    }
+    return status;
+}
+
+const char *slim_inner_tl_name(void)
+{
+    return slim_global_inner_name;
+}
+
+ucs_status_t slim_query_md_resources(uct_component_t *component,
+                                     uct_md_resource_desc_t **resources_p,
+                                     unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources;
+    unsigned i, num_resources;
+    ucs_status_t status;
+
+    if ((slim_core_init() != SLIM_OK) ||
+        (slim_global_inner_resolve() != UCS_OK)) {
+        /* The reason was logged once; offering no md disables slim. */
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+
+    status = slim_global_inner.component->query_md_resources(
+            slim_global_inner.component, &resources, &num_resources);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    for (i = 0; i < num_resources; ++i) {
+        char inner_name[UCT_MD_NAME_MAX];
+
+        ucs_strncpy_zero(inner_name, resources[i].md_name, sizeof(inner_name));
+        ucs_snprintf_zero(resources[i].md_name, sizeof(resources[i].md_name),
+                          "%s%s", SLIM_MD_NAME_PREFIX, inner_name);
+    }
+
+    *resources_p     = resources;
+    *num_resources_p = num_resources;
+    return UCS_OK;
+}
+
+/* Remote keys were packed by the peer's inner md, so the inner component
+ * unpacks and releases them; the endpoint hands them to the inner ep as is. */
+static ucs_status_t slim_rkey_unpack(uct_component_t *component,
+                                     const void *rkey_buffer,
+                                     uct_rkey_t *rkey_p, void **handle_p)
+{
+    uct_component_t *inner = slim_global_inner.component;
+
+    return inner->rkey_unpack(inner, rkey_buffer, rkey_p, handle_p);
+}
+
+static ucs_status_t slim_rkey_ptr(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle, uint64_t remote_addr,
+                                  void **local_addr_p)
+{
+    uct_component_t *inner = slim_global_inner.component;
+
+    return inner->rkey_ptr(inner, rkey, handle, remote_addr, local_addr_p);
+}
+
+static ucs_status_t slim_rkey_release(uct_component_t *component,
+                                      uct_rkey_t rkey, void *handle)
+{
+    uct_component_t *inner = slim_global_inner.component;
+
+    return inner->rkey_release(inner, rkey, handle);
+}
+
+uct_component_t slim_component = {
+    .query_md_resources = slim_query_md_resources,
+    .md_open            = slim_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)
+                          ucs_empty_function_return_unsupported,
+    .rkey_unpack        = slim_rkey_unpack,
+    .rkey_ptr           = slim_rkey_ptr,
+    .rkey_release       = slim_rkey_release,
+    .name               = SLIM_COMPONENT_NAME,
+    .md_config          = {
+        .name           = "slim memory domain (slimlink)",
+        .prefix         = SLIM_CONFIG_PREFIX,
+        .table          = slim_md_config_table,
+        .size           = sizeof(slim_md_config_t)
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&slim_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+};
+
+uct_tl_t slim_tl = {
+    .name               = SLIM_TL_NAME,
+    .query_devices      = slim_query_devices,
+    .iface_open         = slim_iface_open,
+    .config             = {
+        .name           = "slim transport (slimlink)",
+        .prefix         = SLIM_CONFIG_PREFIX,
+        .table          = slim_iface_config_table,
+        .size           = sizeof(slim_iface_config_t)
+    }
+};
+
+static int slim_registered;
+
+/* Struct layouts of UCX's internal headers change between releases, so a
+ * module built for another UCX would corrupt memory: refuse to register. */
+static int slim_ucx_version_matches(void)
+{
+    unsigned major, minor, release;
+
+    ucp_get_version(&major, &minor, &release);
+    if ((major == UCT_VERNO_MAJOR) && (minor == UCT_VERNO_MINOR) &&
+        (release == UCT_VERNO_PATCH)) {
+        return 1;
+    }
+
+    ucs_error("slim transport disabled: slimlink was built against UCX "
+              "%d.%d.%d but this process runs UCX %u.%u.%u; rebuild slimlink "
+              "against the installed UCX", UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
+              UCT_VERNO_PATCH, major, minor, release);
+    return 0;
+}
+
+UCS_F_CTOR static void slim_module_load(void)
+{
+    if (!slim_ucx_version_matches()) {
+        return;
+    }
+
+    uct_component_register(&slim_component);
+    uct_tl_register(&slim_component, &slim_tl);
+    slim_registered = 1;
+}
+
+UCS_F_DTOR static void slim_module_unload(void)
+{
+    if (!slim_registered) {
+        return;
+    }
+
+    slim_progress_unload();
+    uct_tl_unregister(&slim_tl);
+    uct_component_unregister(&slim_component);
+    ucs_list_del(&slim_component.list);
+}

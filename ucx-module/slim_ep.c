@@ -1,0 +1,414 @@
+/**
+ * The slim endpoint: wraps one inner endpoint. Each data operation is
+ * forwarded to the inner endpoint and, once the inner transport accepted it,
+ * recorded with the core library. Control operations are forwarded as is.
+ */
+#include "slim.h"
+
+#include <ucs/debug/log.h>
+#include <uct/base/uct_iov.inl>
+
+static UCS_F_ALWAYS_INLINE uct_ep_h slim_inner_ep(uct_ep_h tl_ep)
+{
+    return slim_ep(tl_ep)->inner;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_record_status(ucs_status_t status, slim_op_t op, slim_dir_t dir,
+                   size_t bytes)
+{
+    if (slim_status_accepted(status)) {
+        slim_core_record(op, dir, bytes);
+    }
+    return status;
+}
+
+static UCS_F_ALWAYS_INLINE ssize_t
+slim_record_packed(ssize_t packed, slim_op_t op)
+{
+    if (packed >= 0) {
+        slim_core_record(op, SLIM_DIR_SEND, packed);
+    }
+    return packed;
+}
+
+/* ---- active messages ---------------------------------------------------- */
+
+static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
+                                    uint64_t header, const void *payload,
+                                    unsigned length)
+{
+    ucs_status_t status = uct_ep_am_short(slim_inner_ep(tl_ep), id, header,
+                                          payload, length);
+
+    return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
+                              sizeof(header) + length);
+}
+
+static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                        const uct_iov_t *iov, size_t iovcnt)
+{
+    ucs_status_t status = uct_ep_am_short_iov(slim_inner_ep(tl_ep), id, iov,
+                                              iovcnt);
+
+    return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
+                              uct_iov_total_length(iov, iovcnt));
+}
+
+static ssize_t slim_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                                uct_pack_callback_t pack_cb, void *arg,
+                                unsigned flags)
+{
+    return slim_record_packed(uct_ep_am_bcopy(slim_inner_ep(tl_ep), id,
+                                              pack_cb, arg, flags),
+                              SLIM_OP_AM_BCOPY);
+}
+
+static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                    const void *header, unsigned header_length,
+                                    const uct_iov_t *iov, size_t iovcnt,
+                                    unsigned flags, uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_am_zcopy(slim_inner_ep(tl_ep), id, header,
+                                          header_length, iov, iovcnt, flags,
+                                          comp);
+
+    return slim_record_status(status, SLIM_OP_AM_ZCOPY, SLIM_DIR_SEND,
+                              header_length +
+                              uct_iov_total_length(iov, iovcnt));
+}
+
+/* ---- remote memory access ----------------------------------------------- */
+
+static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                     unsigned length, uint64_t remote_addr,
+                                     uct_rkey_t rkey)
+{
+    ucs_status_t status = uct_ep_put_short(slim_inner_ep(tl_ep), buffer,
+                                           length, remote_addr, rkey);
+
+    return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
+}
+
+static ssize_t slim_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                                 void *arg, uint64_t remote_addr,
+                                 uct_rkey_t rkey)
+{
+    return slim_record_packed(uct_ep_put_bcopy(slim_inner_ep(tl_ep), pack_cb,
+                                               arg, remote_addr, rkey),
+                              SLIM_OP_PUT);
+}
+
+static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                     size_t iovcnt, uint64_t remote_addr,
+                                     uct_rkey_t rkey, uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_put_zcopy(slim_inner_ep(tl_ep), iov, iovcnt,
+                                           remote_addr, rkey, comp);
+
+    return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND,
+                              uct_iov_total_length(iov, iovcnt));
+}
+
+static ucs_status_t slim_ep_get_short(uct_ep_h tl_ep, void *buffer,
+                                     unsigned length, uint64_t remote_addr,
+                                     uct_rkey_t rkey)
+{
+    ucs_status_t status = uct_ep_get_short(slim_inner_ep(tl_ep), buffer,
+                                           length, remote_addr, rkey);
+
+    return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV, length);
+}
+
+static ucs_status_t slim_ep_get_bcopy(uct_ep_h tl_ep,
+                                     uct_unpack_callback_t unpack_cb,
+                                     void *arg, size_t length,
+                                     uint64_t remote_addr, uct_rkey_t rkey,
+                                     uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_get_bcopy(slim_inner_ep(tl_ep), unpack_cb,
+                                           arg, length, remote_addr, rkey,
+                                           comp);
+
+    return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV, length);
+}
+
+static ucs_status_t slim_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                     size_t iovcnt, uint64_t remote_addr,
+                                     uct_rkey_t rkey, uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_get_zcopy(slim_inner_ep(tl_ep), iov, iovcnt,
+                                           remote_addr, rkey, comp);
+
+    return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV,
+                              uct_iov_total_length(iov, iovcnt));
+}
+
+/* ---- atomics ------------------------------------------------------------ */
+
+static ucs_status_t slim_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                          uint64_t swap, uint64_t remote_addr,
+                                          uct_rkey_t rkey, uint64_t *result,
+                                          uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_atomic_cswap64(slim_inner_ep(tl_ep), compare,
+                                                swap, remote_addr, rkey,
+                                                result, comp);
+
+    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+                              sizeof(uint64_t));
+}
+
+static ucs_status_t slim_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                          uint32_t swap, uint64_t remote_addr,
+                                          uct_rkey_t rkey, uint32_t *result,
+                                          uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_atomic_cswap32(slim_inner_ep(tl_ep), compare,
+                                                swap, remote_addr, rkey,
+                                                result, comp);
+
+    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+                              sizeof(uint32_t));
+}
+
+static ucs_status_t slim_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                         uint32_t value, uint64_t remote_addr,
+                                         uct_rkey_t rkey)
+{
+    ucs_status_t status = uct_ep_atomic32_post(slim_inner_ep(tl_ep), opcode,
+                                               value, remote_addr, rkey);
+
+    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+                              sizeof(value));
+}
+
+static ucs_status_t slim_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                         uint64_t value, uint64_t remote_addr,
+                                         uct_rkey_t rkey)
+{
+    ucs_status_t status = uct_ep_atomic64_post(slim_inner_ep(tl_ep), opcode,
+                                               value, remote_addr, rkey);
+
+    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+                              sizeof(value));
+}
+
+static ucs_status_t slim_ep_atomic32_fetch(uct_ep_h tl_ep, unsigned opcode,
+                                          uint32_t value, uint32_t *result,
+                                          uint64_t remote_addr,
+                                          uct_rkey_t rkey,
+                                          uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_atomic32_fetch(slim_inner_ep(tl_ep), opcode,
+                                                value, result, remote_addr,
+                                                rkey, comp);
+
+    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+                              sizeof(value));
+}
+
+static ucs_status_t slim_ep_atomic64_fetch(uct_ep_h tl_ep, unsigned opcode,
+                                          uint64_t value, uint64_t *result,
+                                          uint64_t remote_addr,
+                                          uct_rkey_t rkey,
+                                          uct_completion_t *comp)
+{
+    ucs_status_t status = uct_ep_atomic64_fetch(slim_inner_ep(tl_ep), opcode,
+                                                value, result, remote_addr,
+                                                rkey, comp);
+
+    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+                              sizeof(value));
+}
+
+/* ---- tag offload: never advertised (see slim_iface_query) -------------- */
+
+static ucs_status_t slim_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
+                                           const void *data, size_t length)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ssize_t slim_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                       uint64_t imm, uct_pack_callback_t pack_cb,
+                                       void *arg, unsigned flags)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_t slim_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                           uint64_t imm, const uct_iov_t *iov,
+                                           size_t iovcnt, unsigned flags,
+                                           uct_completion_t *comp)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_ptr_t slim_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                               const void *header,
+                                               unsigned header_length,
+                                               const uct_iov_t *iov,
+                                               size_t iovcnt, unsigned flags,
+                                               uct_completion_t *comp)
+{
+    return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+}
+
+static ucs_status_t slim_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_t slim_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
+                                            const void *header,
+                                            unsigned header_length,
+                                            unsigned flags)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+/* ---- control ------------------------------------------------------------ */
+
+static ucs_status_t slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                       unsigned flags)
+{
+    return uct_ep_pending_add(slim_inner_ep(tl_ep), req, flags);
+}
+
+static void slim_ep_pending_purge(uct_ep_h tl_ep,
+                                  uct_pending_purge_callback_t cb, void *arg)
+{
+    uct_ep_pending_purge(slim_inner_ep(tl_ep), cb, arg);
+}
+
+static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                  uct_completion_t *comp)
+{
+    return uct_ep_flush(slim_inner_ep(tl_ep), flags, comp);
+}
+
+static ucs_status_t slim_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    return uct_ep_fence(slim_inner_ep(tl_ep), flags);
+}
+
+static ucs_status_t slim_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                  uct_completion_t *comp)
+{
+    return uct_ep_check(slim_inner_ep(tl_ep), flags, comp);
+}
+
+static ucs_status_t slim_ep_connect(uct_ep_h tl_ep,
+                                    const uct_ep_connect_params_t *params)
+{
+    return uct_ep_connect(slim_inner_ep(tl_ep), params);
+}
+
+static ucs_status_t slim_ep_disconnect(uct_ep_h tl_ep, unsigned flags)
+{
+    return uct_ep_disconnect(slim_inner_ep(tl_ep), flags);
+}
+
+static ucs_status_t slim_ep_conn_notify(uct_ep_h tl_ep)
+{
+    return uct_cm_client_ep_conn_notify(slim_inner_ep(tl_ep));
+}
+
+static ucs_status_t slim_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
+{
+    return uct_ep_get_address(slim_inner_ep(tl_ep), addr);
+}
+
+static ucs_status_t slim_ep_connect_to_ep(uct_ep_h tl_ep,
+                                          const uct_device_addr_t *dev_addr,
+                                          const uct_ep_addr_t *ep_addr)
+{
+    return uct_ep_connect_to_ep(slim_inner_ep(tl_ep), dev_addr, ep_addr);
+}
+
+static ucs_status_t slim_ep_query(uct_ep_h tl_ep, uct_ep_attr_t *ep_attr)
+{
+    uct_ep_h inner           = slim_inner_ep(tl_ep);
+    uct_base_iface_t *iface  = ucs_derived_of(inner->iface, uct_base_iface_t);
+
+    return iface->internal_ops->ep_query(inner, ep_attr);
+}
+
+static ucs_status_t slim_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+{
+    return uct_ep_invalidate(slim_inner_ep(tl_ep), flags);
+}
+
+/* ---- construction ------------------------------------------------------- */
+
+static UCS_CLASS_INIT_FUNC(slim_ep_t, const uct_ep_params_t *params)
+{
+    slim_iface_t *iface = slim_iface(params->iface);
+    uct_ep_params_t inner_params;
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    inner_params       = *params;
+    inner_params.iface = iface->inner;
+    status             = uct_ep_create(&inner_params, &self->inner);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    slim_iface_add_ep(iface, self);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(slim_ep_t)
+{
+    slim_iface_remove_ep(slim_iface(self->super.super.iface), self);
+    uct_ep_destroy(self->inner);
+}
+
+UCS_CLASS_DEFINE(slim_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(slim_ep_t, uct_ep_t);
+
+void slim_ep_fill_ops(uct_iface_ops_t *ops)
+{
+    ops->ep_put_short        = slim_ep_put_short;
+    ops->ep_put_bcopy        = slim_ep_put_bcopy;
+    ops->ep_put_zcopy        = slim_ep_put_zcopy;
+    ops->ep_get_short        = slim_ep_get_short;
+    ops->ep_get_bcopy        = slim_ep_get_bcopy;
+    ops->ep_get_zcopy        = slim_ep_get_zcopy;
+    ops->ep_am_short         = slim_ep_am_short;
+    ops->ep_am_short_iov     = slim_ep_am_short_iov;
+    ops->ep_am_bcopy         = slim_ep_am_bcopy;
+    ops->ep_am_zcopy         = slim_ep_am_zcopy;
+    ops->ep_atomic_cswap64   = slim_ep_atomic_cswap64;
+    ops->ep_atomic_cswap32   = slim_ep_atomic_cswap32;
+    ops->ep_atomic32_post    = slim_ep_atomic32_post;
+    ops->ep_atomic64_post    = slim_ep_atomic64_post;
+    ops->ep_atomic32_fetch   = slim_ep_atomic32_fetch;
+    ops->ep_atomic64_fetch   = slim_ep_atomic64_fetch;
+    ops->ep_tag_eager_short  = slim_ep_tag_eager_short;
+    ops->ep_tag_eager_bcopy  = slim_ep_tag_eager_bcopy;
+    ops->ep_tag_eager_zcopy  = slim_ep_tag_eager_zcopy;
+    ops->ep_tag_rndv_zcopy   = slim_ep_tag_rndv_zcopy;
+    ops->ep_tag_rndv_cancel  = slim_ep_tag_rndv_cancel;
+    ops->ep_tag_rndv_request = slim_ep_tag_rndv_request;
+    ops->ep_pending_add      = slim_ep_pending_add;
+    ops->ep_pending_purge    = slim_ep_pending_purge;
+    ops->ep_flush            = slim_ep_flush;
+    ops->ep_fence            = slim_ep_fence;
+    ops->ep_check            = slim_ep_check;
+    ops->ep_connect          = slim_ep_connect;
+    ops->ep_disconnect       = slim_ep_disconnect;
+    ops->cm_ep_conn_notify   = slim_ep_conn_notify;
+    ops->ep_get_address      = slim_ep_get_address;
+    ops->ep_connect_to_ep    = slim_ep_connect_to_ep;
+}
+
+void slim_ep_fill_internal_ops(uct_iface_internal_ops_t *ops)
+{
+    ops->ep_query      = slim_ep_query;
+    ops->ep_invalidate = slim_ep_invalidate;
+}

@@ -1,0 +1,369 @@
+/**
+ * The slim interface: opens the inner transport's interface on the same
+ * worker and device, mirrors its capabilities (without tag offload), and
+ * forwards every control operation. Received active messages reach UCP
+ * through one trampoline per AM id, which records them first.
+ */
+#include "slim.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
+
+static uct_iface_ops_t          slim_iface_ops;
+static uct_iface_internal_ops_t slim_iface_internal_ops;
+
+/* Tag matching offload would deliver messages without passing our AM
+ * trampolines, so slim never advertises it. */
+#define SLIM_IFACE_TAG_FLAGS (UCT_IFACE_FLAG_TAG_EAGER_SHORT | \
+                              UCT_IFACE_FLAG_TAG_EAGER_BCOPY | \
+                              UCT_IFACE_FLAG_TAG_EAGER_ZCOPY | \
+                              UCT_IFACE_FLAG_TAG_RNDV_ZCOPY)
+
+ucs_status_t slim_query_devices(uct_md_h md,
+                                uct_tl_device_resource_t **devices_p,
+                                unsigned *num_devices_p)
+{
+    slim_md_t *slim_md = ucs_derived_of(md, slim_md_t);
+
+    return slim_md->inner_tl.tl->query_devices(slim_md->inner, devices_p,
+                                               num_devices_p);
+}
+
+static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
+                                       unsigned flags)
+{
+    slim_am_slot_t *slot = arg;
+
+    slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, length);
+    return slim_progress_deliver_am(slot->iface, slot->id, data, length,
+                                    flags);
+}
+
+/* Endpoints are created and destroyed by the application's thread only. */
+void slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep)
+{
+    slim_progress_linger_stop(iface);
+
+    ucs_spin_lock(&iface->eps_lock);
+    ucs_list_add_tail(&iface->eps, &ep->list);
+    ++iface->num_eps;
+    ucs_spin_unlock(&iface->eps_lock);
+}
+
+void slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep)
+{
+    unsigned num_eps;
+
+    ucs_spin_lock(&iface->eps_lock);
+    ucs_list_del(&ep->list);
+    num_eps = --iface->num_eps;
+    ucs_spin_unlock(&iface->eps_lock);
+
+    if (num_eps == 0) {
+        /* The last endpoint went away after its flush: the process is
+         * finalizing (or disconnecting). Peers may still flush towards us. */
+        slim_progress_linger_start(iface);
+    }
+}
+
+slim_ep_t *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep)
+{
+    slim_ep_t *ep, *found = NULL;
+
+    ucs_spin_lock(&iface->eps_lock);
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (ep->inner == inner_ep) {
+            found = ep;
+            break;
+        }
+    }
+    ucs_spin_unlock(&iface->eps_lock);
+    return found;
+}
+
+/* The inner transport reports failures with its own endpoint; UCP only knows
+ * ours. The lock is not held while UCP's handler runs: it may destroy the ep. */
+static ucs_status_t slim_iface_inner_err_handler(void *arg, uct_ep_h inner_ep,
+                                                 ucs_status_t status)
+{
+    slim_iface_t *self = arg;
+    slim_ep_t *ep      = slim_iface_find_ep(self, inner_ep);
+
+    if (ep == NULL) {
+        ucs_debug("slim: error %s on inner ep %p that has no slim ep",
+                  ucs_status_string(status), inner_ep);
+        return status;
+    }
+    return uct_iface_handle_ep_err(&self->super.super, &ep->super.super,
+                                   status);
+}
+
+static ucs_status_t slim_iface_query(uct_iface_h tl_iface,
+                                     uct_iface_attr_t *iface_attr)
+{
+    ucs_status_t status;
+
+    status = uct_iface_query(slim_iface(tl_iface)->inner, iface_attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    iface_attr->cap.flags &= ~SLIM_IFACE_TAG_FLAGS;
+    return UCS_OK;
+}
+
+static ucs_status_t slim_iface_get_device_address(uct_iface_h tl_iface,
+                                                  uct_device_addr_t *addr)
+{
+    return uct_iface_get_device_address(slim_iface(tl_iface)->inner, addr);
+}
+
+static ucs_status_t slim_iface_get_address(uct_iface_h tl_iface,
+                                           uct_iface_addr_t *addr)
+{
+    return uct_iface_get_address(slim_iface(tl_iface)->inner, addr);
+}
+
+static int slim_iface_is_reachable(const uct_iface_h tl_iface,
+                                   const uct_device_addr_t *dev_addr,
+                                   const uct_iface_addr_t *iface_addr)
+{
+    return uct_iface_is_reachable(slim_iface(tl_iface)->inner, dev_addr,
+                                  iface_addr);
+}
+
+static ucs_status_t slim_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                     uct_completion_t *comp)
+{
+    return uct_iface_flush(slim_iface(tl_iface)->inner, flags, comp);
+}
+
+static ucs_status_t slim_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    return uct_iface_fence(slim_iface(tl_iface)->inner, flags);
+}
+
+static void slim_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_iface_progress_enable(slim_iface(tl_iface)->inner, flags);
+}
+
+static void slim_iface_progress_disable(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_iface_progress_disable(slim_iface(tl_iface)->inner, flags);
+}
+
+static unsigned slim_iface_progress(uct_iface_h tl_iface)
+{
+    return slim_progress_iface(slim_iface(tl_iface));
+}
+
+static ucs_status_t slim_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    return uct_iface_event_fd_get(slim_iface(tl_iface)->inner, fd_p);
+}
+
+static ucs_status_t slim_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    return uct_iface_event_arm(slim_iface(tl_iface)->inner, events);
+}
+
+static ucs_status_t slim_iface_accept(uct_iface_h tl_iface,
+                                      uct_conn_request_h conn_request)
+{
+    return uct_iface_accept(slim_iface(tl_iface)->inner, conn_request);
+}
+
+static ucs_status_t slim_iface_reject(uct_iface_h tl_iface,
+                                      uct_conn_request_h conn_request)
+{
+    return uct_iface_reject(slim_iface(tl_iface)->inner, conn_request);
+}
+
+static ucs_status_t slim_iface_tag_recv_zcopy(uct_iface_h tl_iface,
+                                              uct_tag_t tag, uct_tag_t tag_mask,
+                                              const uct_iov_t *iov,
+                                              size_t iovcnt,
+                                              uct_tag_context_t *ctx)
+{
+    return UCS_ERR_UNSUPPORTED; /* tag offload is never advertised */
+}
+
+static ucs_status_t slim_iface_tag_recv_cancel(uct_iface_h tl_iface,
+                                              uct_tag_context_t *ctx,
+                                              int force)
+{
+    return UCS_ERR_UNSUPPORTED;
+}
+
+static ucs_status_t slim_iface_estimate_perf(uct_iface_h tl_iface,
+                                             uct_perf_attr_t *perf_attr)
+{
+    return uct_iface_estimate_perf(slim_iface(tl_iface)->inner, perf_attr);
+}
+
+static void slim_iface_vfs_refresh(uct_iface_h tl_iface)
+{
+    uct_base_iface_t *inner = ucs_derived_of(slim_iface(tl_iface)->inner,
+                                             uct_base_iface_t);
+
+    inner->internal_ops->iface_vfs_refresh(&inner->super);
+}
+
+/* Registers a trampoline for every AM id on the inner interface. Handlers
+ * run where the inner transport runs them, so the flag mirrors its caps. */
+static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
+{
+    uct_iface_attr_t attr;
+    unsigned cb_flags;
+    ucs_status_t status;
+    uint8_t id;
+
+    status = uct_iface_query(self->inner, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    cb_flags = (attr.cap.flags & UCT_IFACE_FLAG_CB_SYNC) ? 0 :
+                                                           UCT_CB_FLAG_ASYNC;
+    for (id = 0; id < UCT_AM_ID_MAX; ++id) {
+        self->am_slots[id].iface = self;
+        self->am_slots[id].id    = id;
+        status = uct_iface_set_am_handler(self->inner, id, slim_am_trampoline,
+                                          &self->am_slots[id], cb_flags);
+        if (status != UCS_OK) {
+            ucs_error("slim: failed to set AM trampoline %u on %s: %s", id,
+                      slim_inner_tl_name(), ucs_status_string(status));
+            return status;
+        }
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    slim_md_t *slim_md = ucs_derived_of(md, slim_md_t);
+    uct_iface_params_t inner_params;
+    uct_iface_config_t *inner_config;
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &slim_iface_ops,
+                              &slim_iface_internal_ops, md, worker, params,
+                              tl_config UCS_STATS_ARG(
+                                      (params->field_mask &
+                                       UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                      params->stats_root : NULL)
+                              UCS_STATS_ARG(SLIM_TL_NAME));
+
+    ucs_list_head_init(&self->eps);
+    self->num_eps = 0;
+    ucs_spinlock_init(&self->eps_lock, 0);
+
+    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("slim: only device open mode is supported");
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_lock;
+    }
+
+    status = slim_progress_init(self, worker);
+    if (status != UCS_OK) {
+        goto err_lock;
+    }
+
+    status = uct_md_iface_config_read(slim_md->inner,
+                                      slim_md->inner_tl.tl->name, NULL, NULL,
+                                      &inner_config);
+    if (status != UCS_OK) {
+        goto err_progress;
+    }
+
+    inner_params                       = *params;
+    inner_params.mode.device.tl_name   = slim_md->inner_tl.tl->name;
+    inner_params.err_handler           = slim_iface_inner_err_handler;
+    inner_params.err_handler_arg       = self;
+    inner_params.field_mask           |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                         UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
+
+    status = uct_iface_open(slim_md->inner, self->progress.inner_worker,
+                            &inner_params, inner_config, &self->inner);
+    uct_config_release(inner_config);
+    if (status != UCS_OK) {
+        goto err_progress;
+    }
+
+    status = slim_iface_install_trampolines(self);
+    if (status != UCS_OK) {
+        goto err_close_inner;
+    }
+
+    slim_progress_attach(self, worker);
+
+    ucs_debug("slim: iface %p wraps %s iface %p on %s", self,
+              slim_md->inner_tl.tl->name, self->inner,
+              params->mode.device.dev_name);
+    return UCS_OK;
+
+err_close_inner:
+    uct_iface_close(self->inner);
+err_progress:
+    slim_progress_destroy(self);
+err_lock:
+    ucs_spinlock_destroy(&self->eps_lock);
+    return status;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
+{
+    if (!ucs_list_is_empty(&self->eps)) {
+        ucs_warn("slim: iface %p closed with %zu endpoints still open", self,
+                 ucs_list_length(&self->eps));
+    }
+    slim_progress_cleanup(self);
+    uct_iface_close(self->inner);
+    slim_progress_destroy(self);
+    ucs_spinlock_destroy(&self->eps_lock);
+}
+
+UCS_CLASS_DEFINE(slim_iface_t, uct_base_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(slim_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(slim_iface_t, uct_iface_t);
+
+ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
+                             const uct_iface_params_t *params,
+                             const uct_iface_config_t *config,
+                             uct_iface_h *iface_p)
+{
+    return UCS_CLASS_NEW_FUNC_NAME(slim_iface_t)(md, worker, params, config,
+                                                 iface_p);
+}
+
+UCS_F_CTOR static void slim_iface_ops_init(void)
+{
+    slim_ep_fill_ops(&slim_iface_ops);
+    slim_iface_ops.ep_create              = UCS_CLASS_NEW_FUNC_NAME(slim_ep_t);
+    slim_iface_ops.ep_destroy             = UCS_CLASS_DELETE_FUNC_NAME(slim_ep_t);
+    slim_iface_ops.iface_tag_recv_zcopy   = slim_iface_tag_recv_zcopy;
+    slim_iface_ops.iface_tag_recv_cancel  = slim_iface_tag_recv_cancel;
+    slim_iface_ops.iface_accept           = slim_iface_accept;
+    slim_iface_ops.iface_reject           = slim_iface_reject;
+    slim_iface_ops.iface_flush            = slim_iface_flush;
+    slim_iface_ops.iface_fence            = slim_iface_fence;
+    slim_iface_ops.iface_progress_enable  = slim_iface_progress_enable;
+    slim_iface_ops.iface_progress_disable = slim_iface_progress_disable;
+    slim_iface_ops.iface_progress         = slim_iface_progress;
+    slim_iface_ops.iface_event_fd_get     = slim_iface_event_fd_get;
+    slim_iface_ops.iface_event_arm        = slim_iface_event_arm;
+    slim_iface_ops.iface_close            = UCS_CLASS_DELETE_FUNC_NAME(slim_iface_t);
+    slim_iface_ops.iface_query            = slim_iface_query;
+    slim_iface_ops.iface_get_device_address = slim_iface_get_device_address;
+    slim_iface_ops.iface_get_address      = slim_iface_get_address;
+    slim_iface_ops.iface_is_reachable     = slim_iface_is_reachable;
+
+    slim_ep_fill_internal_ops(&slim_iface_internal_ops);
+    slim_iface_internal_ops.iface_estimate_perf = slim_iface_estimate_perf;
+    slim_iface_internal_ops.iface_vfs_refresh   = slim_iface_vfs_refresh;
+}

@@ -1,0 +1,277 @@
+/**
+ * Progress of the inner transport, and the linger thread that keeps it
+ * progressing while the process finalizes.
+ *
+ * Why: UCX 1.13's tcp transport flags every AM send as needing a flush
+ * (UCT_TCP_EP_FLAG_NEED_FLUSH), and its flush sends a zero-length PUT and
+ * waits for the peer's PUT-ACK. When MPICH closes its endpoints at
+ * MPI_Finalize, a peer that finished its own closes first is blocked in the
+ * PMI barrier and never progresses UCX again, so the ack never comes and the
+ * last rank spins forever (UCX issue #8738; Open MPI works around it by
+ * progressing during its PMIx fence). slim sees the last endpoint of an
+ * interface go away, and from then on progresses the inner interface from a
+ * thread of its own until the interface is closed.
+ *
+ * Safety: the inner interface runs on a private UCT worker, so all of its
+ * progress, including the one-shot callbacks it registers for itself, goes
+ * through slim under `progress.lock`. Active messages that arrive on the
+ * linger thread are copied and delivered later from the application's own
+ * progress call, so UCP is never entered from two threads.
+ */
+#include "slim.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/queue.h>
+#include <ucs/async/async_int.h>
+#include <uct/base/uct_worker.h>
+#include <unistd.h>
+
+/* The linger thread sleeps this long when a progress round did nothing: a
+ * finalizing process answers peers within well under a millisecond, and an
+ * idle linger thread costs nothing measurable. */
+#define SLIM_LINGER_IDLE_USEC  50
+
+typedef struct slim_deferred_am {
+    ucs_queue_elem_t  elem;
+    uint8_t           id;
+    unsigned          flags;
+    size_t            length;
+    char              data[];
+} slim_deferred_am_t;
+
+static __thread int slim_on_linger_thread;
+static volatile int slim_unloading;
+static int          slim_lingering; /* running linger threads, atomic */
+
+static void slim_progress_deliver_deferred(slim_iface_t *iface)
+{
+    slim_deferred_am_t *am;
+
+    while (!ucs_queue_is_empty(&iface->progress.deferred_am)) {
+        am = ucs_queue_pull_elem_non_empty(&iface->progress.deferred_am,
+                                           slim_deferred_am_t, elem);
+        /* We own the copy, so the handler must not keep it: no DESC flag. */
+        uct_iface_invoke_am(&iface->super, am->id, am->data, am->length,
+                            am->flags & ~UCT_CB_PARAM_FLAG_DESC);
+        ucs_free(am);
+    }
+}
+
+ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
+                                      void *data, size_t length,
+                                      unsigned flags)
+{
+    slim_deferred_am_t *am;
+
+    if (ucs_likely(!slim_on_linger_thread)) {
+        return uct_iface_invoke_am(&iface->super, id, data, length, flags);
+    }
+
+    am = ucs_malloc(sizeof(*am) + length, "slim_deferred_am");
+    if (am == NULL) {
+        ucs_error("slim: no memory to defer a %zu-byte active message (id %u)"
+                  " that arrived while finalizing; it is dropped", length, id);
+        return UCS_OK;
+    }
+
+    am->id     = id;
+    am->flags  = flags;
+    am->length = length;
+    memcpy(am->data, data, length);
+    ucs_queue_push(&iface->progress.deferred_am, &am->elem);
+    return UCS_OK;
+}
+
+/* Runs on UCP's worker for every ucp_worker_progress() call. */
+static unsigned slim_progress_outer_cb(void *arg)
+{
+    slim_iface_t *iface = arg;
+    unsigned count;
+
+    pthread_mutex_lock(&iface->progress.lock);
+    slim_progress_deliver_deferred(iface);
+    count = uct_worker_progress(iface->progress.inner_worker);
+    pthread_mutex_unlock(&iface->progress.lock);
+    return count;
+}
+
+unsigned slim_progress_iface(slim_iface_t *iface)
+{
+    unsigned count;
+
+    pthread_mutex_lock(&iface->progress.lock);
+    slim_progress_deliver_deferred(iface);
+    count = uct_iface_progress(iface->inner);
+    pthread_mutex_unlock(&iface->progress.lock);
+    return count;
+}
+
+/* The linger thread can only run beside a worker whose async context is a
+ * lock it can try: UCP's default thread modes. */
+static ucs_async_ops_t *slim_async_thread_ops(ucs_async_context_t *async)
+{
+    switch (async->mode) {
+    case UCS_ASYNC_MODE_THREAD_SPINLOCK:
+        return &ucs_async_thread_spinlock_ops;
+    case UCS_ASYNC_MODE_THREAD_MUTEX:
+        return &ucs_async_thread_mutex_ops;
+    default:
+        return NULL;
+    }
+}
+
+/* One progress round of the inner interface from the linger thread. It never
+ * blocks on a lock: the application's thread may hold UCX's async lock (as
+ * ucp_worker_destroy() does) while it joins this thread from iface close. */
+static unsigned slim_progress_linger_round(slim_iface_t *iface,
+                                           ucs_async_ops_t *async_ops)
+{
+    ucs_async_context_t *async = iface->super.worker->async;
+    unsigned count             = 0;
+
+    if (!async_ops->context_try_block(async)) {
+        return 0;
+    }
+
+    if (pthread_mutex_trylock(&iface->progress.lock) == 0) {
+        /* UCP may already have disabled progress on this interface (the
+         * "disables progress too early" half of the problem), so progress
+         * the interface itself, and the one-shot callbacks on its worker. */
+        count  = uct_iface_progress(iface->inner);
+        count += uct_worker_progress(iface->progress.inner_worker);
+        pthread_mutex_unlock(&iface->progress.lock);
+    }
+
+    async_ops->context_unblock(async);
+    return count;
+}
+
+static void *slim_progress_linger_main(void *arg)
+{
+    slim_iface_t *iface        = arg;
+    ucs_async_ops_t *async_ops = slim_async_thread_ops(
+            iface->super.worker->async);
+
+    slim_on_linger_thread = 1;
+    while (!iface->progress.linger.stop && !slim_unloading) {
+        if (slim_progress_linger_round(iface, async_ops) == 0) {
+            usleep(SLIM_LINGER_IDLE_USEC);
+        }
+    }
+
+    __atomic_fetch_sub(&slim_lingering, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+void slim_progress_linger_start(slim_iface_t *iface)
+{
+    int ret;
+
+    if (iface->progress.linger.running || slim_unloading) {
+        return;
+    }
+
+    if (slim_async_thread_ops(iface->super.worker->async) == NULL) {
+        ucs_debug("slim: iface %p: worker async mode %d has no lock to try; "
+                  "not lingering", iface, iface->super.worker->async->mode);
+        return;
+    }
+
+    iface->progress.linger.stop = 0;
+    __atomic_fetch_add(&slim_lingering, 1, __ATOMIC_RELAXED);
+    ret = pthread_create(&iface->progress.linger.thread, NULL,
+                         slim_progress_linger_main, iface);
+    if (ret != 0) {
+        __atomic_fetch_sub(&slim_lingering, 1, __ATOMIC_RELAXED);
+        ucs_warn("slim: cannot start the finalize progress thread (%s); "
+                 "peers that still flush to this process may wait",
+                 strerror(ret));
+        return;
+    }
+
+    iface->progress.linger.running = 1;
+    ucs_debug("slim: iface %p has no endpoints left, lingering", iface);
+}
+
+void slim_progress_linger_stop(slim_iface_t *iface)
+{
+    if (!iface->progress.linger.running) {
+        return;
+    }
+
+    iface->progress.linger.stop = 1;
+    pthread_join(iface->progress.linger.thread, NULL);
+    iface->progress.linger.running = 0;
+}
+
+ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
+{
+    uct_priv_worker_t *outer = ucs_derived_of(worker, uct_priv_worker_t);
+    pthread_mutexattr_t attr;
+    ucs_status_t status;
+
+    status = uct_worker_create(outer->async, outer->thread_mode,
+                               &iface->progress.inner_worker);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&iface->progress.lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+
+    ucs_queue_head_init(&iface->progress.deferred_am);
+    iface->progress.linger.running = 0;
+    iface->progress.outer_cb_id    = UCS_CALLBACKQ_ID_NULL;
+    return UCS_OK;
+}
+
+/* Called once the inner iface is open: from now on UCP's worker drives it. */
+void slim_progress_attach(slim_iface_t *iface, uct_worker_h worker)
+{
+    uct_worker_progress_register_safe(worker, slim_progress_outer_cb, iface,
+                                      0, &iface->progress.outer_cb_id);
+}
+
+void slim_progress_cleanup(slim_iface_t *iface)
+{
+    slim_deferred_am_t *am;
+    unsigned dropped = 0;
+
+    slim_progress_linger_stop(iface);
+    uct_worker_progress_unregister_safe(&iface->super.worker->super,
+                                        &iface->progress.outer_cb_id);
+
+    while (!ucs_queue_is_empty(&iface->progress.deferred_am)) {
+        am = ucs_queue_pull_elem_non_empty(&iface->progress.deferred_am,
+                                           slim_deferred_am_t, elem);
+        ucs_free(am);
+        ++dropped;
+    }
+    if (dropped > 0) {
+        ucs_debug("slim: iface %p closed with %u undelivered late messages",
+                  iface, dropped);
+    }
+}
+
+void slim_progress_destroy(slim_iface_t *iface)
+{
+    uct_worker_destroy(iface->progress.inner_worker);
+    pthread_mutex_destroy(&iface->progress.lock);
+}
+
+/* At unload (process exit without closing UCX), let linger threads leave
+ * before UCX's own destructors tear down what they touch. */
+void slim_progress_unload(void)
+{
+    int waited_ms = 0;
+
+    slim_unloading = 1;
+    while ((__atomic_load_n(&slim_lingering, __ATOMIC_RELAXED) > 0) &&
+           (waited_ms < 200)) {
+        usleep(1000);
+        ++waited_ms;
+    }
+}
