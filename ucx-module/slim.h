@@ -91,7 +91,8 @@ typedef struct slim_progress {
     uct_worker_h       inner_worker;  /* private worker of the inner iface */
     uct_worker_cb_id_t outer_cb_id;   /* our callback on UCP's worker */
     pthread_mutex_t    lock;          /* recursive: handlers may re-enter */
-    ucs_queue_head_t   deferred_am;   /* AMs that arrived while lingering */
+    ucs_queue_head_t   deferred;      /* AMs and errors that arrived while
+                                         lingering, for the app's thread */
     struct {
         pthread_t      thread;
         int            running;
@@ -110,14 +111,23 @@ typedef struct slim_iface {
      * the last one is gone. */
     ucs_list_link_t   eps;
     unsigned          num_eps;
+    unsigned          orphan_flushes;  /* flushes of destroyed eps in flight */
     ucs_spinlock_t    eps_lock;
 } slim_iface_t;
 
 
+/* Quiescence of an endpoint: every operation issued on it (op_seq) is
+ * covered by a completed flush (flushed_seq), and no flush is in flight.
+ * UCP's flush drains its pending queue first, so a quiescent endpoint can
+ * produce no completion or pending callback into UCP. Only the application's
+ * thread touches these fields. */
 typedef struct slim_ep {
     uct_base_ep_t     super;
     uct_ep_h          inner;
-    ucs_list_link_t   list;     /* in slim_iface_t::eps */
+    ucs_list_link_t   list;            /* in slim_iface_t::eps */
+    uint64_t          op_seq;
+    uint64_t          flushed_seq;
+    ucs_list_link_t   flushes;         /* slim_flush_comp_t in flight */
 } slim_ep_t;
 
 
@@ -144,6 +154,7 @@ ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
                              const uct_iface_config_t *config,
                              uct_iface_h *iface_p);
 slim_ep_t   *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep);
+int          slim_iface_is_quiescent(slim_iface_t *iface);
 void         slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep);
 void         slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep);
 
@@ -156,7 +167,10 @@ unsigned     slim_progress_iface(slim_iface_t *iface);
 ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
                                       void *data, size_t length,
                                       unsigned flags);
-void         slim_progress_linger_start(slim_iface_t *iface);
+ucs_status_t slim_progress_deliver_error(slim_iface_t *iface,
+                                         uct_ep_h inner_ep,
+                                         ucs_status_t status);
+void         slim_progress_maybe_linger(slim_iface_t *iface);
 void         slim_progress_linger_stop(slim_iface_t *iface);
 void         slim_progress_unload(void);
 
@@ -174,6 +188,27 @@ static UCS_F_ALWAYS_INLINE slim_ep_t *slim_ep(uct_ep_h ep)
 static UCS_F_ALWAYS_INLINE slim_iface_t *slim_iface(uct_iface_h iface)
 {
     return ucs_derived_of(iface, slim_iface_t);
+}
+
+/* Every entry point that makes the inner transport do something calls this
+ * first: the linger thread must be gone before the app's thread touches the
+ * inner transport again. A load and a predicted branch on the data path. */
+static UCS_F_ALWAYS_INLINE void slim_iface_wake(slim_iface_t *iface)
+{
+    if (ucs_unlikely(iface->progress.linger.running)) {
+        slim_progress_linger_stop(iface);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE void slim_ep_activity(slim_ep_t *ep)
+{
+    ++ep->op_seq;
+    slim_iface_wake(slim_iface(ep->super.super.iface));
+}
+
+static UCS_F_ALWAYS_INLINE int slim_ep_is_quiescent(slim_ep_t *ep)
+{
+    return (ep->flushed_seq == ep->op_seq) && ucs_list_is_empty(&ep->flushes);
 }
 
 /* An operation the inner transport accepted (done now or completing later)

@@ -8,10 +8,37 @@
 #include <ucs/debug/log.h>
 #include <uct/base/uct_iov.inl>
 
-static UCS_F_ALWAYS_INLINE uct_ep_h slim_inner_ep(uct_ep_h tl_ep)
+/* Entry of every operation that may call back into UCP later (a completion,
+ * a pending callback, a received reply): the endpoint is no longer
+ * quiescent, and the linger thread must leave the inner transport to us. */
+static UCS_F_ALWAYS_INLINE uct_ep_h slim_ep_start_op(uct_ep_h tl_ep)
 {
-    return slim_ep(tl_ep)->inner;
+    slim_ep_t *ep = slim_ep(tl_ep);
+
+    slim_ep_activity(ep);
+    return ep->inner;
 }
+
+/* Entry of control operations that touch the inner transport but start
+ * nothing that completes later. */
+static UCS_F_ALWAYS_INLINE uct_ep_h slim_ep_control(uct_ep_h tl_ep)
+{
+    slim_ep_t *ep = slim_ep(tl_ep);
+
+    slim_iface_wake(slim_iface(ep->super.super.iface));
+    return ep->inner;
+}
+
+/* A flush in flight. Its completion marks the endpoint flushed up to the
+ * operations issued before it, then completes UCP's own completion. */
+typedef struct slim_flush_comp {
+    uct_completion_t  super;
+    uct_completion_t  *user;
+    slim_iface_t      *iface;
+    slim_ep_t         *ep;      /* NULL once the endpoint is destroyed */
+    uint64_t          op_seq;   /* ep->op_seq when the flush was issued */
+    ucs_list_link_t   list;     /* in slim_ep_t::flushes */
+} slim_flush_comp_t;
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_record_status(ucs_status_t status, slim_op_t op, slim_dir_t dir,
@@ -38,7 +65,7 @@ static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
                                     uint64_t header, const void *payload,
                                     unsigned length)
 {
-    ucs_status_t status = uct_ep_am_short(slim_inner_ep(tl_ep), id, header,
+    ucs_status_t status = uct_ep_am_short(slim_ep_start_op(tl_ep), id, header,
                                           payload, length);
 
     return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
@@ -48,7 +75,7 @@ static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
 static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                         const uct_iov_t *iov, size_t iovcnt)
 {
-    ucs_status_t status = uct_ep_am_short_iov(slim_inner_ep(tl_ep), id, iov,
+    ucs_status_t status = uct_ep_am_short_iov(slim_ep_start_op(tl_ep), id, iov,
                                               iovcnt);
 
     return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
@@ -59,7 +86,7 @@ static ssize_t slim_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                 uct_pack_callback_t pack_cb, void *arg,
                                 unsigned flags)
 {
-    return slim_record_packed(uct_ep_am_bcopy(slim_inner_ep(tl_ep), id,
+    return slim_record_packed(uct_ep_am_bcopy(slim_ep_start_op(tl_ep), id,
                                               pack_cb, arg, flags),
                               SLIM_OP_AM_BCOPY);
 }
@@ -69,7 +96,7 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                     const uct_iov_t *iov, size_t iovcnt,
                                     unsigned flags, uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_am_zcopy(slim_inner_ep(tl_ep), id, header,
+    ucs_status_t status = uct_ep_am_zcopy(slim_ep_start_op(tl_ep), id, header,
                                           header_length, iov, iovcnt, flags,
                                           comp);
 
@@ -84,7 +111,7 @@ static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                      unsigned length, uint64_t remote_addr,
                                      uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_put_short(slim_inner_ep(tl_ep), buffer,
+    ucs_status_t status = uct_ep_put_short(slim_ep_start_op(tl_ep), buffer,
                                            length, remote_addr, rkey);
 
     return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
@@ -94,7 +121,7 @@ static ssize_t slim_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                  void *arg, uint64_t remote_addr,
                                  uct_rkey_t rkey)
 {
-    return slim_record_packed(uct_ep_put_bcopy(slim_inner_ep(tl_ep), pack_cb,
+    return slim_record_packed(uct_ep_put_bcopy(slim_ep_start_op(tl_ep), pack_cb,
                                                arg, remote_addr, rkey),
                               SLIM_OP_PUT);
 }
@@ -103,7 +130,7 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                      size_t iovcnt, uint64_t remote_addr,
                                      uct_rkey_t rkey, uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_put_zcopy(slim_inner_ep(tl_ep), iov, iovcnt,
+    ucs_status_t status = uct_ep_put_zcopy(slim_ep_start_op(tl_ep), iov, iovcnt,
                                            remote_addr, rkey, comp);
 
     return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND,
@@ -114,7 +141,7 @@ static ucs_status_t slim_ep_get_short(uct_ep_h tl_ep, void *buffer,
                                      unsigned length, uint64_t remote_addr,
                                      uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_get_short(slim_inner_ep(tl_ep), buffer,
+    ucs_status_t status = uct_ep_get_short(slim_ep_start_op(tl_ep), buffer,
                                            length, remote_addr, rkey);
 
     return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV, length);
@@ -126,7 +153,7 @@ static ucs_status_t slim_ep_get_bcopy(uct_ep_h tl_ep,
                                      uint64_t remote_addr, uct_rkey_t rkey,
                                      uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_get_bcopy(slim_inner_ep(tl_ep), unpack_cb,
+    ucs_status_t status = uct_ep_get_bcopy(slim_ep_start_op(tl_ep), unpack_cb,
                                            arg, length, remote_addr, rkey,
                                            comp);
 
@@ -137,7 +164,7 @@ static ucs_status_t slim_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                      size_t iovcnt, uint64_t remote_addr,
                                      uct_rkey_t rkey, uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_get_zcopy(slim_inner_ep(tl_ep), iov, iovcnt,
+    ucs_status_t status = uct_ep_get_zcopy(slim_ep_start_op(tl_ep), iov, iovcnt,
                                            remote_addr, rkey, comp);
 
     return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV,
@@ -151,7 +178,7 @@ static ucs_status_t slim_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                           uct_rkey_t rkey, uint64_t *result,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic_cswap64(slim_inner_ep(tl_ep), compare,
+    ucs_status_t status = uct_ep_atomic_cswap64(slim_ep_start_op(tl_ep), compare,
                                                 swap, remote_addr, rkey,
                                                 result, comp);
 
@@ -164,7 +191,7 @@ static ucs_status_t slim_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
                                           uct_rkey_t rkey, uint32_t *result,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic_cswap32(slim_inner_ep(tl_ep), compare,
+    ucs_status_t status = uct_ep_atomic_cswap32(slim_ep_start_op(tl_ep), compare,
                                                 swap, remote_addr, rkey,
                                                 result, comp);
 
@@ -176,7 +203,7 @@ static ucs_status_t slim_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
                                          uint32_t value, uint64_t remote_addr,
                                          uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_atomic32_post(slim_inner_ep(tl_ep), opcode,
+    ucs_status_t status = uct_ep_atomic32_post(slim_ep_start_op(tl_ep), opcode,
                                                value, remote_addr, rkey);
 
     return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
@@ -187,7 +214,7 @@ static ucs_status_t slim_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
                                          uint64_t value, uint64_t remote_addr,
                                          uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_atomic64_post(slim_inner_ep(tl_ep), opcode,
+    ucs_status_t status = uct_ep_atomic64_post(slim_ep_start_op(tl_ep), opcode,
                                                value, remote_addr, rkey);
 
     return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
@@ -200,7 +227,7 @@ static ucs_status_t slim_ep_atomic32_fetch(uct_ep_h tl_ep, unsigned opcode,
                                           uct_rkey_t rkey,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic32_fetch(slim_inner_ep(tl_ep), opcode,
+    ucs_status_t status = uct_ep_atomic32_fetch(slim_ep_start_op(tl_ep), opcode,
                                                 value, result, remote_addr,
                                                 rkey, comp);
 
@@ -214,7 +241,7 @@ static ucs_status_t slim_ep_atomic64_fetch(uct_ep_h tl_ep, unsigned opcode,
                                           uct_rkey_t rkey,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic64_fetch(slim_inner_ep(tl_ep), opcode,
+    ucs_status_t status = uct_ep_atomic64_fetch(slim_ep_start_op(tl_ep), opcode,
                                                 value, result, remote_addr,
                                                 rkey, comp);
 
@@ -273,63 +300,124 @@ static ucs_status_t slim_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
 static ucs_status_t slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                        unsigned flags)
 {
-    return uct_ep_pending_add(slim_inner_ep(tl_ep), req, flags);
+    return uct_ep_pending_add(slim_ep_start_op(tl_ep), req, flags);
 }
 
 static void slim_ep_pending_purge(uct_ep_h tl_ep,
                                   uct_pending_purge_callback_t cb, void *arg)
 {
-    uct_ep_pending_purge(slim_inner_ep(tl_ep), cb, arg);
+    uct_ep_pending_purge(slim_ep_control(tl_ep), cb, arg);
+}
+
+static void slim_flush_comp_done(uct_completion_t *self)
+{
+    slim_flush_comp_t *flush = ucs_container_of(self, slim_flush_comp_t,
+                                                super);
+    slim_ep_t *ep            = flush->ep;
+    slim_iface_t *iface      = flush->iface;
+    uct_completion_t *user   = flush->user;
+    ucs_status_t status      = self->status;
+
+    if (ep != NULL) {
+        ucs_list_del(&flush->list);
+        if (status == UCS_OK) {
+            ep->flushed_seq = ucs_max(ep->flushed_seq, flush->op_seq);
+        }
+    } else {
+        --iface->orphan_flushes;
+    }
+    ucs_free(flush);
+
+    if (user != NULL) {
+        uct_invoke_completion(user, status);
+    }
+    slim_progress_maybe_linger(iface);
 }
 
 static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp)
 {
-    return uct_ep_flush(slim_inner_ep(tl_ep), flags, comp);
+    slim_ep_t *ep       = slim_ep(tl_ep);
+    uint64_t op_seq     = ep->op_seq;
+    slim_iface_t *iface = slim_iface(tl_ep->iface);
+    slim_flush_comp_t *flush;
+    ucs_status_t status;
+
+    slim_iface_wake(iface);
+    if ((flags & UCT_FLUSH_FLAG_CANCEL) || (comp == NULL)) {
+        /* Nothing to learn about quiescence from these. */
+        return uct_ep_flush(ep->inner, flags, comp);
+    }
+
+    flush = ucs_malloc(sizeof(*flush), "slim_flush_comp");
+    if (flush == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    flush->super.func   = slim_flush_comp_done;
+    flush->super.count  = 1;
+    flush->super.status = UCS_OK;
+    flush->user         = comp;
+    flush->iface        = iface;
+    flush->ep           = ep;
+    flush->op_seq       = op_seq;
+
+    status = uct_ep_flush(ep->inner, flags, &flush->super);
+    if (status == UCS_INPROGRESS) {
+        ucs_list_add_tail(&ep->flushes, &flush->list);
+        return UCS_INPROGRESS;
+    }
+
+    ucs_free(flush);
+    if (status == UCS_OK) {
+        ep->flushed_seq = op_seq;
+        slim_progress_maybe_linger(iface);
+    }
+    return status;
 }
 
 static ucs_status_t slim_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    return uct_ep_fence(slim_inner_ep(tl_ep), flags);
+    return uct_ep_fence(slim_ep_control(tl_ep), flags);
 }
 
 static ucs_status_t slim_ep_check(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp)
 {
-    return uct_ep_check(slim_inner_ep(tl_ep), flags, comp);
+    return uct_ep_check(slim_ep_start_op(tl_ep), flags, comp);
 }
 
 static ucs_status_t slim_ep_connect(uct_ep_h tl_ep,
                                     const uct_ep_connect_params_t *params)
 {
-    return uct_ep_connect(slim_inner_ep(tl_ep), params);
+    return uct_ep_connect(slim_ep_control(tl_ep), params);
 }
 
 static ucs_status_t slim_ep_disconnect(uct_ep_h tl_ep, unsigned flags)
 {
-    return uct_ep_disconnect(slim_inner_ep(tl_ep), flags);
+    return uct_ep_disconnect(slim_ep_control(tl_ep), flags);
 }
 
 static ucs_status_t slim_ep_conn_notify(uct_ep_h tl_ep)
 {
-    return uct_cm_client_ep_conn_notify(slim_inner_ep(tl_ep));
+    return uct_cm_client_ep_conn_notify(slim_ep_control(tl_ep));
 }
 
 static ucs_status_t slim_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
 {
-    return uct_ep_get_address(slim_inner_ep(tl_ep), addr);
+    return uct_ep_get_address(slim_ep_control(tl_ep), addr);
 }
 
 static ucs_status_t slim_ep_connect_to_ep(uct_ep_h tl_ep,
                                           const uct_device_addr_t *dev_addr,
                                           const uct_ep_addr_t *ep_addr)
 {
-    return uct_ep_connect_to_ep(slim_inner_ep(tl_ep), dev_addr, ep_addr);
+    return uct_ep_connect_to_ep(slim_ep_control(tl_ep), dev_addr, ep_addr);
 }
 
 static ucs_status_t slim_ep_query(uct_ep_h tl_ep, uct_ep_attr_t *ep_attr)
 {
-    uct_ep_h inner           = slim_inner_ep(tl_ep);
+    uct_ep_h inner           = slim_ep(tl_ep)->inner;
     uct_base_iface_t *iface  = ucs_derived_of(inner->iface, uct_base_iface_t);
 
     return iface->internal_ops->ep_query(inner, ep_attr);
@@ -337,7 +425,7 @@ static ucs_status_t slim_ep_query(uct_ep_h tl_ep, uct_ep_attr_t *ep_attr)
 
 static ucs_status_t slim_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
 {
-    return uct_ep_invalidate(slim_inner_ep(tl_ep), flags);
+    return uct_ep_invalidate(slim_ep_start_op(tl_ep), flags);
 }
 
 /* ---- construction ------------------------------------------------------- */
@@ -349,6 +437,11 @@ static UCS_CLASS_INIT_FUNC(slim_ep_t, const uct_ep_params_t *params)
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    slim_iface_wake(iface);
+    self->op_seq      = 0;
+    self->flushed_seq = 0;
+    ucs_list_head_init(&self->flushes);
 
     inner_params       = *params;
     inner_params.iface = iface->inner;
@@ -363,8 +456,21 @@ static UCS_CLASS_INIT_FUNC(slim_ep_t, const uct_ep_params_t *params)
 
 static UCS_CLASS_CLEANUP_FUNC(slim_ep_t)
 {
-    slim_iface_remove_ep(slim_iface(self->super.super.iface), self);
+    slim_iface_t *iface = slim_iface(self->super.super.iface);
+    slim_flush_comp_t *flush, *tmp;
+
+    slim_iface_wake(iface);
+    slim_iface_remove_ep(iface, self);
+    /* Destroying the inner ep may complete its flushes (cancelled). */
     uct_ep_destroy(self->inner);
+    ucs_list_for_each_safe(flush, tmp, &self->flushes, list) {
+        /* Completes later without us; until then the iface is not
+         * quiescent, so it cannot complete on the linger thread. */
+        ucs_list_del(&flush->list);
+        flush->ep = NULL;
+        ++iface->orphan_flushes;
+    }
+    slim_progress_maybe_linger(iface);
 }
 
 UCS_CLASS_DEFINE(slim_ep_t, uct_base_ep_t);

@@ -42,8 +42,6 @@ static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
 /* Endpoints are created and destroyed by the application's thread only. */
 void slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep)
 {
-    slim_progress_linger_stop(iface);
-
     ucs_spin_lock(&iface->eps_lock);
     ucs_list_add_tail(&iface->eps, &ep->list);
     ++iface->num_eps;
@@ -52,18 +50,28 @@ void slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep)
 
 void slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep)
 {
-    unsigned num_eps;
-
     ucs_spin_lock(&iface->eps_lock);
     ucs_list_del(&ep->list);
-    num_eps = --iface->num_eps;
+    --iface->num_eps;
     ucs_spin_unlock(&iface->eps_lock);
+}
 
-    if (num_eps == 0) {
-        /* The last endpoint went away after its flush: the process is
-         * finalizing (or disconnecting). Peers may still flush towards us. */
-        slim_progress_linger_start(iface);
+/* True when every endpoint is quiescent; an interface whose endpoints were
+ * all destroyed is quiescent too. */
+int slim_iface_is_quiescent(slim_iface_t *iface)
+{
+    slim_ep_t *ep;
+    int quiescent = (iface->orphan_flushes == 0);
+
+    ucs_spin_lock(&iface->eps_lock);
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (!slim_ep_is_quiescent(ep)) {
+            quiescent = 0;
+            break;
+        }
     }
+    ucs_spin_unlock(&iface->eps_lock);
+    return quiescent;
 }
 
 slim_ep_t *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep)
@@ -82,20 +90,11 @@ slim_ep_t *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep)
 }
 
 /* The inner transport reports failures with its own endpoint; UCP only knows
- * ours. The lock is not held while UCP's handler runs: it may destroy the ep. */
+ * ours (mapped in slim_progress.c, deferred if the linger thread saw it). */
 static ucs_status_t slim_iface_inner_err_handler(void *arg, uct_ep_h inner_ep,
                                                  ucs_status_t status)
 {
-    slim_iface_t *self = arg;
-    slim_ep_t *ep      = slim_iface_find_ep(self, inner_ep);
-
-    if (ep == NULL) {
-        ucs_debug("slim: error %s on inner ep %p that has no slim ep",
-                  ucs_status_string(status), inner_ep);
-        return status;
-    }
-    return uct_iface_handle_ep_err(&self->super.super, &ep->super.super,
-                                   status);
+    return slim_progress_deliver_error(arg, inner_ep, status);
 }
 
 static ucs_status_t slim_iface_query(uct_iface_h tl_iface,
@@ -135,11 +134,13 @@ static int slim_iface_is_reachable(const uct_iface_h tl_iface,
 static ucs_status_t slim_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                      uct_completion_t *comp)
 {
+    slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_flush(slim_iface(tl_iface)->inner, flags, comp);
 }
 
 static ucs_status_t slim_iface_fence(uct_iface_h tl_iface, unsigned flags)
 {
+    slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_fence(slim_iface(tl_iface)->inner, flags);
 }
 
@@ -165,18 +166,21 @@ static ucs_status_t slim_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 
 static ucs_status_t slim_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
+    slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_event_arm(slim_iface(tl_iface)->inner, events);
 }
 
 static ucs_status_t slim_iface_accept(uct_iface_h tl_iface,
                                       uct_conn_request_h conn_request)
 {
+    slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_accept(slim_iface(tl_iface)->inner, conn_request);
 }
 
 static ucs_status_t slim_iface_reject(uct_iface_h tl_iface,
                                       uct_conn_request_h conn_request)
 {
+    slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_reject(slim_iface(tl_iface)->inner, conn_request);
 }
 
@@ -258,7 +262,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                               UCS_STATS_ARG(SLIM_TL_NAME));
 
     ucs_list_head_init(&self->eps);
-    self->num_eps = 0;
+    self->num_eps        = 0;
+    self->orphan_flushes = 0;
     ucs_spinlock_init(&self->eps_lock, 0);
 
     if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {

@@ -9,14 +9,17 @@
  * PMI barrier and never progresses UCX again, so the ack never comes and the
  * last rank spins forever (UCX issue #8738; Open MPI works around it by
  * progressing during its PMIx fence). slim sees the last endpoint of an
- * interface go away, and from then on progresses the inner interface from a
- * thread of its own until the interface is closed.
+ * interface become quiescent (every endpoint flushed, nothing issued since:
+ * what UCP's ep close does), and from then on progresses the inner interface
+ * from a thread of its own, until the application touches the interface
+ * again or closes it.
  *
  * Safety: the inner interface runs on a private UCT worker, so all of its
  * progress, including the one-shot callbacks it registers for itself, goes
- * through slim under `progress.lock`. Active messages that arrive on the
- * linger thread are copied and delivered later from the application's own
- * progress call, so UCP is never entered from two threads.
+ * through slim under `progress.lock`. Quiescence means no completion or
+ * pending callback into UCP can fire; active messages and endpoint errors
+ * that arrive on the linger thread are queued and delivered later from the
+ * application's own progress call, so UCP is never entered from two threads.
  */
 #include "slim.h"
 
@@ -32,54 +35,114 @@
  * idle linger thread costs nothing measurable. */
 #define SLIM_LINGER_IDLE_USEC  50
 
-typedef struct slim_deferred_am {
-    ucs_queue_elem_t  elem;
-    uint8_t           id;
-    unsigned          flags;
-    size_t            length;
-    char              data[];
-} slim_deferred_am_t;
+typedef enum {
+    SLIM_DEFERRED_AM,
+    SLIM_DEFERRED_ERROR
+} slim_deferred_type_t;
+
+typedef struct slim_deferred {
+    ucs_queue_elem_t     elem;
+    slim_deferred_type_t type;
+    uint8_t              am_id;
+    unsigned             am_flags;
+    uct_ep_h             inner_ep;   /* SLIM_DEFERRED_ERROR */
+    ucs_status_t         status;     /* SLIM_DEFERRED_ERROR */
+    size_t               length;
+    char                 data[];     /* SLIM_DEFERRED_AM payload */
+} slim_deferred_t;
 
 static __thread int slim_on_linger_thread;
 static volatile int slim_unloading;
 static int          slim_lingering; /* running linger threads, atomic */
 
+static ucs_status_t slim_progress_handle_error(slim_iface_t *iface,
+                                               uct_ep_h inner_ep,
+                                               ucs_status_t status)
+{
+    slim_ep_t *ep = slim_iface_find_ep(iface, inner_ep);
+
+    if (ep == NULL) {
+        ucs_debug("slim: error %s on inner ep %p that has no slim ep",
+                  ucs_status_string(status), inner_ep);
+        return status;
+    }
+    return uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                   status);
+}
+
+/* Runs on the application's thread, under progress.lock. */
 static void slim_progress_deliver_deferred(slim_iface_t *iface)
 {
-    slim_deferred_am_t *am;
+    slim_deferred_t *item;
 
-    while (!ucs_queue_is_empty(&iface->progress.deferred_am)) {
-        am = ucs_queue_pull_elem_non_empty(&iface->progress.deferred_am,
-                                           slim_deferred_am_t, elem);
-        /* We own the copy, so the handler must not keep it: no DESC flag. */
-        uct_iface_invoke_am(&iface->super, am->id, am->data, am->length,
-                            am->flags & ~UCT_CB_PARAM_FLAG_DESC);
-        ucs_free(am);
+    while (!ucs_queue_is_empty(&iface->progress.deferred)) {
+        item = ucs_queue_pull_elem_non_empty(&iface->progress.deferred,
+                                             slim_deferred_t, elem);
+        if (item->type == SLIM_DEFERRED_AM) {
+            /* We own the copy, so the handler must not keep it. */
+            uct_iface_invoke_am(&iface->super, item->am_id, item->data,
+                                item->length,
+                                item->am_flags & ~UCT_CB_PARAM_FLAG_DESC);
+        } else {
+            slim_progress_handle_error(iface, item->inner_ep, item->status);
+        }
+        ucs_free(item);
     }
+}
+
+static slim_deferred_t *slim_progress_defer(slim_iface_t *iface,
+                                            slim_deferred_type_t type,
+                                            size_t length)
+{
+    slim_deferred_t *item = ucs_malloc(sizeof(*item) + length,
+                                       "slim_deferred");
+
+    if (item == NULL) {
+        ucs_error("slim: no memory to defer an event that arrived while "
+                  "the application was not progressing; it is dropped");
+        return NULL;
+    }
+
+    item->type   = type;
+    item->length = length;
+    ucs_queue_push(&iface->progress.deferred, &item->elem);
+    return item;
 }
 
 ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
                                       void *data, size_t length,
                                       unsigned flags)
 {
-    slim_deferred_am_t *am;
+    slim_deferred_t *item;
 
     if (ucs_likely(!slim_on_linger_thread)) {
         return uct_iface_invoke_am(&iface->super, id, data, length, flags);
     }
 
-    am = ucs_malloc(sizeof(*am) + length, "slim_deferred_am");
-    if (am == NULL) {
-        ucs_error("slim: no memory to defer a %zu-byte active message (id %u)"
-                  " that arrived while finalizing; it is dropped", length, id);
-        return UCS_OK;
+    item = slim_progress_defer(iface, SLIM_DEFERRED_AM, length);
+    if (item != NULL) {
+        item->am_id    = id;
+        item->am_flags = flags;
+        memcpy(item->data, data, length);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t slim_progress_deliver_error(slim_iface_t *iface,
+                                         uct_ep_h inner_ep,
+                                         ucs_status_t status)
+{
+    slim_deferred_t *item;
+
+    if (ucs_likely(!slim_on_linger_thread)) {
+        return slim_progress_handle_error(iface, inner_ep, status);
     }
 
-    am->id     = id;
-    am->flags  = flags;
-    am->length = length;
-    memcpy(am->data, data, length);
-    ucs_queue_push(&iface->progress.deferred_am, &am->elem);
+    item = slim_progress_defer(iface, SLIM_DEFERRED_ERROR, 0);
+    if (item != NULL) {
+        item->inner_ep = inner_ep;
+        item->status   = status;
+    }
     return UCS_OK;
 }
 
@@ -164,13 +227,9 @@ static void *slim_progress_linger_main(void *arg)
     return NULL;
 }
 
-void slim_progress_linger_start(slim_iface_t *iface)
+static void slim_progress_linger_start(slim_iface_t *iface)
 {
     int ret;
-
-    if (iface->progress.linger.running || slim_unloading) {
-        return;
-    }
 
     if (slim_async_thread_ops(iface->super.worker->async) == NULL) {
         ucs_debug("slim: iface %p: worker async mode %d has no lock to try; "
@@ -191,7 +250,18 @@ void slim_progress_linger_start(slim_iface_t *iface)
     }
 
     iface->progress.linger.running = 1;
-    ucs_debug("slim: iface %p has no endpoints left, lingering", iface);
+    ucs_debug("slim: iface %p is quiescent, lingering", iface);
+}
+
+/* Called on the application's thread whenever an endpoint may have become
+ * quiescent (a flush completed, an endpoint was destroyed). */
+void slim_progress_maybe_linger(slim_iface_t *iface)
+{
+    if (iface->progress.linger.running || slim_unloading ||
+        !slim_iface_is_quiescent(iface)) {
+        return;
+    }
+    slim_progress_linger_start(iface);
 }
 
 void slim_progress_linger_stop(slim_iface_t *iface)
@@ -222,7 +292,7 @@ ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
     pthread_mutex_init(&iface->progress.lock, &attr);
     pthread_mutexattr_destroy(&attr);
 
-    ucs_queue_head_init(&iface->progress.deferred_am);
+    ucs_queue_head_init(&iface->progress.deferred);
     iface->progress.linger.running = 0;
     iface->progress.outer_cb_id    = UCS_CALLBACKQ_ID_NULL;
     return UCS_OK;
@@ -237,21 +307,21 @@ void slim_progress_attach(slim_iface_t *iface, uct_worker_h worker)
 
 void slim_progress_cleanup(slim_iface_t *iface)
 {
-    slim_deferred_am_t *am;
+    slim_deferred_t *item;
     unsigned dropped = 0;
 
     slim_progress_linger_stop(iface);
     uct_worker_progress_unregister_safe(&iface->super.worker->super,
                                         &iface->progress.outer_cb_id);
 
-    while (!ucs_queue_is_empty(&iface->progress.deferred_am)) {
-        am = ucs_queue_pull_elem_non_empty(&iface->progress.deferred_am,
-                                           slim_deferred_am_t, elem);
-        ucs_free(am);
+    while (!ucs_queue_is_empty(&iface->progress.deferred)) {
+        item = ucs_queue_pull_elem_non_empty(&iface->progress.deferred,
+                                             slim_deferred_t, elem);
+        ucs_free(item);
         ++dropped;
     }
     if (dropped > 0) {
-        ucs_debug("slim: iface %p closed with %u undelivered late messages",
+        ucs_debug("slim: iface %p closed with %u undelivered late events",
                   iface, dropped);
     }
 }
