@@ -1,0 +1,89 @@
+// UCX_SLIM_* configuration, read once per process and validated in full.
+//
+// (Not named config.h: the UCX module includes UCX's generated "config.h".)
+//
+// Every bad value throws ConfigError whose message names the variable, the
+// value and what is accepted, e.g.
+//   UCX_SLIM_REPORT='foo': accepted values are none, stdout, or a path ending in .json
+// The same table of variables is documented by the module's ucs_config_field_t
+// table (ucx_info -c) and in README.md; keep the three in step.
+#ifndef SLIM_RUNTIME_CONFIGURATION_H
+#define SLIM_RUNTIME_CONFIGURATION_H
+
+#include "env.h"
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace slim {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class LogLevel { off, error, warn, info, debug, trace };
+
+const char *to_string(LogLevel level) noexcept;
+
+struct ReportTarget {
+    enum class Kind { none, stdout_text, json_file };
+    Kind        kind = Kind::none;
+    std::string path; // json_file only
+};
+
+struct Config {
+    static constexpr const char *inner_var     = "UCX_SLIM_INNER";
+    static constexpr const char *report_var    = "UCX_SLIM_REPORT";
+    static constexpr const char *log_level_var = "UCX_SLIM_LOG_LEVEL";
+
+    std::string  inner     = "tcp"; // UCT transport that `slim` wraps
+    ReportTarget report;            // exit report destination
+    LogLevel     log_level = LogLevel::warn;
+
+    // Reads every variable; unset ones keep their defaults. Throws ConfigError
+    // listing every bad variable ("; "-separated) when any is bad.
+    static Config from_lookup(const EnvLookup &lookup);
+    static Config from_environment();
+};
+
+// Parsers for single values. Each throws ConfigError with the message
+//   VAR='value': accepted values are <what>
+// Use them for every new UCX_SLIM_* variable so messages stay uniform.
+namespace parse {
+
+// Formats the uniform message; `accepted` completes "accepted values are ...".
+std::string bad_value(std::string_view var, std::string_view value, std::string_view accepted);
+
+// One of `choices`, compared case-insensitively; returns its index.
+std::size_t choice(const char *var, const std::string &value,
+                   std::initializer_list<const char *> choices);
+
+// A decimal integer in [min, max] (no sign for positive values, no spaces).
+std::int64_t integer(const char *var, const std::string &value, std::int64_t min,
+                     std::int64_t max);
+
+// A finite decimal number ("0.05", "1e-3") in [min, max].
+double real(const char *var, const std::string &value, double min, double max);
+
+// A duration: a non-negative number followed by a unit ns, us, ms or s
+// ("10us", "1.5ms", "1s"), in [min, max], rounded to the nearest nanosecond.
+std::chrono::nanoseconds duration(const char *var, const std::string &value,
+                                  std::chrono::nanoseconds min, std::chrono::nanoseconds max);
+
+// Human form of a duration for messages: the largest of s, ms, us, ns that
+// shows it exactly ("100ms", "10us", "1500ns").
+std::string format_duration(std::chrono::nanoseconds d);
+
+// Shortest decimal form of a double for messages ("0.05", "1e+20").
+std::string format_real(double v);
+
+} // namespace parse
+
+} // namespace slim
+
+#endif

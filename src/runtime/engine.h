@@ -1,0 +1,39 @@
+// The per-process Engine: created by the first slim_core_init(), owns the
+// configuration and the logger level, and writes the exit report. Later
+// releases add the event stream, predictor and link controller here.
+#ifndef SLIM_RUNTIME_ENGINE_H
+#define SLIM_RUNTIME_ENGINE_H
+
+#include "configuration.h"
+#include "slimlink.h"
+
+#include <atomic>
+
+namespace slim {
+
+class Engine {
+public:
+    // Builds the Engine once (std::call_once) from the process environment;
+    // every call returns the first call's status. A bad configuration is
+    // logged once and yields SLIM_ERR_CONFIG from then on.
+    static slim_status_t init() noexcept;
+
+    // The Engine, or nullptr when init() has not succeeded.
+    static Engine *get() noexcept;
+
+    explicit Engine(Config config);
+
+    const Config &config() const noexcept { return config_; }
+
+    // Writes the report the configuration asks for; only the first call in
+    // the process writes. I/O errors are logged, never thrown.
+    void report() noexcept;
+
+private:
+    Config            config_;
+    std::atomic<bool> reported_{false};
+};
+
+} // namespace slim
+
+#endif

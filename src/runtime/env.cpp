@@ -1,0 +1,18 @@
+#include "env.h"
+
+#include <cstdlib>
+
+namespace slim {
+
+EnvLookup process_environment()
+{
+    return [](const char *name) -> std::optional<std::string> {
+        const char *value = std::getenv(name);
+        if (value == nullptr) {
+            return std::nullopt;
+        }
+        return std::string{value};
+    };
+}
+
+} // namespace slim

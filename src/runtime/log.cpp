@@ -1,0 +1,53 @@
+#include "log.h"
+
+#include "no_destructor.h"
+#include "process_identity.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <memory>
+
+namespace slim {
+
+namespace {
+
+spdlog::level::level_enum to_spdlog(LogLevel level)
+{
+    switch (level) {
+    case LogLevel::off:   return spdlog::level::off;
+    case LogLevel::error: return spdlog::level::err;
+    case LogLevel::warn:  return spdlog::level::warn;
+    case LogLevel::info:  return spdlog::level::info;
+    case LogLevel::debug: return spdlog::level::debug;
+    case LogLevel::trace: return spdlog::level::trace;
+    }
+    return spdlog::level::warn;
+}
+
+spdlog::logger make_logger()
+{
+    spdlog::logger slim_logger{"slim", std::make_shared<spdlog::sinks::stderr_sink_mt>()};
+    slim_logger.set_pattern(log_pattern(this_process().label()));
+    slim_logger.set_level(to_spdlog(LogLevel::warn));
+    // Errors must reach the user even if the process dies right after.
+    slim_logger.flush_on(spdlog::level::warn);
+    return slim_logger;
+}
+
+} // namespace
+
+std::string log_pattern(const std::string &process_label)
+{
+    // %l prints spdlog's level name ("warning", "error", ...).
+    return "[slim " + process_label + "] %l: %v";
+}
+
+spdlog::logger &logger()
+{
+    static NoDestructor<spdlog::logger> instance{make_logger()};
+    return *instance;
+}
+
+void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
+
+} // namespace slim

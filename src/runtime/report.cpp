@@ -1,0 +1,185 @@
+#include "report.h"
+
+#include "traffic_monitor.h"
+
+#include <array>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <system_error>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace slim {
+
+namespace {
+
+bool is_zero(const slim_counter_t &c) { return c.count == 0 && c.bytes == 0; }
+
+std::string text_row(const char *name, const slim_counter_t &sent, const slim_counter_t &recv)
+{
+    std::array<char, 160> line{};
+    std::snprintf(line.data(), line.size(), "  %-10s %14" PRIu64 " %16" PRIu64 " %14" PRIu64
+                                            " %16" PRIu64 "\n",
+                  name, sent.count, sent.bytes, recv.count, recv.bytes);
+    return line.data();
+}
+
+void append_counter(std::string &out, const slim_counter_t &c)
+{
+    out.append("{\"count\":").append(std::to_string(c.count));
+    out.append(",\"bytes\":").append(std::to_string(c.bytes)).append("}");
+}
+
+void append_directions(std::string &out, const slim_counter_t &sent, const slim_counter_t &recv)
+{
+    out.append("{\"sent\":");
+    append_counter(out, sent);
+    out.append(",\"received\":");
+    append_counter(out, recv);
+    out.append("}");
+}
+
+// One write() for the whole block; loops only on EINTR and short writes
+// (pipes), which do not happen for small blocks on terminals and files.
+void write_all(int fd, const std::string &data)
+{
+    std::size_t done = 0;
+    while (done < data.size()) {
+        const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw std::system_error(errno, std::generic_category(), "write");
+        }
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+// Owns a file descriptor.
+class Fd {
+public:
+    explicit Fd(int fd) noexcept : fd_(fd) {}
+    Fd(const Fd &)            = delete;
+    Fd &operator=(const Fd &) = delete;
+    ~Fd()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    int get() const noexcept { return fd_; }
+
+private:
+    int fd_;
+};
+
+} // namespace
+
+std::string json_quote(std::string_view text)
+{
+    std::string out;
+    out.reserve(text.size() + 2);
+    out.push_back('"');
+    for (const char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+        case '"':  out.append("\\\""); break;
+        case '\\': out.append("\\\\"); break;
+        case '\b': out.append("\\b"); break;
+        case '\f': out.append("\\f"); break;
+        case '\n': out.append("\\n"); break;
+        case '\r': out.append("\\r"); break;
+        case '\t': out.append("\\t"); break;
+        default:
+            if (c < 0x20) {
+                std::array<char, 8> esc{};
+                std::snprintf(esc.data(), esc.size(), "\\u%04x", static_cast<unsigned>(c));
+                out.append(esc.data());
+            } else {
+                // Bytes >= 0x80 pass through: host names are ASCII in practice,
+                // and UTF-8 input stays valid UTF-8.
+                out.push_back(ch);
+            }
+        }
+    }
+    out.push_back('"');
+    return out;
+}
+
+std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic)
+{
+    const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
+    std::string out = "slimlink report: rank " + rank + ", host " + who.host +
+                      ", pid " + std::to_string(who.pid) + "\n";
+    std::array<char, 160> header{};
+    std::snprintf(header.data(), header.size(), "  %-10s %14s %16s %14s %16s\n", "operation",
+                  "sent count", "sent bytes", "recv count", "recv bytes");
+    out.append(header.data());
+
+    bool any = false;
+    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+        const slim_counter_t &sent = traffic.op[op][SLIM_DIR_SEND];
+        const slim_counter_t &recv = traffic.op[op][SLIM_DIR_RECV];
+        if (is_zero(sent) && is_zero(recv)) {
+            continue;
+        }
+        any = true;
+        out.append(text_row(slim_op_name(static_cast<slim_op_t>(op)), sent, recv));
+    }
+    if (!any) {
+        out.append("  (no traffic passed through slim)\n");
+    }
+    out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
+    return out;
+}
+
+std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic)
+{
+    std::string out;
+    out.reserve(1024);
+    out.append("{\"schema\":").append(json_quote(report_schema));
+    out.append(",\"rank\":").append(std::to_string(who.rank));
+    out.append(",\"host\":").append(json_quote(who.host));
+    out.append(",\"pid\":").append(std::to_string(who.pid));
+    out.append(",\"traffic\":{");
+    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+        if (op > 0) {
+            out.push_back(',');
+        }
+        out.append(json_quote(slim_op_name(static_cast<slim_op_t>(op)))).push_back(':');
+        append_directions(out, traffic.op[op][SLIM_DIR_SEND], traffic.op[op][SLIM_DIR_RECV]);
+    }
+    out.append("},\"totals\":");
+    append_directions(out, total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV));
+    out.append("}\n");
+    return out;
+}
+
+void write_report(const ReportTarget &target, const ProcessIdentity &who,
+                  const slim_traffic_t &traffic)
+{
+    switch (target.kind) {
+    case ReportTarget::Kind::none:
+        return;
+    case ReportTarget::Kind::stdout_text: {
+        // The application's buffered output comes first.
+        std::fflush(stdout);
+        write_all(STDOUT_FILENO, format_text_report(who, traffic));
+        return;
+    }
+    case ReportTarget::Kind::json_file: {
+        // O_APPEND: every rank appends its one line atomically to a shared file.
+        const Fd fd{::open(target.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
+        if (fd.get() < 0) {
+            throw std::system_error(errno, std::generic_category(), "open " + target.path);
+        }
+        write_all(fd.get(), format_json_report(who, traffic));
+        return;
+    }
+    }
+}
+
+} // namespace slim

@@ -1,0 +1,60 @@
+// Counts of the data operations `slim` observes, per operation kind and
+// direction. Recording is a pair of relaxed atomic increments: the counters
+// are only read as a whole at report time, when ordering no longer matters.
+#ifndef SLIM_RUNTIME_TRAFFIC_MONITOR_H
+#define SLIM_RUNTIME_TRAFFIC_MONITOR_H
+
+#include "slimlink.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace slim {
+
+class TrafficMonitor {
+public:
+    // constexpr: the process-wide instance is constant-initialized, so it is
+    // usable from any thread at any time, including from ELF constructors
+    // that run before this library's dynamic initialization.
+    constexpr TrafficMonitor() noexcept = default;
+
+    TrafficMonitor(const TrafficMonitor &)            = delete;
+    TrafficMonitor &operator=(const TrafficMonitor &) = delete;
+
+    // Out-of-range kinds or directions are ignored: the data path never fails.
+    void record(slim_op_t op, slim_dir_t dir, std::uint64_t bytes) noexcept
+    {
+        if (static_cast<unsigned>(op) >= SLIM_OP_COUNT ||
+            static_cast<unsigned>(dir) >= SLIM_DIR_COUNT) {
+            return;
+        }
+        Cell &cell = cells_[op][dir];
+        cell.count.fetch_add(1, std::memory_order_relaxed);
+        cell.bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
+
+    slim_traffic_t snapshot() const noexcept;
+    void           reset() noexcept;
+
+private:
+    struct Cell {
+        std::atomic<std::uint64_t> count{0};
+        std::atomic<std::uint64_t> bytes{0};
+    };
+    Cell cells_[SLIM_OP_COUNT][SLIM_DIR_COUNT];
+};
+
+// Never torn down: teardown code of UCX may still record at process exit.
+static_assert(std::is_trivially_destructible_v<TrafficMonitor>);
+
+// The process-wide counters that slim_core_record() feeds.
+TrafficMonitor &process_traffic() noexcept;
+
+// Sum over operation kinds for one direction.
+slim_counter_t total(const slim_traffic_t &traffic, slim_dir_t dir) noexcept;
+
+} // namespace slim
+
+#endif

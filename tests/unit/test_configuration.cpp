@@ -1,0 +1,266 @@
+// UCX_SLIM_* parsing: defaults, every accepted form, every rejected form with
+// a message naming the variable, the value and what is accepted.
+#include "configuration.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using slim::Config;
+using slim::ConfigError;
+using slim::LogLevel;
+using slim::ReportTarget;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+slim::EnvLookup lookup_in(const Env &env)
+{
+    return [env](const char *name) -> std::optional<std::string> {
+        const auto it = env.find(name);
+        if (it == env.end()) {
+            return std::nullopt;
+        }
+        return it->second;
+    };
+}
+
+Config parse(const Env &env) { return Config::from_lookup(lookup_in(env)); }
+
+// The ConfigError message for `env`, or "" when it parses.
+std::string error_for(const Env &env)
+{
+    try {
+        parse(env);
+    } catch (const ConfigError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST_CASE("an empty environment yields the documented defaults")
+{
+    const Config c = parse({});
+    CHECK(c.inner == "tcp");
+    CHECK(c.report.kind == ReportTarget::Kind::none);
+    CHECK(c.report.path.empty());
+    CHECK(c.log_level == LogLevel::warn);
+}
+
+TEST_CASE("unrelated variables are ignored")
+{
+    const Config c = parse({{"UCX_TLS", "slim,self"}, {"UCX_SLIM_UNKNOWN", "x"}});
+    CHECK(c.inner == "tcp");
+}
+
+TEST_CASE("UCX_SLIM_INNER accepts UCT transport names")
+{
+    for (const char *name : {"tcp", "rc_verbs", "rc_mlx5", "ud_verbs", "dc_mlx5", "posix", "x",
+                             "a234567890123456789012345678901"}) {
+        CAPTURE(name);
+        CHECK(parse({{"UCX_SLIM_INNER", name}}).inner == name);
+    }
+}
+
+TEST_CASE("UCX_SLIM_INNER rejects names that are not UCT transport names")
+{
+    for (const char *bad : {"", "TCP", "rc-verbs", "tcp,sm", " tcp", "tcp ", "slim",
+                            "a2345678901234567890123456789012"}) {
+        CAPTURE(bad);
+        const std::string msg = error_for({{"UCX_SLIM_INNER", bad}});
+        CHECK_THAT(msg, Contains(std::string("UCX_SLIM_INNER='") + bad + "'"));
+        CHECK_THAT(msg, Contains("1 to 31 characters a-z, 0-9 and _"));
+        CHECK_THAT(msg, Contains("other than slim"));
+    }
+}
+
+TEST_CASE("UCX_SLIM_REPORT accepts none, stdout and paths ending in .json")
+{
+    SECTION("none, in any case")
+    {
+        CHECK(parse({{"UCX_SLIM_REPORT", "none"}}).report.kind == ReportTarget::Kind::none);
+        CHECK(parse({{"UCX_SLIM_REPORT", "NONE"}}).report.kind == ReportTarget::Kind::none);
+    }
+    SECTION("stdout, in any case")
+    {
+        CHECK(parse({{"UCX_SLIM_REPORT", "stdout"}}).report.kind ==
+              ReportTarget::Kind::stdout_text);
+        CHECK(parse({{"UCX_SLIM_REPORT", "Stdout"}}).report.kind ==
+              ReportTarget::Kind::stdout_text);
+    }
+    SECTION("relative and absolute JSON paths")
+    {
+        for (const char *path : {"r.json", "out/run 1.json", "/tmp/slim/report.json", "./x.json"}) {
+            CAPTURE(path);
+            const Config c = parse({{"UCX_SLIM_REPORT", path}});
+            CHECK(c.report.kind == ReportTarget::Kind::json_file);
+            CHECK(c.report.path == path);
+        }
+    }
+}
+
+TEST_CASE("UCX_SLIM_REPORT rejects anything else")
+{
+    for (const char *bad : {"", "foo", "stderr", "report.txt", "report.JSON", ".json", "dir/.json",
+                            "report.json.bak", "json"}) {
+        CAPTURE(bad);
+        CHECK(error_for({{"UCX_SLIM_REPORT", bad}}) ==
+              std::string("UCX_SLIM_REPORT='") + bad +
+                      "': accepted values are none, stdout, or a path ending in .json");
+    }
+}
+
+TEST_CASE("UCX_SLIM_LOG_LEVEL accepts every level in any case")
+{
+    const std::pair<const char *, LogLevel> levels[] = {
+            {"off", LogLevel::off},     {"error", LogLevel::error}, {"warn", LogLevel::warn},
+            {"info", LogLevel::info},   {"debug", LogLevel::debug}, {"trace", LogLevel::trace},
+            {"DEBUG", LogLevel::debug}, {"Warn", LogLevel::warn}};
+    for (const auto &[text, level] : levels) {
+        CAPTURE(text);
+        CHECK(parse({{"UCX_SLIM_LOG_LEVEL", text}}).log_level == level);
+    }
+}
+
+TEST_CASE("UCX_SLIM_LOG_LEVEL rejects unknown levels")
+{
+    for (const char *bad : {"", "warning", "verbose", "3", "info "}) {
+        CAPTURE(bad);
+        CHECK(error_for({{"UCX_SLIM_LOG_LEVEL", bad}}) ==
+              std::string("UCX_SLIM_LOG_LEVEL='") + bad +
+                      "': accepted values are off, error, warn, info, debug, trace "
+                      "(case-insensitive)");
+    }
+}
+
+TEST_CASE("every bad variable is reported at once")
+{
+    const std::string msg = error_for(
+            {{"UCX_SLIM_INNER", "A"}, {"UCX_SLIM_REPORT", "x"}, {"UCX_SLIM_LOG_LEVEL", "y"}});
+    CHECK_THAT(msg, Contains("UCX_SLIM_INNER='A'"));
+    CHECK_THAT(msg, Contains("UCX_SLIM_REPORT='x'"));
+    CHECK_THAT(msg, Contains("UCX_SLIM_LOG_LEVEL='y'"));
+}
+
+TEST_CASE("a good variable is not blamed for a bad one")
+{
+    const std::string msg =
+            error_for({{"UCX_SLIM_INNER", "rc_verbs"}, {"UCX_SLIM_REPORT", "bad"}});
+    CHECK_THAT(msg, Contains("UCX_SLIM_REPORT"));
+    CHECK_THAT(msg, !Contains("UCX_SLIM_INNER"));
+}
+
+TEST_CASE("the integer parser accepts decimal integers within bounds")
+{
+    CHECK(slim::parse::integer("V", "0", 0, 10) == 0);
+    CHECK(slim::parse::integer("V", "10", 0, 10) == 10);
+    CHECK(slim::parse::integer("V", "-3", -5, 5) == -3);
+    CHECK(slim::parse::integer("V", "9223372036854775807", 0, INT64_MAX) == INT64_MAX);
+}
+
+TEST_CASE("the integer parser rejects garbage, out-of-range values and overflow")
+{
+    for (const char *bad : {"", "x", "1x", "1.5", " 1", "1 ", "+1", "0x10", "11", "-1",
+                            "99999999999999999999", "-99999999999999999999"}) {
+        CAPTURE(bad);
+        try {
+            slim::parse::integer("UCX_SLIM_N", bad, 0, 10);
+            FAIL("accepted '" << bad << "'");
+        } catch (const ConfigError &e) {
+            CHECK(std::string(e.what()) == std::string("UCX_SLIM_N='") + bad +
+                                                   "': accepted values are integers from 0 to 10");
+        }
+    }
+}
+
+TEST_CASE("the number parser accepts decimal numbers within bounds")
+{
+    CHECK(slim::parse::real("V", "0.05", 0, 1) == Approx(0.05));
+    CHECK(slim::parse::real("V", "0", 0, 1) == 0.0);
+    CHECK(slim::parse::real("V", "1", 0, 1) == 1.0);
+    CHECK(slim::parse::real("V", "1e-3", 0, 1) == Approx(0.001));
+    CHECK(slim::parse::real("V", "-0.5", -1, 1) == Approx(-0.5));
+}
+
+TEST_CASE("the number parser rejects garbage, non-finite and out-of-range values")
+{
+    for (const char *bad : {"", "x", "0.5x", "1.5", "-0.1", "nan", "inf", "1e999", " 0.5", "+0.5",
+                            "0,5"}) {
+        CAPTURE(bad);
+        try {
+            slim::parse::real("UCX_SLIM_R", bad, 0, 1);
+            FAIL("accepted '" << bad << "'");
+        } catch (const ConfigError &e) {
+            CHECK(std::string(e.what()) == std::string("UCX_SLIM_R='") + bad +
+                                                   "': accepted values are numbers from 0 to 1");
+        }
+    }
+}
+
+TEST_CASE("the duration parser reads every unit")
+{
+    const auto d = [](const char *text) {
+        return slim::parse::duration("V", text, 0ns, std::chrono::nanoseconds{3600s});
+    };
+    CHECK(d("0s") == 0ns);
+    CHECK(d("5ns") == 5ns);
+    CHECK(d("10us") == 10us);
+    CHECK(d("100ms") == 100ms);
+    CHECK(d("1s") == 1s);
+    CHECK(d("1.5ms") == 1500us);
+    CHECK(d("0.25us") == 250ns);
+    CHECK(d("1e3us") == 1ms);
+}
+
+TEST_CASE("the duration parser checks bounds in any unit")
+{
+    const auto d = [](const char *text) {
+        return slim::parse::duration("UCX_SLIM_T", text, 10us, 1s);
+    };
+    CHECK(d("10us") == 10us);
+    CHECK(d("0.01ms") == 10us);
+    CHECK(d("1000ms") == 1s);
+    for (const char *bad : {"9us", "9999ns", "1001ms", "2s", "0.000009s"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH(d(bad), std::string("UCX_SLIM_T='") + bad +
+                                          "': accepted values are durations from 10us to 1s "
+                                          "with a unit ns, us, ms or s (e.g. 10us)");
+    }
+}
+
+TEST_CASE("the duration parser rejects missing units, garbage and overflow")
+{
+    const auto d = [](const char *text) {
+        return slim::parse::duration("UCX_SLIM_T", text, 0ns, 1s);
+    };
+    for (const char *bad : {"", "10", "s", "ms", "10 us", "10m", "10min", "10US", "-1s", "+1s",
+                            "1e999s", "infs", "nanms", "99999999999999999999999s", "10us "}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(d(bad), ConfigError);
+        CHECK_THROWS_WITH(d(bad), Contains(std::string("UCX_SLIM_T='") + bad + "'") &&
+                                          Contains("durations from 0ns to 1s"));
+    }
+}
+
+TEST_CASE("durations in messages use the largest exact unit")
+{
+    CHECK(slim::parse::format_duration(1s) == "1s");
+    CHECK(slim::parse::format_duration(100ms) == "100ms");
+    CHECK(slim::parse::format_duration(1500us) == "1500us");
+    CHECK(slim::parse::format_duration(10us) == "10us");
+    CHECK(slim::parse::format_duration(1234ns) == "1234ns");
+    CHECK(slim::parse::format_duration(0ns) == "0ns");
+}
+
+TEST_CASE("choices are matched case-insensitively and listed when rejected")
+{
+    CHECK(slim::parse::choice("V", "B", {"a", "b"}) == 1);
+    CHECK_THROWS_WITH(slim::parse::choice("UCX_SLIM_C", "c", {"a", "b"}),
+                      "UCX_SLIM_C='c': accepted values are a, b (case-insensitive)");
+}

@@ -1,0 +1,251 @@
+// The Engine through the C API the module uses (slim_core.h), each scenario
+// in a fresh child process with a controlled environment.
+#include "json_check.h"
+#include "slim_core.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+using Catch::Matchers::Contains;
+
+// ------------------------------------------------------------ child side
+
+int slim_unit_child_main(const char *scenario)
+{
+    const std::string name{scenario};
+    if (name == "init-twice") {
+        const slim_status_t first  = slim_core_init();
+        const slim_status_t second = slim_core_init();
+        std::printf("status %d %d\n", first, second);
+        return 0;
+    }
+    if (name == "traffic-then-exit" || name == "traffic-report-now") {
+        slim_core_record(SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 8); // before init: still counted
+        if (slim_core_init() != SLIM_OK) {
+            return 3;
+        }
+        slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, 100);
+        slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, 28);
+        if (name == "traffic-report-now") {
+            slim_core_report();
+            slim_core_report();
+            slim_core_record(SLIM_OP_PUT, SLIM_DIR_SEND, 1); // after the report: not in it
+        }
+        std::printf("app output\n"); // buffered: must precede the report
+        return 0;                     // exit() runs the report hook
+    }
+    if (name == "report-without-init") {
+        slim_core_report();
+        return 0;
+    }
+    std::fprintf(stderr, "unknown scenario %s\n", scenario);
+    return 99;
+}
+
+// ------------------------------------------------------------ parent side
+
+namespace {
+
+struct ChildResult {
+    int         exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+std::string slurp(const std::string &path)
+{
+    std::ifstream      in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+class TempDir {
+public:
+    TempDir()
+    {
+        char tmpl[] = "/tmp/slim-engine-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        path_ = tmpl;
+    }
+    ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+    const std::string &path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+// Runs this binary with SLIM_UNIT_CHILD=scenario, without any UCX_SLIM_* or
+// launcher rank variable from our own environment, plus `env`.
+ChildResult run_child(const std::string &scenario, const std::map<std::string, std::string> &env)
+{
+    const TempDir tmp;
+    std::vector<std::string> vars;
+    for (char **e = environ; *e != nullptr; ++e) {
+        const std::string v{*e};
+        const bool ours = v.rfind("UCX_SLIM_", 0) == 0 || v.rfind("PMI_RANK=", 0) == 0 ||
+                          v.rfind("OMPI_COMM_WORLD_RANK=", 0) == 0 ||
+                          v.rfind("PMIX_RANK=", 0) == 0 || v.rfind("SLURM_PROCID=", 0) == 0 ||
+                          v.rfind("SLIM_UNIT_CHILD=", 0) == 0;
+        if (!ours) {
+            vars.push_back(v);
+        }
+    }
+    vars.push_back("SLIM_UNIT_CHILD=" + scenario);
+    for (const auto &[k, v] : env) {
+        vars.push_back(k + "=" + v);
+    }
+    std::vector<char *> envp;
+    for (std::string &v : vars) {
+        envp.push_back(v.data());
+    }
+    envp.push_back(nullptr);
+
+    const std::string out_path = tmp.path() + "/out", err_path = tmp.path() + "/err";
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
+            ::_exit(126);
+        }
+        char *argv[] = {const_cast<char *>("slim-unit-tests"), nullptr};
+        ::execve("/proc/self/exe", argv, envp.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    ChildResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out       = slurp(out_path);
+    r.err       = slurp(err_path);
+    return r;
+}
+
+std::size_t occurrences(const std::string &haystack, const std::string &needle)
+{
+    std::size_t n = 0;
+    for (std::size_t at = haystack.find(needle); at != std::string::npos;
+         at = haystack.find(needle, at + 1)) {
+        ++n;
+    }
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("a valid configuration initializes the engine and later calls agree")
+{
+    const ChildResult r = run_child("init-twice", {});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "status 0 0\n");
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("a bad configuration is logged once and every init returns SLIM_ERR_CONFIG")
+{
+    const ChildResult r = run_child("init-twice", {{"UCX_SLIM_REPORT", "foo"}, {"PMI_RANK", "5"}});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "status " + std::to_string(SLIM_ERR_CONFIG) + " " +
+                           std::to_string(SLIM_ERR_CONFIG) + "\n");
+    CHECK(occurrences(r.err, "\n") == 1);
+    CHECK_THAT(r.err, Contains("[slim r5] error: "));
+    CHECK_THAT(r.err,
+               Contains("UCX_SLIM_REPORT='foo': accepted values are none, stdout, or a path "
+                        "ending in .json"));
+}
+
+TEST_CASE("a process without a launcher rank is labelled by pid in the log")
+{
+    const ChildResult r = run_child("init-twice", {{"UCX_SLIM_INNER", "BAD"}});
+    CHECK_THAT(r.err, Contains("[slim pid"));
+    CHECK_THAT(r.err, Contains("UCX_SLIM_INNER='BAD'"));
+}
+
+TEST_CASE("log level off silences even configuration errors")
+{
+    const ChildResult r = run_child("init-twice", {{"UCX_SLIM_REPORT", "foo"},
+                                                   {"UCX_SLIM_LOG_LEVEL", "off"}});
+    CHECK(r.out == "status " + std::to_string(SLIM_ERR_CONFIG) + " " +
+                           std::to_string(SLIM_ERR_CONFIG) + "\n");
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("the stdout report is written once, at exit, after the application's output")
+{
+    const ChildResult r =
+            run_child("traffic-then-exit", {{"UCX_SLIM_REPORT", "stdout"}, {"PMI_RANK", "2"}});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(occurrences(r.out, "slimlink report: rank 2") == 1);
+    CHECK(r.out.rfind("app output\n", 0) == 0);
+    CHECK_THAT(r.out, Contains("am_short"));
+    CHECK_THAT(r.out, Contains("am_any"));
+    CHECK_THAT(r.out, !Contains("\n  put "));
+}
+
+TEST_CASE("the JSON report is appended once per process with every recorded operation")
+{
+    const TempDir     dir;
+    const std::string path = dir.path() + "/report.json";
+    const ChildResult first =
+            run_child("traffic-then-exit", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "0"}});
+    const ChildResult second =
+            run_child("traffic-report-now", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "1"}});
+    CHECK(first.exit_code == 0);
+    CHECK(second.exit_code == 0);
+    CHECK(first.err.empty());
+    CHECK(second.err.empty());
+
+    std::ifstream in(path);
+    std::string   line0, line1, extra;
+    REQUIRE(std::getline(in, line0));
+    REQUIRE(std::getline(in, line1));
+    CHECK_FALSE(std::getline(in, extra));
+
+    const slim_test::Json r0 = slim_test::parse_json(line0);
+    const slim_test::Json r1 = slim_test::parse_json(line1);
+    CHECK(r0["rank"].integer() == 0);
+    CHECK(r1["rank"].integer() == 1);
+    for (const slim_test::Json *r : {&r0, &r1}) {
+        CHECK((*r)["traffic"]["am_short"]["sent"]["count"].integer() == 1);
+        CHECK((*r)["traffic"]["am_short"]["sent"]["bytes"].integer() == 8);
+        CHECK((*r)["traffic"]["am_any"]["received"]["count"].integer() == 2);
+        CHECK((*r)["traffic"]["am_any"]["received"]["bytes"].integer() == 128);
+        // The early report of "traffic-report-now" precedes its put.
+        CHECK((*r)["traffic"]["put"]["sent"]["count"].integer() == 0);
+    }
+}
+
+TEST_CASE("a report that cannot be written is logged and the process exits normally")
+{
+    const ChildResult r = run_child("traffic-then-exit",
+                                    {{"UCX_SLIM_REPORT", "/nonexistent-slim-dir/r.json"}});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("cannot write the report (/nonexistent-slim-dir/r.json)"));
+}
+
+TEST_CASE("a report request before the engine exists writes nothing")
+{
+    const ChildResult r = run_child("report-without-init", {{"UCX_SLIM_REPORT", "stdout"}});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.empty());
+    CHECK(r.err.empty());
+}

@@ -1,0 +1,194 @@
+#include "json_check.h"
+#include "report.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+using Catch::Matchers::Contains;
+using slim_test::Json;
+using slim_test::parse_json;
+
+namespace {
+
+slim::ProcessIdentity sample_process()
+{
+    slim::ProcessIdentity who;
+    who.rank = 3;
+    who.pid  = 4242;
+    who.host = "node\"7\\x";
+    return who;
+}
+
+slim_traffic_t sample_traffic()
+{
+    slim_traffic_t t{};
+    t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND] = {10, 640};
+    t.op[SLIM_OP_AM_ANY][SLIM_DIR_RECV]   = {12, 70000};
+    t.op[SLIM_OP_PUT][SLIM_DIR_SEND]      = {1, 1u << 20};
+    return t;
+}
+
+std::size_t count_lines(const std::string &s)
+{
+    std::size_t n = 0;
+    for (const char c : s) {
+        n += c == '\n';
+    }
+    return n;
+}
+
+} // namespace
+
+TEST_CASE("the JSON report is one valid JSON line with the documented schema")
+{
+    const std::string line = slim::format_json_report(sample_process(), sample_traffic());
+    REQUIRE(!line.empty());
+    CHECK(line.back() == '\n');
+    CHECK(count_lines(line) == 1);
+
+    const Json j = parse_json(line);
+    REQUIRE(j.type == Json::Type::object);
+    CHECK(j.keys == std::vector<std::string>{"schema", "rank", "host", "pid", "traffic", "totals"});
+    CHECK(j["schema"].text == "slimlink.report.v1");
+    CHECK(j["rank"].integer() == 3);
+    CHECK(j["host"].text == "node\"7\\x");
+    CHECK(j["pid"].integer() == 4242);
+}
+
+TEST_CASE("the JSON report lists every operation kind with its counters")
+{
+    const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic()));
+    const Json &traffic = j["traffic"];
+    CHECK(traffic.keys == std::vector<std::string>{"am_short", "am_bcopy", "am_zcopy", "am_any",
+                                                   "put", "get", "atomic"});
+    CHECK(traffic["am_short"]["sent"]["count"].integer() == 10);
+    CHECK(traffic["am_short"]["sent"]["bytes"].integer() == 640);
+    CHECK(traffic["am_short"]["received"]["count"].integer() == 0);
+    CHECK(traffic["am_any"]["received"]["count"].integer() == 12);
+    CHECK(traffic["am_any"]["received"]["bytes"].integer() == 70000);
+    CHECK(traffic["put"]["sent"]["bytes"].integer() == 1 << 20);
+    CHECK(traffic["atomic"]["sent"]["count"].integer() == 0);
+
+    const Json &totals = j["totals"];
+    CHECK(totals["sent"]["count"].integer() == 11);
+    CHECK(totals["sent"]["bytes"].integer() == 640 + (1 << 20));
+    CHECK(totals["received"]["count"].integer() == 12);
+    CHECK(totals["received"]["bytes"].integer() == 70000);
+}
+
+TEST_CASE("the JSON report of a process without traffic has zero totals")
+{
+    const Json j = parse_json(slim::format_json_report(sample_process(), slim_traffic_t{}));
+    CHECK(j["totals"]["sent"]["count"].integer() == 0);
+    CHECK(j["totals"]["received"]["bytes"].integer() == 0);
+}
+
+TEST_CASE("an unknown rank is reported as -1")
+{
+    slim::ProcessIdentity who = sample_process();
+    who.rank = -1;
+    CHECK(parse_json(slim::format_json_report(who, slim_traffic_t{}))["rank"].integer() == -1);
+    CHECK_THAT(slim::format_text_report(who, slim_traffic_t{}), Contains("rank unknown"));
+}
+
+TEST_CASE("JSON strings escape quotes, backslashes and control characters")
+{
+    CHECK(slim::json_quote("plain") == "\"plain\"");
+    CHECK(slim::json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+    CHECK(slim::json_quote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
+    CHECK(slim::json_quote(std::string("\x01\x1f", 2)) == "\"\\u0001\\u001f\"");
+    CHECK(parse_json(slim::json_quote("x\x02y")).text == "x\x02y");
+}
+
+TEST_CASE("the text report names the process and lists only non-zero rows")
+{
+    const std::string text = slim::format_text_report(sample_process(), sample_traffic());
+    CHECK_THAT(text, Contains("rank 3"));
+    CHECK_THAT(text, Contains("host node\"7\\x"));
+    CHECK_THAT(text, Contains("pid 4242"));
+    CHECK_THAT(text, Contains("operation"));
+    CHECK_THAT(text, Contains("\n  am_short "));
+    CHECK_THAT(text, Contains("\n  am_any "));
+    CHECK_THAT(text, Contains("\n  put "));
+    CHECK_THAT(text, !Contains("\n  am_bcopy "));
+    CHECK_THAT(text, !Contains("\n  am_zcopy "));
+    CHECK_THAT(text, !Contains("\n  get "));
+    CHECK_THAT(text, !Contains("\n  atomic "));
+    CHECK_THAT(text, Contains("\n  total "));
+    CHECK(text.back() == '\n');
+}
+
+TEST_CASE("the text report rows carry the counters in column order")
+{
+    const std::string text = slim::format_text_report(sample_process(), sample_traffic());
+    std::istringstream lines(text);
+    std::string        line;
+    bool               found_put = false, found_total = false;
+    while (std::getline(lines, line)) {
+        std::istringstream words(line);
+        std::string        name;
+        unsigned long long sent_count = 0, sent_bytes = 0, recv_count = 0, recv_bytes = 0;
+        words >> name >> sent_count >> sent_bytes >> recv_count >> recv_bytes;
+        if (name == "put") {
+            found_put = true;
+            CHECK(sent_count == 1);
+            CHECK(sent_bytes == 1u << 20);
+            CHECK(recv_count == 0);
+            CHECK(recv_bytes == 0);
+        }
+        if (name == "total") {
+            found_total = true;
+            CHECK(sent_count == 11);
+            CHECK(sent_bytes == 640 + (1u << 20));
+            CHECK(recv_count == 12);
+            CHECK(recv_bytes == 70000);
+        }
+    }
+    CHECK(found_put);
+    CHECK(found_total);
+}
+
+TEST_CASE("the text report of a process without traffic says so")
+{
+    const std::string text = slim::format_text_report(sample_process(), slim_traffic_t{});
+    CHECK_THAT(text, Contains("no traffic passed through slim"));
+    CHECK_THAT(text, !Contains("\n  am_short "));
+}
+
+TEST_CASE("JSON reports are appended one line per write")
+{
+    char dir_template[] = "/tmp/slim-unit-XXXXXX";
+    REQUIRE(::mkdtemp(dir_template) != nullptr);
+    const std::string path = std::string(dir_template) + "/report.json";
+    slim::ReportTarget target;
+    target.kind = slim::ReportTarget::Kind::json_file;
+    target.path = path;
+
+    slim::write_report(target, sample_process(), sample_traffic());
+    slim::write_report(target, sample_process(), slim_traffic_t{});
+
+    std::ifstream in(path);
+    std::string   first, second, extra;
+    REQUIRE(std::getline(in, first));
+    REQUIRE(std::getline(in, second));
+    CHECK_FALSE(std::getline(in, extra));
+    CHECK(parse_json(first)["totals"]["sent"]["count"].integer() == 11);
+    CHECK(parse_json(second)["totals"]["sent"]["count"].integer() == 0);
+
+    ::unlink(path.c_str());
+    ::rmdir(dir_template);
+}
+
+TEST_CASE("an unwritable JSON report path is an error, not a crash")
+{
+    slim::ReportTarget target;
+    target.kind = slim::ReportTarget::Kind::json_file;
+    target.path = "/nonexistent-dir-slim/report.json";
+    CHECK_THROWS_AS(slim::write_report(target, sample_process(), slim_traffic_t{}),
+                    std::system_error);
+}
