@@ -1,0 +1,63 @@
+# tests/mpi — MPI tests run by `make check` (included by the top Makefile.am).
+#
+# Every test is a script that starts real MPI ranks through slimlink-run with
+# UCX_TLS=slim,self and MPIR_CVAR_NOLOCAL=1 (so all traffic crosses `slim`),
+# under the stall harness tests/mpi/run-with-timeout. The programs are linked
+# without libtool wrapper scripts (-no-install) so that the harness and gdb
+# see the real binaries.
+
+mpi_test_mpich_cflags = $(AM_CFLAGS) $(MPICH_CFLAGS)
+mpi_test_ompi_cflags = $(AM_CFLAGS) $(OMPI_CFLAGS)
+
+check_PROGRAMS += tests/mpi/p2p tests/mpi/collectives tests/mpi/finalize
+
+tests_mpi_p2p_SOURCES = tests/mpi/p2p.c tests/mpi/mpi_test_util.h
+tests_mpi_p2p_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_p2p_LDADD = src/libslimlink.la $(MPICH_LIBS)
+tests_mpi_p2p_LDFLAGS = -no-install
+
+tests_mpi_collectives_SOURCES = tests/mpi/collectives.c tests/mpi/mpi_test_util.h
+tests_mpi_collectives_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_collectives_LDADD = src/libslimlink.la $(MPICH_LIBS)
+tests_mpi_collectives_LDFLAGS = -no-install
+
+tests_mpi_finalize_SOURCES = tests/mpi/finalize.c
+tests_mpi_finalize_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_finalize_LDADD = $(MPICH_LIBS)
+tests_mpi_finalize_LDFLAGS = -no-install
+
+# The same sources built against Open MPI (smoke tests, pml ucx).
+if HAVE_OPENMPI
+check_PROGRAMS += tests/mpi/p2p-ompi tests/mpi/collectives-ompi
+
+tests_mpi_p2p_ompi_SOURCES = tests/mpi/p2p.c tests/mpi/mpi_test_util.h
+tests_mpi_p2p_ompi_CFLAGS = $(mpi_test_ompi_cflags)
+tests_mpi_p2p_ompi_LDADD = src/libslimlink.la $(OMPI_LIBS)
+tests_mpi_p2p_ompi_LDFLAGS = -no-install
+
+tests_mpi_collectives_ompi_SOURCES = tests/mpi/collectives.c tests/mpi/mpi_test_util.h
+tests_mpi_collectives_ompi_CFLAGS = $(mpi_test_ompi_cflags)
+tests_mpi_collectives_ompi_LDADD = src/libslimlink.la $(OMPI_LIBS)
+tests_mpi_collectives_ompi_LDFLAGS = -no-install
+endif
+
+# Listed even without Open MPI: those two then report SKIP (exit 77).
+TESTS += \
+	tests/mpi/p2p.test \
+	tests/mpi/collectives.test \
+	tests/mpi/finalize.test \
+	tests/mpi/p2p-ompi.test \
+	tests/mpi/collectives-ompi.test
+
+EXTRA_DIST += \
+	tests/mpi/p2p.test \
+	tests/mpi/collectives.test \
+	tests/mpi/finalize.test \
+	tests/mpi/p2p-ompi.test \
+	tests/mpi/collectives-ompi.test \
+	tests/mpi/mpi-test-lib.sh \
+	tests/mpi/run-with-timeout \
+	tests/mpi/finalize-hang-stats
+
+# Lock that serialises the MPI tests under `make -j check`.
+CLEANFILES += tests/mpi/.mpi-test.lock

@@ -1,0 +1,105 @@
+# shellcheck shell=bash
+# Sourced by the tests/mpi/*.test scripts: locates the build, sets the
+# environment every MPI test runs under, and runs ranks through the stall
+# harness.
+#
+# `make check` exports SLIMLINK_RUN, SLIMLINK_MODULE_PATH, LD_LIBRARY_PATH,
+# MPIEXEC, OMPI_MPIEXEC, abs_top_builddir and abs_top_srcdir. To run a test by
+# hand from the top build directory, export at least SLIMLINK_RUN and MPIEXEC.
+#
+# Exit codes follow automake: 0 pass, 1 fail, 77 skip (a prerequisite is
+# absent), 99 hard error (the test could not be set up).
+#
+# Knobs:
+#   SLIMLINK_TEST_TIMEOUT   seconds before a run counts as stalled (per run;
+#                           each test has its own default)
+#   SLIMLINK_TEST_UCX_TLS   UCX_TLS for the ranks (default slim,self). Only for
+#                           developing the tests themselves: with any other
+#                           value the slim-counter checks fail, as they must.
+
+set -u
+
+test_name=$(basename "$0" .test)
+srcdir_mpi=$(cd "$(dirname "$0")" && pwd)
+: "${abs_top_srcdir:=$(cd "$srcdir_mpi/../.." && pwd)}"
+: "${abs_top_builddir:=$(pwd)}"
+builddir_mpi=$abs_top_builddir/tests/mpi
+harness=$srcdir_mpi/run-with-timeout
+
+hard_error() {
+  echo "$test_name: ERROR: $*" >&2
+  exit 99
+}
+skip() {
+  echo "$test_name: SKIP: $*"
+  exit 77
+}
+
+[ -n "${SLIMLINK_RUN:-}" ] \
+  || hard_error "SLIMLINK_RUN is not set: run through 'make check', or export SLIMLINK_RUN=/path/to/slimlink-run"
+[ -n "${MPIEXEC:-}" ] \
+  || hard_error "MPIEXEC is not set: run through 'make check', or export MPIEXEC=mpiexec.mpich"
+[ -x "$harness" ] || hard_error "$harness is missing or not executable"
+
+# Every byte between ranks crosses the `slim` transport: no shared memory in
+# MPICH (NOLOCAL) and no UCX transport but slim for remote peers.
+export UCX_TLS=${SLIMLINK_TEST_UCX_TLS:-slim,self}
+export MPIR_CVAR_NOLOCAL=1
+# Open MPI refuses to run as root without these (CI runs as root).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# Serialise MPI tests under `make -j check`: on a small machine concurrent
+# busy-polling ranks would turn into timeouts.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$builddir_mpi/.mpi-test.lock" || hard_error "cannot create $builddir_mpi/.mpi-test.lock"
+  flock 9
+fi
+
+# require_program NAME: the test binary, built by `make check`.
+require_program() {
+  [ -x "$builddir_mpi/$1" ] \
+    || hard_error "$builddir_mpi/$1 is not built (run 'make check', which builds it)"
+}
+
+# run_ranks TIMEOUT_S PROGRAM MPIEXEC_AND_ARGS... -- PROGRAM_ARGS...
+# Runs `$SLIMLINK_RUN <mpiexec and its args> $builddir_mpi/PROGRAM <args>`
+# under the stall harness, printing the command first.
+run_ranks() {
+  local timeout_s=$1 program=$2 launcher=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do launcher+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  echo "+ UCX_TLS=$UCX_TLS MPIR_CVAR_NOLOCAL=$MPIR_CVAR_NOLOCAL $SLIMLINK_RUN ${launcher[*]} $builddir_mpi/$program $*"
+  "$harness" -t "$timeout_s" -p "$program" -- \
+    "$SLIMLINK_RUN" "${launcher[@]}" "$builddir_mpi/$program" "$@"
+}
+
+# run_mpich TIMEOUT_S NRANKS PROGRAM [ARGS...]
+run_mpich() {
+  local timeout_s=$1 nranks=$2 program=$3
+  shift 3
+  # MPIEXEC may carry arguments: split it on purpose.
+  # shellcheck disable=SC2086
+  run_ranks "$timeout_s" "$program" $MPIEXEC -n "$nranks" -- "$@"
+}
+
+# run_ompi TIMEOUT_S NRANKS PROGRAM [ARGS...]
+# Open MPI's pml ucx only accepts RDMA transports by default: the two
+# opal_common_ucx options let it use whatever UCX_TLS selects. Local ranks
+# inherit mpiexec's environment; -x also forwards the variables to ranks on
+# other nodes (LD_PRELOAD is set by slimlink-run).
+run_ompi() {
+  local timeout_s=$1 nranks=$2 program=$3 fwd=(-x UCX_TLS -x LD_PRELOAD)
+  shift 3
+  for v in LD_LIBRARY_PATH SLIMLINK_MODULE_PATH; do
+    [ -n "${!v:-}" ] && fwd+=(-x "$v")
+  done
+  # UCX_SLIM_* configure the transport: forward whatever is set.
+  for v in $(compgen -e | grep '^UCX_SLIM_' || true); do fwd+=(-x "$v"); done
+  # OMPI_MPIEXEC may carry arguments: split it on purpose.
+  # shellcheck disable=SC2086
+  run_ranks "$timeout_s" "$program" $OMPI_MPIEXEC --oversubscribe \
+    --allow-run-as-root --mca pml ucx --mca osc ucx \
+    --mca opal_common_ucx_tls any --mca opal_common_ucx_devices any \
+    "${fwd[@]}" -n "$nranks" -- "$@"
+}

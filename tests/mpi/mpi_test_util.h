@@ -1,0 +1,212 @@
+/*
+ * Helpers shared by the MPI tests: data patterns, failure reporting, and the
+ * check that the `slim` transport carried the traffic.
+ *
+ * Header-only (static functions) so every test stays a single automake
+ * program built for MPICH and, unchanged, for Open MPI.
+ */
+#ifndef SLIMLINK_MPI_TEST_UTIL_H
+#define SLIMLINK_MPI_TEST_UTIL_H
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slimlink.h"
+
+static int mt_rank = -1;
+static int mt_failures = 0;
+
+static void mt_fail(const char *fmt, ...)
+{
+    char msg[512];
+    int len;
+    va_list ap;
+
+    /* one write per line, so lines of different ranks do not interleave */
+    len = snprintf(msg, sizeof(msg), "FAIL [rank %d]: ", mt_rank);
+    va_start(ap, fmt);
+    vsnprintf(msg + len, sizeof(msg) - (size_t)len - 1, fmt, ap);
+    va_end(ap);
+    strcat(msg, "\n");
+    fputs(msg, stderr);
+    fflush(stderr);
+    ++mt_failures;
+}
+
+/* An MPI call that fails is a test failure; the error handler is set to
+ * MPI_ERRORS_RETURN so the message names the call instead of aborting. */
+#define MT_CHECK_MPI(call)                                                    \
+    do {                                                                      \
+        int mt_rc_ = (call);                                                  \
+        if (mt_rc_ != MPI_SUCCESS) {                                          \
+            char mt_msg_[MPI_MAX_ERROR_STRING];                               \
+            int mt_len_ = 0;                                                  \
+            MPI_Error_string(mt_rc_, mt_msg_, &mt_len_);                      \
+            mt_fail("%s returned %d (%s) at %s:%d", #call, mt_rc_, mt_msg_,   \
+                    __FILE__, __LINE__);                                      \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+        }                                                                     \
+    } while (0)
+
+/* splitmix64 finaliser: every (size, index, rank, tag) gives a different,
+ * well-mixed value, so a stale, shifted or cross-rank buffer never passes. */
+static inline uint64_t mt_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static inline uint8_t mt_pattern_byte(uint64_t size, uint64_t index,
+                                      uint64_t rank, uint64_t tag)
+{
+    return (uint8_t)mt_mix((size << 40) ^ (rank << 32) ^ (tag << 28) ^ index);
+}
+
+static void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size,
+                          uint64_t rank, uint64_t tag)
+{
+    for (size_t i = 0; i < n; ++i) {
+        buf[i] = mt_pattern_byte(size, i, rank, tag);
+    }
+}
+
+/* Checks every byte; reports the first few differences and the total. */
+static int mt_check_bytes(const uint8_t *buf, size_t n, uint64_t size,
+                          uint64_t rank, uint64_t tag, const char *what)
+{
+    size_t bad = 0;
+
+    for (size_t i = 0; i < n; ++i) {
+        uint8_t want = mt_pattern_byte(size, i, rank, tag);
+        if (buf[i] != want) {
+            if (bad < 3) {
+                mt_fail("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what,
+                        i, n, buf[i], want);
+            }
+            ++bad;
+        }
+    }
+    if (bad > 3) {
+        mt_fail("%s: %zu of %zu bytes differ in total", what, bad, n);
+    }
+    return bad == 0;
+}
+
+/* ---- slim traffic counters ------------------------------------------- */
+
+typedef struct mt_traffic_summary {
+    /* payload bytes this rank moved through `slim`: everything it sent
+     * (am_*, put, atomic) plus the data its gets brought back */
+    uint64_t moved_bytes;
+    uint64_t am_sent_count;
+    uint64_t am_recv_count;
+} mt_traffic_summary_t;
+
+/* Snapshot of this process's `slim` counters. Call it before any further
+ * MPI traffic: everything after it (including the reduction that compares
+ * totals) is deliberately not counted. */
+static mt_traffic_summary_t mt_traffic_snapshot(void)
+{
+    mt_traffic_summary_t sum = {0, 0, 0};
+    slim_traffic_t t;
+    slim_status_t st;
+
+    memset(&t, 0, sizeof(t));
+    st = slim_traffic_get(&t);
+    if (st != SLIM_OK) {
+        mt_fail("slim_traffic_get() returned %d (%s)", (int)st,
+                slim_status_string(st));
+        return sum;
+    }
+    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+        /* The bytes of a get are counted once, where they arrive (RECV);
+         * a get has no SEND payload of its own. */
+        if (op != SLIM_OP_GET) {
+            sum.moved_bytes += t.op[op][SLIM_DIR_SEND].bytes;
+        }
+    }
+    sum.moved_bytes  += t.op[SLIM_OP_GET][SLIM_DIR_RECV].bytes;
+    sum.am_sent_count = t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].count +
+                        t.op[SLIM_OP_AM_BCOPY][SLIM_DIR_SEND].count +
+                        t.op[SLIM_OP_AM_ZCOPY][SLIM_DIR_SEND].count;
+    sum.am_recv_count = t.op[SLIM_OP_AM_ANY][SLIM_DIR_RECV].count;
+
+    printf("rank %d slim counters:", mt_rank);
+    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+        printf(" %s=%llu/%lluB,%llu/%lluB", slim_op_name((slim_op_t)op),
+               (unsigned long long)t.op[op][SLIM_DIR_SEND].count,
+               (unsigned long long)t.op[op][SLIM_DIR_SEND].bytes,
+               (unsigned long long)t.op[op][SLIM_DIR_RECV].count,
+               (unsigned long long)t.op[op][SLIM_DIR_RECV].bytes);
+    }
+    printf(" (send count/bytes, recv count/bytes)\n");
+    fflush(stdout);
+    return sum;
+}
+
+/* Per-rank and global checks of the snapshot:
+ *   - every rank sent and received active messages through `slim`
+ *     (all MPI traffic here is tag-matched, which UCP carries in AMs);
+ *   - the bytes moved through `slim`, summed over ranks, are at least the
+ *     sum over ranks of `min_bytes` (each rank's share of a lower bound the
+ *     caller derives from its MPI calls).
+ * Collective: every rank must call it. */
+static void mt_check_traffic(const mt_traffic_summary_t *snap,
+                             uint64_t min_bytes, const char *what)
+{
+    uint64_t local[2] = {snap->moved_bytes, min_bytes};
+    uint64_t total[2] = {0, 0};
+
+    if (snap->moved_bytes == 0) {
+        mt_fail("slim counted no bytes moved by this rank: its traffic did "
+                "not go through the slim transport");
+    }
+    if (snap->am_sent_count == 0) {
+        mt_fail("slim counted no active messages sent by this rank: "
+                "its traffic did not go through the slim transport");
+    }
+    if (snap->am_recv_count == 0) {
+        mt_fail("slim counted no active messages received by this rank: "
+                "its traffic did not go through the slim transport");
+    }
+    MT_CHECK_MPI(MPI_Allreduce(local, total, 2, MPI_UINT64_T, MPI_SUM,
+                               MPI_COMM_WORLD));
+    if (mt_rank == 0) {
+        printf("%s: slim moved %llu bytes over all ranks; lower bound from "
+               "the MPI calls %llu bytes\n", what,
+               (unsigned long long)total[0], (unsigned long long)total[1]);
+        if (total[0] < total[1]) {
+            mt_fail("%s: slim moved %llu bytes over all ranks, fewer than the "
+                    "%llu bytes the MPI calls must have moved: traffic "
+                    "bypassed the slim transport (or it is not counted)",
+                    what, (unsigned long long)total[0],
+                    (unsigned long long)total[1]);
+        }
+    }
+}
+
+/* Combines every rank's failure count; returns the process exit status. */
+static int mt_finish(const char *name)
+{
+    int local = mt_failures, total = 0;
+
+    MT_CHECK_MPI(MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM,
+                               MPI_COMM_WORLD));
+    if (mt_rank == 0) {
+        if (total == 0) {
+            printf("%s: PASS\n", name);
+        } else {
+            printf("%s: FAIL (%d failed checks over all ranks)\n", name, total);
+        }
+        fflush(stdout);
+    }
+    return total == 0 ? 0 : 1;
+}
+
+#endif /* SLIMLINK_MPI_TEST_UTIL_H */
