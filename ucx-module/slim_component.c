@@ -10,6 +10,7 @@
 #include <uct/api/version.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
+#include <ucs/datastruct/string_buffer.h>
 
 static ucs_config_field_t slim_md_config_table[] = {
     {"", "", NULL,
@@ -44,7 +45,9 @@ static ucs_config_field_t slim_iface_config_table[] = {
 /* Resolved once per process from UCX_SLIM_INNER; remote keys are unpacked
  * by this component, so it must be known before any md is opened. */
 static slim_inner_t slim_global_inner;
-static char         slim_global_inner_name[UCT_TL_NAME_MAX];
+/* Sized for any value the core accepts (up to 31 characters), not only for
+ * real transport names (UCT_TL_NAME_MAX), so an error shows what was given. */
+static char         slim_global_inner_name[64];
 
 ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
 {
@@ -66,17 +69,36 @@ ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
     return UCS_ERR_NO_DEVICE;
 }
 
+/* The user named a transport this process does not have (a typo, or e.g.
+ * rc_mlx5 on a node without a Mellanox device): say which ones exist. */
+static void slim_inner_report_missing(const char *tl_name)
+{
+    ucs_string_buffer_t names = UCS_STRING_BUFFER_INITIALIZER;
+    uct_component_t *component;
+    uct_tl_t *tl;
+
+    ucs_list_for_each(component, &uct_components_list, list) {
+        if (component == &slim_component) {
+            continue;
+        }
+        ucs_list_for_each(tl, &component->tl_list, list) {
+            ucs_string_buffer_appendf(&names, "%s ", tl->name);
+        }
+    }
+    ucs_string_buffer_rtrim(&names, " ");
+    ucs_error("UCX_SLIM_INNER=%s: no such UCT transport is loaded in this "
+              "process, so slim offers no devices; loaded transports: %s",
+              tl_name, ucs_string_buffer_cstr(&names));
+    ucs_string_buffer_cleanup(&names);
+}
+
 /* Reads UCX_SLIM_INNER and finds its component. Called from
  * query_md_resources, which UCX calls before anything else on us. */
-static ucs_status_t slim_global_inner_resolve(void)
+static ucs_status_t slim_global_inner_lookup(void)
 {
     slim_md_config_t *config;
     uct_md_config_t *md_config;
     ucs_status_t status;
-
-    if (slim_global_inner.tl != NULL) {
-        return UCS_OK;
-    }
 
     status = uct_md_config_read(&slim_component, NULL, NULL, &md_config);
     if (status != UCS_OK) {
@@ -96,10 +118,20 @@ static ucs_status_t slim_global_inner_resolve(void)
 
     status = slim_inner_find(slim_global_inner_name, &slim_global_inner);
     if (status != UCS_OK) {
-        /* Not necessarily an error of the user's: the transport may be
-         * absent on this node (e.g. rc_mlx5 without a Mellanox device). */
-        ucs_diag("UCX_SLIM_INNER=%s: no such transport is loaded; "
-                 "slim offers no devices", slim_global_inner_name);
+        slim_inner_report_missing(slim_global_inner_name);
+    }
+    return status;
+}
+
+/* Resolved once per process, so a bad UCX_SLIM_INNER is reported once. */
+static ucs_status_t slim_global_inner_resolve(void)
+{
+    static ucs_status_t status;
+    static int resolved;
+
+    if (!resolved) {
+        status   = slim_global_inner_lookup();
+        resolved = 1;
     }
     return status;
 }

@@ -12,6 +12,11 @@
 static uct_iface_ops_t          slim_iface_ops;
 static uct_iface_internal_ops_t slim_iface_internal_ops;
 
+/* Open slim interfaces in this process. When the last one closes (UCP
+ * cleanup, i.e. MPI_Finalize) the report is written, so it does not depend
+ * on the process reaching a clean exit. */
+static int slim_num_open_ifaces;
+
 /* Tag matching offload would deliver messages without passing our AM
  * trampolines, so slim never advertises it. */
 #define SLIM_IFACE_TAG_FLAGS (UCT_IFACE_FLAG_TAG_EAGER_SHORT | \
@@ -304,6 +309,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     slim_progress_attach(self, worker);
+    __atomic_fetch_add(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED);
 
     ucs_debug("slim: iface %p wraps %s iface %p on %s", self,
               slim_md->inner_tl.tl->name, self->inner,
@@ -329,6 +335,10 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     uct_iface_close(self->inner);
     slim_progress_destroy(self);
     ucs_spinlock_destroy(&self->eps_lock);
+
+    if (__atomic_sub_fetch(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED) == 0) {
+        slim_core_report();
+    }
 }
 
 UCS_CLASS_DEFINE(slim_iface_t, uct_base_iface_t);
