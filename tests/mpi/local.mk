@@ -43,6 +43,7 @@ endif
 
 # Listed even without Open MPI: those two then report SKIP (exit 77).
 TESTS += \
+	tests/mpi/ucx-module.test \
 	tests/mpi/p2p.test \
 	tests/mpi/collectives.test \
 	tests/mpi/finalize.test \
@@ -50,6 +51,7 @@ TESTS += \
 	tests/mpi/collectives-ompi.test
 
 EXTRA_DIST += \
+	tests/mpi/ucx-module.test \
 	tests/mpi/p2p.test \
 	tests/mpi/collectives.test \
 	tests/mpi/finalize.test \
