@@ -49,24 +49,61 @@ static slim_inner_t slim_global_inner;
  * real transport names (UCT_TL_NAME_MAX), so an error shows what was given. */
 static char         slim_global_inner_name[64];
 
-ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
+/* Visits every transport of every component but ours, until visit()
+ * returns nonzero; returns that value (0 when all were visited). */
+static int slim_foreach_inner_candidate(int (*visit)(uct_component_t*,
+                                                     uct_tl_t*, void*),
+                                        void *arg)
 {
     uct_component_t *component;
     uct_tl_t *tl;
+    int stop;
 
     ucs_list_for_each(component, &uct_components_list, list) {
         if (component == &slim_component) {
             continue;
         }
         ucs_list_for_each(tl, &component->tl_list, list) {
-            if (!strcmp(tl->name, tl_name)) {
-                inner->component = component;
-                inner->tl        = tl;
-                return UCS_OK;
+            stop = visit(component, tl, arg);
+            if (stop) {
+                return stop;
             }
         }
     }
-    return UCS_ERR_NO_DEVICE;
+    return 0;
+}
+
+typedef struct {
+    const char   *tl_name;
+    slim_inner_t *inner;
+} slim_inner_query_t;
+
+static int slim_inner_match(uct_component_t *component, uct_tl_t *tl,
+                            void *arg)
+{
+    slim_inner_query_t *query = arg;
+
+    if (strcmp(tl->name, query->tl_name) != 0) {
+        return 0;
+    }
+    query->inner->component = component;
+    query->inner->tl        = tl;
+    return 1;
+}
+
+ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
+{
+    slim_inner_query_t query = {tl_name, inner};
+
+    return slim_foreach_inner_candidate(slim_inner_match, &query) ?
+           UCS_OK : UCS_ERR_NO_DEVICE;
+}
+
+static int slim_inner_append_name(uct_component_t *component, uct_tl_t *tl,
+                                  void *arg)
+{
+    ucs_string_buffer_appendf(arg, "%s ", tl->name);
+    return 0;
 }
 
 /* The user named a transport this process does not have (a typo, or e.g.
@@ -74,17 +111,8 @@ ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
 static void slim_inner_report_missing(const char *tl_name)
 {
     ucs_string_buffer_t names = UCS_STRING_BUFFER_INITIALIZER;
-    uct_component_t *component;
-    uct_tl_t *tl;
 
-    ucs_list_for_each(component, &uct_components_list, list) {
-        if (component == &slim_component) {
-            continue;
-        }
-        ucs_list_for_each(tl, &component->tl_list, list) {
-            ucs_string_buffer_appendf(&names, "%s ", tl->name);
-        }
-    }
+    slim_foreach_inner_candidate(slim_inner_append_name, &names);
     ucs_string_buffer_rtrim(&names, " ");
     ucs_error("UCX_SLIM_INNER=%s: no such UCT transport is loaded in this "
               "process, so slim offers no devices; loaded transports: %s",
