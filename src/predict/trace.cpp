@@ -1,0 +1,322 @@
+#include "trace.h"
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace slim::predict {
+
+namespace {
+
+constexpr std::size_t max_fields = 5;
+constexpr std::array<const char*, max_fields> field_names{
+        "t_start_ns", "t_end_ns", "event_id", "bytes", "packed_bytes"};
+constexpr std::array<std::uint64_t, max_fields> field_max{
+        static_cast<std::uint64_t>(std::numeric_limits<TimeNs>::max()),
+        static_cast<std::uint64_t>(std::numeric_limits<TimeNs>::max()),
+        std::numeric_limits<EventId>::max(),
+        std::numeric_limits<std::uint64_t>::max(),
+        std::numeric_limits<std::uint64_t>::max()};
+
+// '\r' counts as a blank so that traces written on Windows read unchanged.
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool all_digits(std::string_view text)
+{
+    for (const char c : text) {
+        if (!is_digit(c)) {
+            return false;
+        }
+    }
+    return !text.empty();
+}
+
+// 'text' for messages, cut short: a binary file must not make a huge one.
+std::string quoted(std::string_view text)
+{
+    constexpr std::size_t max_shown = 40;
+    std::string out = "'";
+    out.append(text.substr(0, max_shown)).append(text.size() > max_shown ? "...'" : "'");
+    return out;
+}
+
+std::uint64_t parse_field(std::size_t index, std::string_view text)
+{
+    const std::string name = field_names[index];
+    if (text.front() == '-' && all_digits(text.substr(1))) {
+        throw std::invalid_argument(name + " " + quoted(text) + " is negative");
+    }
+    // Digits only: from_chars alone would take "12abc" as 12, and we also
+    // refuse '+', fractions and units.
+    if (!all_digits(text)) {
+        throw std::invalid_argument(name + " " + quoted(text) +
+                                    " is not a non-negative decimal integer");
+    }
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || value > field_max[index]) {
+        throw std::invalid_argument(name + " " + quoted(text) + " is out of range (at most " +
+                                    std::to_string(field_max[index]) + ")");
+    }
+    return value;
+}
+
+// The rules one event obeys on its own (order is the reader's business).
+void check_event(const Event& e)
+{
+    if (e.start_ns < 0) {
+        throw std::invalid_argument("t_start_ns " + std::to_string(e.start_ns) +
+                                    " is negative");
+    }
+    if (e.end_ns < e.start_ns) {
+        throw std::invalid_argument("t_end_ns " + std::to_string(e.end_ns) +
+                                    " is before t_start_ns " +
+                                    std::to_string(e.start_ns) + " (negative duration)");
+    }
+    if (e.bytes != 0 && e.packed_bytes > e.bytes) {
+        throw std::invalid_argument("packed_bytes " + std::to_string(e.packed_bytes) +
+                                    " exceeds bytes " + std::to_string(e.bytes) +
+                                    " (packing never grows a message; use bytes 0 "
+                                    "when the original size is unknown)");
+    }
+}
+
+std::string order_message(TimeNs start, TimeNs previous_end)
+{
+    return "t_start_ns " + std::to_string(start) + " is before the previous event's t_end_ns " +
+           std::to_string(previous_end) + " (events must be sorted and must not overlap)";
+}
+
+// The next blank-separated token of `line` from `pos`; false at the end.
+bool next_token(std::string_view line, std::size_t& pos, std::string_view& token)
+{
+    while (pos < line.size() && is_blank(line[pos])) {
+        ++pos;
+    }
+    if (pos == line.size()) {
+        return false;
+    }
+    const std::size_t start = pos;
+    while (pos < line.size() && !is_blank(line[pos])) {
+        ++pos;
+    }
+    token = line.substr(start, pos - start);
+    return true;
+}
+
+// Room for five 20-digit fields, their separators and '\n', with spare room
+// after the last digit so that a separator always fits.
+using LineBuffer = std::array<char, 128>;
+
+// Writes the trace line of `event` (no '\n') into `buf`; returns its end.
+// No allocation: the runtime writes traces from its event path.
+char* format_into(LineBuffer& buf, const Event& event)
+{
+    char*       p    = buf.data();
+    char* const last = buf.data() + buf.size() - 8;
+    auto field = [&](auto value, bool separator) {
+        if (separator) {
+            *p++ = ' ';
+        }
+        p = std::to_chars(p, last, value).ptr;
+    };
+    field(event.start_ns, false);
+    field(event.end_ns, true);
+    field(event.id, true);
+    if (event.bytes != 0 || event.packed_bytes != 0) {
+        field(event.bytes, true);
+    }
+    if (event.packed_bytes != 0) {
+        field(event.packed_bytes, true);
+    }
+    return p;
+}
+
+std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknown error"; }
+
+}  // namespace
+
+TraceError::TraceError(const std::string& file, std::size_t line, const std::string& message)
+    : std::runtime_error(line != 0 ? file + ":" + std::to_string(line) + ": " + message
+                                   : file + ": " + message),
+      file_(file), line_(line), message_(message)
+{
+}
+
+std::optional<Event> parse_trace_line(std::string_view line)
+{
+    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
+        line = line.substr(0, hash);
+    }
+    std::array<std::uint64_t, max_fields> values{};
+    std::size_t      count = 0;
+    std::size_t      pos   = 0;
+    std::string_view token;
+    while (next_token(line, pos, token)) {
+        if (count == max_fields) {
+            std::size_t total = count + 1;
+            while (next_token(line, pos, token)) {
+                ++total;
+            }
+            throw std::invalid_argument(
+                    "too many fields: " + std::to_string(total) +
+                    " (at most 5: t_start_ns t_end_ns event_id bytes packed_bytes)");
+        }
+        values[count] = parse_field(count, token);
+        ++count;
+    }
+    if (count == 0) {
+        return std::nullopt;
+    }
+    if (count < 3) {
+        throw std::invalid_argument("too few fields: " + std::to_string(count) +
+                                    " (expected t_start_ns t_end_ns event_id [bytes] "
+                                    "[packed_bytes])");
+    }
+    Event e;
+    e.start_ns     = static_cast<TimeNs>(values[0]);
+    e.end_ns       = static_cast<TimeNs>(values[1]);
+    e.id           = static_cast<EventId>(values[2]);
+    e.bytes        = values[3];
+    e.packed_bytes = values[4];
+    check_event(e);
+    return e;
+}
+
+std::string format_trace_line(const Event& event)
+{
+    LineBuffer buf;
+    return std::string(buf.data(), format_into(buf, event));
+}
+
+// ------------------------------------------------------------------ reader
+
+TraceReader::TraceReader(const std::string& path) : in_(&std::cin), name_(path)
+{
+    if (path == "-") {
+        name_ = "<stdin>";
+        return;
+    }
+    errno = 0;
+    file_.open(path, std::ios::in | std::ios::binary);
+    if (!file_) {
+        throw TraceError(path, 0, "cannot open: " + errno_text(errno));
+    }
+    in_ = &file_;
+}
+
+TraceReader::TraceReader(std::istream& in, std::string name) : in_(&in), name_(std::move(name)) {}
+
+void TraceReader::fail(const std::string& message) const
+{
+    throw TraceError(name_, line_, message);
+}
+
+std::optional<Event> TraceReader::next()
+{
+    while (std::getline(*in_, buffer_)) {
+        ++line_;
+        std::optional<Event> event;
+        try {
+            event = parse_trace_line(buffer_);
+        } catch (const std::invalid_argument& e) {
+            fail(e.what());
+        }
+        if (!event) {
+            continue;
+        }
+        if (previous_end_ && event->start_ns < *previous_end_) {
+            fail(order_message(event->start_ns, *previous_end_));
+        }
+        previous_end_ = event->end_ns;
+        ++events_;
+        return event;
+    }
+    if (in_->bad()) {
+        ++line_;
+        fail("read error");
+    }
+    return std::nullopt;
+}
+
+// ------------------------------------------------------------------ writer
+
+TraceWriter::TraceWriter(const std::string& path) : out_(&file_), name_(path)
+{
+    errno = 0;
+    file_.open(path, std::ios::out | std::ios::trunc | std::ios::binary);
+    if (!file_) {
+        throw TraceError(path, 0, "cannot create: " + errno_text(errno));
+    }
+}
+
+TraceWriter::TraceWriter(std::ostream& out, std::string name)
+    : out_(&out), name_(std::move(name))
+{
+}
+
+void TraceWriter::fail(std::size_t line, const std::string& message) const
+{
+    throw TraceError(name_, line, message);
+}
+
+void TraceWriter::check_stream()
+{
+    if (!*out_) {
+        fail(line_, "write failed");
+    }
+}
+
+void TraceWriter::comment(std::string_view text)
+{
+    while (true) {
+        const std::size_t nl = text.find('\n');
+        const std::string_view part = text.substr(0, nl);
+        out_->write("#", 1);
+        if (!part.empty()) {
+            out_->write(" ", 1);
+            out_->write(part.data(), static_cast<std::streamsize>(part.size()));
+        }
+        out_->put('\n');
+        ++line_;
+        check_stream();
+        if (nl == std::string_view::npos) {
+            return;
+        }
+        text.remove_prefix(nl + 1);
+    }
+}
+
+void TraceWriter::write(const Event& event)
+{
+    try {
+        check_event(event);
+    } catch (const std::invalid_argument& e) {
+        fail(line_ + 1, e.what());
+    }
+    if (previous_end_ && event.start_ns < *previous_end_) {
+        fail(line_ + 1, order_message(event.start_ns, *previous_end_));
+    }
+    LineBuffer buf;
+    char* end = format_into(buf, event);
+    *end++ = '\n';
+    out_->write(buf.data(), end - buf.data());
+    ++line_;
+    check_stream();
+    previous_end_ = event.end_ns;
+}
+
+void TraceWriter::flush()
+{
+    out_->flush();
+    check_stream();
+}
+
+}  // namespace slim::predict

@@ -1,0 +1,121 @@
+// Event traces: text files with one Event per line, read by slim-replay and
+// the benchmarks, written by the runtime. The format is specified in
+// README.md ("Event traces and slim-replay"):
+//
+//   # comment
+//   t_start_ns t_end_ns event_id [bytes] [packed_bytes]   # trailing comment
+//
+// The reader streams (10^7-line traces are normal) and rejects anything the
+// predictor could not take -- in particular events out of order -- with a
+// TraceError "FILE:LINE: message". The writer checks the same rules, so every
+// trace it writes reads back.
+#pragma once
+
+#include "types.h"
+
+#include <cstddef>
+#include <fstream>
+#include <iosfwd>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace slim::predict {
+
+class TraceError : public std::runtime_error {
+public:
+    // what() is "FILE:LINE: message".
+    TraceError(const std::string& file, std::size_t line, const std::string& message);
+
+    const std::string& file() const { return file_; }
+    std::size_t        line() const { return line_; }
+    const std::string& message() const { return message_; }
+
+private:
+    std::string file_;
+    std::size_t line_;
+    std::string message_;
+};
+
+// Parses one line (without its '\n'). Returns no event for a blank or
+// comment-only line; throws std::invalid_argument with the bare message
+// (no FILE:LINE) for a bad line. Order against other events is not checked
+// here: TraceReader does that.
+std::optional<Event> parse_trace_line(std::string_view line);
+
+// Formats one event as a trace line, without '\n'. bytes and packed_bytes are
+// written only when needed (bytes when either is non-zero, packed_bytes when
+// non-zero), so "start end id" is the common form.
+std::string format_trace_line(const Event& event);
+
+class TraceReader {
+public:
+    // Reads `path`; "-" reads std::cin (named "<stdin>" in messages; call
+    // std::ios::sync_with_stdio(false) first for speed on long traces).
+    // Throws TraceError (line 0) when the file cannot be opened.
+    explicit TraceReader(const std::string& path);
+    // Reads from `in`, which must outlive the reader; `name` is the FILE of
+    // error messages.
+    TraceReader(std::istream& in, std::string name);
+
+    TraceReader(const TraceReader&) = delete;
+    TraceReader& operator=(const TraceReader&) = delete;
+
+    // The next event, or none at the end of the trace. Throws TraceError.
+    std::optional<Event> next();
+
+    const std::string& name() const { return name_; }
+    // Lines read so far (1-based): after next() returns an event, its line.
+    std::size_t line() const { return line_; }
+    std::size_t events() const { return events_; }
+
+private:
+    [[noreturn]] void fail(const std::string& message) const;
+
+    std::ifstream file_;   // owned input when constructed from a path
+    std::istream* in_;
+    std::string   name_;
+    std::string   buffer_;
+    std::size_t   line_   = 0;
+    std::size_t   events_ = 0;
+    std::optional<TimeNs> previous_end_;
+};
+
+class TraceWriter {
+public:
+    // Creates (truncates) `path`. Throws TraceError (line 0) when it cannot.
+    explicit TraceWriter(const std::string& path);
+    // Writes to `out`, which must outlive the writer; `name` is the FILE of
+    // error messages.
+    TraceWriter(std::ostream& out, std::string name);
+
+    TraceWriter(const TraceWriter&) = delete;
+    TraceWriter& operator=(const TraceWriter&) = delete;
+
+    // "# text", one comment line per line of `text`.
+    void comment(std::string_view text);
+
+    // Throws TraceError naming the line the event would have had when it
+    // breaks a rule of the format (negative time, end < start, start before
+    // the previous end, packed_bytes > bytes) or when writing fails.
+    void write(const Event& event);
+
+    // Flushes; throws TraceError when writing failed.
+    void flush();
+
+    const std::string& name() const { return name_; }
+    std::size_t lines() const { return line_; }
+
+private:
+    [[noreturn]] void fail(std::size_t line, const std::string& message) const;
+    void check_stream();
+
+    std::ofstream file_;
+    std::ostream* out_;
+    std::string   name_;
+    std::size_t   line_ = 0;
+    std::optional<TimeNs> previous_end_;
+};
+
+}  // namespace slim::predict
