@@ -9,3 +9,12 @@ benchmarks_slimlink_osu_like_LDADD = $(MPICH_LIBS)
 EXTRA_DIST += \
 	benchmarks/README.md \
 	benchmarks/compare-slim-tcp
+
+# predictor-bench: per-event cost of the pattern predictor and of one ADGT
+# run (src/predict/), against the targets; run it with
+# benchmarks/run-predictor-bench. Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/predictor-bench
+benchmarks_predictor_bench_SOURCES = benchmarks/predictor_bench.cpp
+benchmarks_predictor_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_predictor_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+EXTRA_DIST += benchmarks/run-predictor-bench
