@@ -21,6 +21,16 @@ const char *to_string(LogLevel level) noexcept
     return "?";
 }
 
+const char *to_string(LinkBackendKind kind) noexcept
+{
+    switch (kind) {
+    case LinkBackendKind::emulated: return "emulated";
+    case LinkBackendKind::ibmad:    return "ibmad";
+    case LinkBackendKind::exec:     return "exec";
+    }
+    return "?";
+}
+
 namespace parse {
 
 namespace {
@@ -84,6 +94,12 @@ std::size_t choice(const char *var, const std::string &value,
     }
     accepted.append(" (case-insensitive)");
     throw ConfigError(bad_value(var, value, accepted));
+}
+
+bool yes_no(const char *var, const std::string &value)
+{
+    const std::size_t index = choice(var, value, {"y", "n", "yes", "no"});
+    return index == 0 || index == 2;
 }
 
 std::int64_t integer(const char *var, const std::string &value, std::int64_t min, std::int64_t max)
@@ -214,6 +230,47 @@ LogLevel parse_log_level(const std::string &value)
                                    {"off", "error", "warn", "info", "debug", "trace"}));
 }
 
+LinkBackendKind parse_link(const std::string &value)
+{
+    static constexpr std::array<LinkBackendKind, 3> kinds{
+            LinkBackendKind::emulated, LinkBackendKind::ibmad, LinkBackendKind::exec};
+    return kinds.at(parse::choice(Config::link_var, value, {"emulated", "ibmad", "exec"}));
+}
+
+constexpr const char *link_exec_accepted =
+        "a command containing {width} and optionally {device} and {port}, "
+        "e.g. '/usr/local/sbin/set-width {device} {port} {width}'";
+
+// The command template: {width} required; no other {...} placeholders.
+std::string parse_link_exec(const std::string &value)
+{
+    bool ok        = value.find("{width}") != std::string::npos;
+    bool has_word  = false;
+    for (std::size_t i = 0; ok && i < value.size(); ++i) {
+        has_word = has_word || (value[i] != ' ' && value[i] != '\t');
+        if (value[i] == '}') {
+            ok = false; // a '}' not closing a known placeholder
+        }
+        if (value[i] != '{') {
+            continue;
+        }
+        const std::size_t close = value.find('}', i);
+        const std::string key =
+                close == std::string::npos ? std::string() : value.substr(i + 1, close - i - 1);
+        ok = key == "width" || key == "device" || key == "port";
+        i  = ok ? close : i;
+    }
+    if (!ok || !has_word || value.front() == '{') {
+        throw ConfigError(parse::bad_value(Config::link_exec_var, value, link_exec_accepted));
+    }
+    return value;
+}
+
+bool parse_inject_delay(const std::string &value)
+{
+    return parse::yes_no(Config::inject_delay_var, value);
+}
+
 } // namespace
 
 Config Config::from_lookup(const EnvLookup &lookup)
@@ -237,6 +294,13 @@ Config Config::from_lookup(const EnvLookup &lookup)
     read(inner_var, config.inner, parse_inner);
     read(report_var, config.report, parse_report);
     read(log_level_var, config.log_level, parse_log_level);
+    read(link_var, config.link, parse_link);
+    read(link_exec_var, config.link_exec, parse_link_exec);
+    read(inject_delay_var, config.inject_delay, parse_inject_delay);
+    if (config.link == LinkBackendKind::exec && !lookup(link_exec_var)) {
+        problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
+                              link_var + "=exec; accepted values are " + link_exec_accepted);
+    }
 
     if (!problems.empty()) {
         std::string msg;

@@ -36,14 +36,27 @@ struct ReportTarget {
     std::string path; // json_file only
 };
 
+// Which link backend applies widths (src/link/backend_<name>.cpp).
+enum class LinkBackendKind { emulated, ibmad, exec };
+
+const char *to_string(LinkBackendKind kind) noexcept;
+
 struct Config {
     static constexpr const char *inner_var     = "UCX_SLIM_INNER";
     static constexpr const char *report_var    = "UCX_SLIM_REPORT";
     static constexpr const char *log_level_var = "UCX_SLIM_LOG_LEVEL";
+    static constexpr const char *link_var         = "UCX_SLIM_LINK";
+    static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
+    static constexpr const char *inject_delay_var = "UCX_SLIM_INJECT_DELAY";
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
     LogLevel     log_level = LogLevel::warn;
+    LinkBackendKind link   = LinkBackendKind::emulated;
+    // Command template run per width change; required when link == exec.
+    // Must contain {width}; may use {device} and {port}.
+    std::string  link_exec;
+    bool         inject_delay = false; // emulated: late wake-ups really wait
 
     // Reads every variable; unset ones keep their defaults. Throws ConfigError
     // listing every bad variable ("; "-separated) when any is bad.
@@ -55,6 +68,9 @@ struct Config {
 //   VAR='value': accepted values are <what>
 // Use them for every new UCX_SLIM_* variable so messages stay uniform.
 namespace parse {
+
+// y or n (also yes, no), case-insensitively.
+bool yes_no(const char *var, const std::string &value);
 
 // Formats the uniform message; `accepted` completes "accepted values are ...".
 std::string bad_value(std::string_view var, std::string_view value, std::string_view accepted);

@@ -264,3 +264,61 @@ TEST_CASE("choices are matched case-insensitively and listed when rejected")
     CHECK_THROWS_WITH(slim::parse::choice("UCX_SLIM_C", "c", {"a", "b"}),
                       "UCX_SLIM_C='c': accepted values are a, b (case-insensitive)");
 }
+
+TEST_CASE("the link backend variables default to emulated, no command, no delay")
+{
+    const Config config = parse({});
+    CHECK(config.link == slim::LinkBackendKind::emulated);
+    CHECK(config.link_exec.empty());
+    CHECK_FALSE(config.inject_delay);
+}
+
+TEST_CASE("UCX_SLIM_LINK accepts emulated, ibmad and exec")
+{
+    CHECK(parse({{"UCX_SLIM_LINK", "ibmad"}}).link == slim::LinkBackendKind::ibmad);
+    CHECK(parse({{"UCX_SLIM_LINK", "Emulated"}}).link == slim::LinkBackendKind::emulated);
+    const Config exec = parse({{"UCX_SLIM_LINK", "exec"},
+                               {"UCX_SLIM_LINK_EXEC", "/usr/sbin/w {device} {port} {width}"}});
+    CHECK(exec.link == slim::LinkBackendKind::exec);
+    CHECK(exec.link_exec == "/usr/sbin/w {device} {port} {width}");
+    CHECK(std::string(slim::to_string(slim::LinkBackendKind::exec)) == "exec");
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK", "verbs"}}),
+                      "UCX_SLIM_LINK='verbs': accepted values are emulated, ibmad, exec "
+                      "(case-insensitive)");
+}
+
+TEST_CASE("UCX_SLIM_LINK=exec requires UCX_SLIM_LINK_EXEC")
+{
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK", "exec"}}),
+                      Contains("UCX_SLIM_LINK_EXEC is unset: it is required when "
+                               "UCX_SLIM_LINK=exec") &&
+                              Contains("containing {width}"));
+}
+
+TEST_CASE("UCX_SLIM_LINK_EXEC must contain {width} and no unknown placeholder")
+{
+    for (const char *bad : {"", "   ", "/bin/w {device} {port}", "/bin/w {width} {lanes}",
+                            "/bin/w {width", "/bin/w width}", "{width}", "/bin/w {{width}}"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK_EXEC", bad}}),
+                          Contains(std::string("UCX_SLIM_LINK_EXEC='") + bad +
+                                   "': accepted values are a command containing {width}"));
+    }
+    CHECK(parse({{"UCX_SLIM_LINK_EXEC", "w {width}"}}).link_exec == "w {width}");
+}
+
+TEST_CASE("UCX_SLIM_INJECT_DELAY accepts y and n")
+{
+    CHECK(parse({{"UCX_SLIM_INJECT_DELAY", "y"}}).inject_delay);
+    CHECK(parse({{"UCX_SLIM_INJECT_DELAY", "YES"}}).inject_delay);
+    CHECK_FALSE(parse({{"UCX_SLIM_INJECT_DELAY", "n"}}).inject_delay);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_INJECT_DELAY", "1"}}),
+                      "UCX_SLIM_INJECT_DELAY='1': accepted values are y, n, yes, no "
+                      "(case-insensitive)");
+}
+
+TEST_CASE("bad link variables are all reported together")
+{
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK", "x"}, {"UCX_SLIM_INJECT_DELAY", "maybe"}}),
+                      Contains("UCX_SLIM_LINK='x'") && Contains("; UCX_SLIM_INJECT_DELAY='maybe'"));
+}

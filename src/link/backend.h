@@ -1,0 +1,115 @@
+// Link backends, the libfabric way (STYLE.md): the Controller decides, a
+// backend only applies a width and reports what it did. One file per backend
+// (backend_<name>.cpp), each registered by name in backend.cpp's table.
+//
+// No exceptions leave this interface: it will sit behind the C API and the
+// UCX module, so every operation returns a Status.
+#pragma once
+
+#include "link/link_model.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace slim::link {
+
+// Success, or an error with a message meant for the user (it names the
+// backend and says what to do).
+class Status {
+public:
+    static Status success() { return Status(); }
+    static Status error(std::string message) { return Status(std::move(message)); }
+
+    bool ok() const { return !failed_; }
+    explicit operator bool() const { return ok(); }
+    const std::string& message() const { return message_; }
+
+private:
+    Status() = default;
+    explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
+    bool        failed_ = false;
+    std::string message_;
+};
+
+// Time source for live backends; tests pass a manual one. The models behind
+// it stay pure: they only ever see the numbers it returns.
+using Clock = std::function<TimeNs()>;
+Clock steady_clock_ns();
+
+struct BackendConfig {
+    LinkConfig  link;                 // lanes = the port's full width
+    std::string device;               // "mlx5_0" (ibmad, {device}); may be empty
+    unsigned    port = 1;             // HCA port number ({port})
+    std::string exec_template;        // UCX_SLIM_LINK_EXEC (exec)
+    bool        inject_delay = false; // UCX_SLIM_INJECT_DELAY (emulated)
+    std::chrono::milliseconds exec_timeout{2000};
+    Clock       clock;                // empty: steady_clock
+};
+
+class LinkBackend {
+public:
+    virtual ~LinkBackend() = default;
+    LinkBackend() = default;
+    LinkBackend(const LinkBackend&) = delete;
+    LinkBackend& operator=(const LinkBackend&) = delete;
+
+    virtual std::string name() const = 0;
+    // The width the port has when nothing is lowered (what restores go to).
+    virtual unsigned full_width() const = 0;
+    // One line for the log at start: what this backend will really do.
+    virtual std::string describe() const { return name(); }
+
+    // Applies `width` (1..full_width) now. May be asynchronous (exec): an
+    // error of a command still running is reported by a later poll().
+    virtual Status set_width(unsigned width) = 0;
+    // Applies `width` as of time `at_ns` (<= now). Real hardware cannot act in
+    // the past and applies it now; the emulated port accounts it at `at_ns`,
+    // which is when a timer-driven controller would have acted.
+    virtual Status set_width_at(unsigned width, TimeNs /*at_ns*/) { return set_width(width); }
+
+    // Traffic needing `width` starts now. Returns how long it had to wait for
+    // the port (late wake-up); 0 for backends that cannot know.
+    virtual TimeNs traffic(unsigned /*width*/) { return 0; }
+
+    // Reports the outcome of asynchronous work (exec: a finished or timed-out
+    // command). Cheap; called by the controller on every request.
+    virtual Status poll() { return Status::success(); }
+    // Blocks until no command is in flight (bounded by the backend's timeout).
+    virtual Status drain() { return poll(); }
+
+    // Puts the port back to full width from a fatal-signal handler: only
+    // async-signal-safe work (no allocation, no locks, no stdio). Best effort.
+    virtual void restore_full_width_signal_safe() noexcept {}
+
+    // Emulated accounting (nullptr for backends without a model).
+    virtual const LinkStats* stats() { return nullptr; }
+};
+
+struct BackendResult {
+    std::unique_ptr<LinkBackend> backend; // null when !status
+    Status                       status = Status::success();
+};
+
+using BackendFactory = std::function<BackendResult(const BackendConfig&)>;
+
+// Creates the backend registered as `name` ("emulated", "exec", "ibmad"),
+// initialised and ready; or an error saying why not (never throws).
+BackendResult make_backend(const std::string& name, const BackendConfig& config);
+
+// Adds (or replaces) a backend by name, e.g. a site plug-in or a test double.
+void register_backend(const std::string& name, BackendFactory factory);
+
+// Names of all registered backends, built-ins first.
+std::vector<std::string> backend_names();
+
+// The built-in factories, one per backend_<name>.cpp. Listed explicitly in
+// backend.cpp (as libfabric lists its providers in fi_ini) rather than by
+// static registrars, which a static link of libslimcore would drop.
+BackendResult make_emulated_backend(const BackendConfig& config);
+BackendResult make_exec_backend(const BackendConfig& config);
+BackendResult make_ibmad_backend(const BackendConfig& config);
+
+}  // namespace slim::link

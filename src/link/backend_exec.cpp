@@ -1,0 +1,396 @@
+// The "exec" backend: one site command per width change, for vendor tools
+// (e.g. a wrapper around mlxlink or a switch CLI). UCX_SLIM_LINK_EXEC is a
+// template such as "/usr/local/sbin/set-width {device} {port} {width}".
+//
+// - No shell unless the template needs one: it is split into words at blanks
+//   and run with posix_spawn; only a template with shell syntax (| ; & < > $
+//   quotes ...) runs under /bin/sh -c. Substituted values are checked
+//   ({device} is [A-Za-z0-9_.:-]), so they cannot inject shell syntax.
+// - Asynchronous: set_width starts the command and returns; poll() reaps it.
+//   One command at a time; requests made meanwhile are merged (the last
+//   wins) and run when it ends, so commands never race on the port.
+// - A command that does not end within the timeout (2 s) is killed; that,
+//   a spawn error or a non-zero exit is an error, and the controller then
+//   goes to full width.
+// - For fatal signals the full-width command line is built at start, so the
+//   handler only needs fork/execve/waitpid/nanosleep/kill (async-signal-safe).
+#include "link/backend.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace slim::link {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+bool needs_shell(const std::string& text)
+{
+    return text.find_first_of("|&;<>()$`\\\"'*?[]#~%!") != std::string::npos;
+}
+
+bool valid_device(const std::string& device)
+{
+    for (const char c : device) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':' || c == '-';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Replaces {device}, {port} and {width}; any other {...} is an error (the
+// configuration checks this too, but the backend may be made directly).
+bool substitute(const std::string& word, const std::string& device, unsigned port,
+                unsigned width, std::string& out)
+{
+    out.clear();
+    for (std::size_t i = 0; i < word.size();) {
+        if (word[i] != '{') {
+            out.push_back(word[i++]);
+            continue;
+        }
+        const std::size_t close = word.find('}', i);
+        if (close == std::string::npos) {
+            return false;
+        }
+        const std::string key = word.substr(i + 1, close - i - 1);
+        if (key == "device") {
+            out += device;
+        } else if (key == "port") {
+            out += std::to_string(port);
+        } else if (key == "width") {
+            out += std::to_string(width);
+        } else {
+            return false;
+        }
+        i = close + 1;
+    }
+    return true;
+}
+
+std::vector<std::string> split_words(const std::string& text)
+{
+    std::vector<std::string> words;
+    std::string              word;
+    for (const char c : text) {
+        if (c == ' ' || c == '\t') {
+            if (!word.empty()) {
+                words.push_back(word);
+                word.clear();
+            }
+        } else {
+            word.push_back(c);
+        }
+    }
+    if (!word.empty()) {
+        words.push_back(word);
+    }
+    return words;
+}
+
+bool executable_file(const std::string& path)
+{
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Absolute path of `program` (searched in PATH when it has no '/'), or "".
+std::string resolve_program(const std::string& program)
+{
+    if (program.find('/') != std::string::npos) {
+        return executable_file(program) ? program : std::string();
+    }
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t start = 0;
+    while (start <= dirs.size()) {
+        const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+        const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+        const std::string candidate = dir + "/" + program;
+        if (executable_file(candidate)) {
+            return candidate;
+        }
+        start = end + 1;
+    }
+    return {};
+}
+
+std::string describe_wait_status(int status)
+{
+    if (WIFEXITED(status)) {
+        return "exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+    if (WIFSIGNALED(status)) {
+        return "was killed by signal " + std::to_string(WTERMSIG(status));
+    }
+    return "ended abnormally";
+}
+
+// Argument vector with stable char* pointers (execve wants char* const[]).
+struct Argv {
+    std::vector<std::string> words;
+    std::vector<char*>       pointers;
+
+    void seal()
+    {
+        pointers.clear();
+        for (std::string& w : words) {
+            pointers.push_back(w.data());
+        }
+        pointers.push_back(nullptr);
+    }
+    std::string text() const
+    {
+        std::string t;
+        for (const std::string& w : words) {
+            t.append(t.empty() ? "" : " ").append(w);
+        }
+        return t;
+    }
+};
+
+// Async-signal-safe: waits for `pid` up to `timeout_ns`, then kills it.
+void reap_signal_safe(pid_t pid, long long timeout_ns) noexcept
+{
+    const struct timespec step{0, 1'000'000}; // 1 ms
+    for (long long waited = 0;; waited += step.tv_nsec) {
+        int         status = 0;
+        const pid_t r      = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) {
+            return;
+        }
+        if (waited >= timeout_ns) {
+            ::kill(pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            return;
+        }
+        ::nanosleep(&step, nullptr);
+    }
+}
+
+class ExecBackend final : public LinkBackend {
+public:
+    ExecBackend(const BackendConfig& config, std::string program, bool shell)
+        : template_(config.exec_template),
+          program_(std::move(program)),
+          shell_(shell),
+          device_(config.device),
+          port_(config.port),
+          lanes_(config.link.lanes),
+          timeout_(config.exec_timeout)
+    {
+        build_argv(lanes_, full_argv_);
+        full_argv_.seal();
+    }
+
+    ~ExecBackend() override { (void)drain(); }
+
+    std::string name() const override { return "exec"; }
+    unsigned full_width() const override { return lanes_; }
+    std::string describe() const override
+    {
+        return "exec link backend: runs '" + template_ + "' per width change (timeout " +
+               std::to_string(timeout_.count()) + " ms)";
+    }
+
+    Status set_width(unsigned width) override
+    {
+        Status status = poll();
+        if (inflight_pid_.load() > 0) {
+            pending_width_ = width; // merged: the last request wins
+            return status;
+        }
+        if (!status) {
+            return status;
+        }
+        return spawn(width);
+    }
+
+    Status poll() override
+    {
+        const pid_t pid = inflight_pid_.load();
+        if (pid <= 0) {
+            return start_pending();
+        }
+        int         wait_status = 0;
+        const pid_t r           = ::waitpid(pid, &wait_status, WNOHANG);
+        if (r == 0) {
+            if (SteadyClock::now() - started_ < timeout_) {
+                return Status::success();
+            }
+            ::kill(pid, SIGKILL);
+            while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+            }
+            inflight_pid_.store(0);
+            pending_width_ = 0;
+            return Status::error("exec link backend: '" + inflight_text_ + "' did not end within " +
+                                 std::to_string(timeout_.count()) + " ms and was killed");
+        }
+        inflight_pid_.store(0);
+        if (r < 0) {
+            // ECHILD: reaped elsewhere (a fatal-signal restore, or SIGCHLD
+            // ignored by the application); the outcome is unknown, not an error.
+            return errno == ECHILD ? start_pending()
+                                   : Status::error(std::string("exec link backend: waitpid: ") +
+                                                   std::strerror(errno));
+        }
+        if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
+            pending_width_ = 0;
+            return Status::error("exec link backend: '" + inflight_text_ + "' " +
+                                 describe_wait_status(wait_status));
+        }
+        return start_pending();
+    }
+
+    Status drain() override
+    {
+        for (;;) {
+            Status status = poll();
+            if (!status || (inflight_pid_.load() <= 0 && pending_width_ == 0)) {
+                return status;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+
+    void restore_full_width_signal_safe() noexcept override
+    {
+        const long long timeout_ns =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
+        const pid_t inflight = inflight_pid_.exchange(0);
+        if (inflight > 0) {
+            reap_signal_safe(inflight, timeout_ns); // never race a lower width
+        }
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            ::execve(full_argv_.pointers[0], full_argv_.pointers.data(), environ);
+            ::_exit(127);
+        }
+        if (pid > 0) {
+            reap_signal_safe(pid, timeout_ns);
+        }
+    }
+
+private:
+    void build_argv(unsigned width, Argv& argv) const
+    {
+        argv.words.clear();
+        std::string word;
+        if (shell_) {
+            substitute(template_, device_, port_, width, word);
+            argv.words = {"/bin/sh", "-c", word};
+            return;
+        }
+        bool first = true;
+        for (const std::string& w : split_words(template_)) {
+            substitute(w, device_, port_, width, word);
+            argv.words.push_back(first ? program_ : word);
+            first = false;
+        }
+    }
+
+    Status start_pending()
+    {
+        if (pending_width_ == 0) {
+            return Status::success();
+        }
+        const unsigned width = pending_width_;
+        pending_width_       = 0;
+        return spawn(width);
+    }
+
+    Status spawn(unsigned width)
+    {
+        Argv argv;
+        build_argv(width, argv);
+        argv.seal();
+        inflight_text_ = argv.text();
+
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigemptyset(&none);
+        // The caller's thread may block signals (MPI progress threads do);
+        // the command should not inherit that.
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+        pid_t     pid = 0;
+        const int rc  = ::posix_spawn(&pid, argv.pointers[0], nullptr, &attr,
+                                      argv.pointers.data(), environ);
+        posix_spawnattr_destroy(&attr);
+        if (rc != 0) {
+            return Status::error("exec link backend: cannot run '" + inflight_text_ +
+                                 "': " + std::strerror(rc));
+        }
+        started_ = SteadyClock::now();
+        inflight_pid_.store(pid);
+        return Status::success();
+    }
+
+    std::string               template_;
+    std::string               program_;
+    bool                      shell_;
+    std::string               device_;
+    unsigned                  port_;
+    unsigned                  lanes_;
+    std::chrono::milliseconds timeout_;
+    Argv                      full_argv_;
+
+    std::atomic<pid_t>     inflight_pid_{0};
+    std::string            inflight_text_;
+    SteadyClock::time_point started_{};
+    unsigned               pending_width_ = 0; // 0: none
+};
+
+}  // namespace
+
+BackendResult make_exec_backend(const BackendConfig& config)
+{
+    const std::string& text = config.exec_template;
+    auto fail = [](const std::string& why) {
+        return BackendResult{nullptr, Status::error("exec link backend: " + why)};
+    };
+    if (text.find("{width}") == std::string::npos) {
+        return fail("UCX_SLIM_LINK_EXEC='" + text +
+                    "' must contain {width} (and may use {device}, {port})");
+    }
+    std::string check;
+    if (!substitute(text, "", 0, 0, check)) {
+        return fail("UCX_SLIM_LINK_EXEC='" + text +
+                    "': only {device}, {port} and {width} may be substituted");
+    }
+    if (!valid_device(config.device)) {
+        return fail("device name '" + config.device + "' has characters other than A-Z a-z 0-9 _ . : -");
+    }
+    const bool shell = needs_shell(text);
+    const std::vector<std::string> words = split_words(text);
+    if (words.empty()) {
+        return fail("UCX_SLIM_LINK_EXEC is empty");
+    }
+    std::string program = shell ? std::string("/bin/sh") : words.front();
+    if (!shell && program.find('{') != std::string::npos) {
+        return fail("the command name itself may not contain a placeholder");
+    }
+    const std::string resolved = resolve_program(program);
+    if (resolved.empty()) {
+        return fail("'" + program + "' is not an executable file" +
+                    (program.find('/') == std::string::npos ? " in PATH" : ""));
+    }
+    return {std::make_unique<ExecBackend>(config, resolved, shell), Status::success()};
+}
+
+}  // namespace slim::link

@@ -1,0 +1,292 @@
+#include "link/controller.h"
+
+#include "runtime/log.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+
+namespace slim::link {
+
+namespace {
+
+// Live controllers, reachable from atexit and from signal handlers: a fixed
+// table of atomics, so the handler neither allocates nor locks.
+constexpr int                              kSlots = 64;
+std::array<std::atomic<Controller*>, kSlots> g_live{};
+
+constexpr std::array<int, 4>      kFatalSignals{SIGTERM, SIGINT, SIGSEGV, SIGABRT};
+std::array<struct sigaction, NSIG> g_previous{};
+
+int add_live(Controller* c)
+{
+    for (int i = 0; i < kSlots; ++i) {
+        Controller* expected = nullptr;
+        if (g_live[i].compare_exchange_strong(expected, c)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+void on_fatal_signal(int sig, siginfo_t* info, void* /*context*/)
+{
+    const int saved_errno = errno;
+    Controller::restore_all_signal_safe();
+    // Hand the signal on to whoever had it before us (the default
+    // disposition unless a library installed a handler).
+    ::sigaction(sig, &g_previous[sig], nullptr);
+    errno = saved_errno;
+    const bool fault = (sig == SIGSEGV) && info != nullptr && info->si_code > 0;
+    if (fault) {
+        return; // the faulting instruction runs again and faults for real
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    ::raise(sig);
+}
+
+void at_exit_restore()
+{
+    for (auto& slot : g_live) {
+        if (Controller* c = slot.load()) {
+            (void)c->restore_full_width();
+        }
+    }
+}
+
+// Installs the handlers unless ours is already in place; a handler that
+// someone replaced ours with becomes the one we hand signals on to.
+void install_safety_handlers()
+{
+    static std::once_flag once;
+    std::call_once(once, [] { std::atexit(at_exit_restore); });
+
+    struct sigaction action{};
+    action.sa_sigaction = on_fatal_signal;
+    action.sa_flags     = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    for (const int sig : kFatalSignals) {
+        sigaddset(&action.sa_mask, sig);
+    }
+    for (const int sig : kFatalSignals) {
+        struct sigaction previous{};
+        ::sigaction(sig, nullptr, &previous);
+        if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == on_fatal_signal) {
+            continue;
+        }
+        // An ignored SIGINT/SIGTERM (nohup, background jobs) stays ignored.
+        if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN) {
+            continue;
+        }
+        g_previous[sig] = previous;
+        ::sigaction(sig, &action, nullptr);
+    }
+}
+
+}  // namespace
+
+void Controller::restore_all_signal_safe() noexcept
+{
+    for (auto& slot : g_live) {
+        if (Controller* c = slot.load()) {
+            c->backend_->restore_full_width_signal_safe();
+        }
+    }
+}
+
+Controller::Controller(std::unique_ptr<LinkBackend> backend, ControllerOptions options)
+    : backend_(std::move(backend)),
+      clock_(options.clock ? std::move(options.clock) : steady_clock_ns()),
+      on_error_(std::move(options.on_error)),
+      full_(backend_->full_width()),
+      low_(std::clamp(options.low_width, 1u, backend_->full_width())),
+      applied_(full_)
+{
+    if (options.safety_handlers) {
+        install_safety_handlers();
+        slot_ = add_live(this);
+        if (slot_ < 0) {
+            report("link controller: more than " + std::to_string(kSlots) +
+                   " controllers in one process; this one is not restored on fatal signals");
+        }
+    }
+}
+
+Controller::~Controller()
+{
+    (void)restore_full_width();
+    if (slot_ >= 0) {
+        g_live[slot_].store(nullptr);
+    }
+}
+
+void Controller::low_power_until(TimeNs until_ns)
+{
+    const TimeNs now = clock_();
+    if (until_ns <= now) {
+        return update(now);
+    }
+    low_until_ = until_ns;
+    demand_[static_cast<unsigned>(Source::predictor)] = low_;
+    update(now);
+}
+
+void Controller::burst(double ratio)
+{
+    // Thesis §4.5.2: the packed burst keeps the original speed on
+    // ceil(L * r) lanes. r outside (0, 1] (or NaN) means "no saving".
+    const double   r     = (ratio > 0.0 && ratio <= 1.0) ? ratio : 1.0;
+    const unsigned width = std::clamp(static_cast<unsigned>(std::ceil(full_ * r)), 1u, full_);
+    demand_[static_cast<unsigned>(Source::burst)] = width;
+    update(clock_());
+}
+
+void Controller::end_burst()
+{
+    demand_[static_cast<unsigned>(Source::burst)].reset();
+    update(clock_());
+}
+
+TimeNs Controller::traffic()
+{
+    const TimeNs now = clock_();
+    low_until_.reset();
+    demand_[static_cast<unsigned>(Source::predictor)].reset();
+    const unsigned needed = merged_width(now);
+    const TimeNs   wait   = backend_->traffic(needed);
+    update(now);
+    return wait;
+}
+
+void Controller::tick() { update(clock_()); }
+
+void Controller::wait_idle()
+{
+    const Status status = backend_->drain();
+    if (!status) {
+        fail(status);
+    }
+}
+
+Status Controller::restore_full_width()
+{
+    if (closed_) {
+        return failed_ ? Status::error(error_) : Status::success();
+    }
+    closed_ = true;
+    demand_ = {};
+    low_until_.reset();
+    Status status = Status::success();
+    if (applied_ != full_ || failed_) {
+        status = backend_->set_width(full_);
+        applied_ = full_;
+    }
+    const Status drained = backend_->drain();
+    if (!status) {
+        fail(status);
+        return status;
+    }
+    if (!drained) {
+        fail(drained);
+    }
+    return drained;
+}
+
+unsigned Controller::merged_width(TimeNs now) const
+{
+    if (failed_ || closed_) {
+        return full_;
+    }
+    std::optional<unsigned> width;
+    for (unsigned s = 0; s < demand_.size(); ++s) {
+        const auto& d = demand_[s];
+        if (!d) {
+            continue;
+        }
+        if (s == static_cast<unsigned>(Source::predictor) && low_until_ && now >= *low_until_) {
+            continue; // expired; update() clears it
+        }
+        width = std::max(width.value_or(0u), *d);
+    }
+    return width.value_or(full_);
+}
+
+void Controller::update(TimeNs now)
+{
+    const Status polled = backend_->poll();
+    if (!polled) {
+        return fail(polled);
+    }
+    TimeNs at = now;
+    if (low_until_ && now >= *low_until_) {
+        at = *low_until_; // when a timer would have woken the port
+        low_until_.reset();
+        demand_[static_cast<unsigned>(Source::predictor)].reset();
+    }
+    const unsigned width = merged_width(now);
+    if (width != applied_) {
+        command(width, at);
+    }
+}
+
+void Controller::command(unsigned width, TimeNs at_ns)
+{
+    const Status status = backend_->set_width_at(width, at_ns);
+    if (!status) {
+        return fail(status);
+    }
+    applied_ = width;
+}
+
+void Controller::fail(const Status& status)
+{
+    if (failed_) {
+        return; // reported once; already at full width
+    }
+    failed_ = true;
+    error_  = status.message();
+    demand_ = {};
+    low_until_.reset();
+    // Best effort: the backend that just failed is asked once more; if that
+    // fails too there is nothing better to do than say so (once).
+    const Status restored = backend_->set_width(full_);
+    applied_              = full_;
+    report(error_ + "; link " + backend_->name() + " set to full width (" +
+           std::to_string(full_) + " lanes)" +
+           (restored ? std::string() : " — restoring also failed: " + restored.message()));
+}
+
+void Controller::report(const std::string& message)
+{
+    if (on_error_) {
+        on_error_(message);
+        return;
+    }
+    slim::logger().error("{}", message);
+}
+
+std::unique_ptr<LinkBackend> make_backend_or_emulated(const std::string& name,
+                                                      const BackendConfig& config,
+                                                      const ErrorReporter& report)
+{
+    BackendResult result = make_backend(name, config);
+    if (result.status) {
+        return std::move(result.backend);
+    }
+    const std::string message = result.status.message() +
+                                "; the link stays at full width (emulated accounting only)";
+    if (report) {
+        report(message);
+    } else {
+        slim::logger().error("{}", message);
+    }
+    return std::move(make_emulated_backend(config).backend);
+}
+
+}  // namespace slim::link

@@ -1,0 +1,290 @@
+// The emulated port of issue "link-width controller" (thesis §2.6, §4.5.2).
+#include "link/link_model.h"
+
+#include "runtime/configuration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace slim::link {
+
+namespace {
+
+constexpr double kJoulesPerWattNs = 1e-9;
+constexpr double kMaxLaneWatts    = 100.0;
+constexpr std::chrono::nanoseconds kMaxTau{1'000'000'000};
+
+std::string_view trim(std::string_view s)
+{
+    const auto first = s.find_first_not_of(" \t");
+    if (first == std::string_view::npos) {
+        return {};
+    }
+    const auto last = s.find_last_not_of(" \t");
+    return s.substr(first, last - first + 1);
+}
+
+[[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted)
+{
+    throw std::invalid_argument(parse::bad_value(key, value, accepted));
+}
+
+unsigned parse_lanes(const std::string& value)
+{
+    for (const char* lanes : {"1", "2", "4", "8", "12"}) {
+        if (value == lanes) {
+            return static_cast<unsigned>(std::stoul(value));
+        }
+    }
+    reject("L", value, "1, 2, 4, 8 or 12 (lanes)");
+}
+
+double parse_lane_watts(const std::string& value)
+{
+    // parse::real gives a closed range; P = 0 would make the baseline 0 J and
+    // every saving 0/0.
+    const std::string accepted = "numbers greater than 0 and at most 100 (watts per lane)";
+    try {
+        const double watts = parse::real("P", value, 0.0, kMaxLaneWatts);
+        if (watts > 0.0) {
+            return watts;
+        }
+    } catch (const ConfigError&) {
+    }
+    reject("P", value, accepted);
+}
+
+// Read last: its range depends on L, which may come after it.
+unsigned parse_low_width(const std::string& value, unsigned lanes)
+{
+    try {
+        return static_cast<unsigned>(parse::integer("low", value, 1, lanes));
+    } catch (const ConfigError& e) {
+        throw std::invalid_argument(e.what());
+    }
+}
+
+TimeNs parse_tau(const std::string& value)
+{
+    try {
+        return parse::duration("tau", value, std::chrono::nanoseconds{0}, kMaxTau).count();
+    } catch (const ConfigError& e) {
+        throw std::invalid_argument(e.what());
+    }
+}
+
+}  // namespace
+
+LinkConfig parse_link_config(const std::string& text)
+{
+    LinkConfig config;
+    std::string low_text;
+    constexpr std::string_view keys[] = {"L", "P", "low", "tau"};
+    bool seen[std::size(keys)] = {};
+    std::string_view rest = text;
+    while (!trim(rest).empty()) {
+        const auto comma = rest.find(',');
+        const std::string_view item = trim(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        const auto equals = item.find('=');
+        if (equals == std::string_view::npos) {
+            throw std::invalid_argument("link config item '" + std::string(item) +
+                                        "': expected key=value with a key L, P, low or tau");
+        }
+        const std::string_view key = trim(item.substr(0, equals));
+        const std::string value{trim(item.substr(equals + 1))};
+        const auto index = static_cast<std::size_t>(
+                std::find(std::begin(keys), std::end(keys), key) - std::begin(keys));
+        if (index == std::size(keys)) {
+            throw std::invalid_argument("link config key '" + std::string(key) +
+                                        "' is unknown: accepted keys are L, P, low and tau");
+        }
+        if (seen[index]) {
+            throw std::invalid_argument("link config key '" + std::string(key) +
+                                        "' is given more than once");
+        }
+        seen[index] = true;
+        switch (index) {
+        case 0: config.lanes = parse_lanes(value); break;
+        case 1: config.lane_watts = parse_lane_watts(value); break;
+        case 2: low_text = value; break;
+        default: config.tau_ns = parse_tau(value); break;
+        }
+    }
+    if (seen[2]) {
+        config.low_width = parse_low_width(low_text, config.lanes);
+    }
+    return config;
+}
+
+LinkModel::LinkModel(const LinkConfig& config, TimeNs start_ns)
+    : config_(config),
+      now_ns_(start_ns),
+      from_width_(config.lanes),
+      to_width_(config.lanes),
+      transition_end_ns_(start_ns),
+      pending_width_(config.lanes),
+      has_pending_(false)
+{
+}
+
+void LinkModel::start_transition(TimeNs t, unsigned width)
+{
+    to_width_          = width;
+    transition_end_ns_ = t + config_.tau_ns;
+    ++stats_.transitions;
+}
+
+void LinkModel::integrate_to(TimeNs t)
+{
+    // Callers split at transition ends, so the state is constant on [now, t].
+    const TimeNs dt = t - now_ns_;
+    if (dt <= 0) {
+        return;
+    }
+    if (in_transition()) {
+        lane_ns_ += static_cast<std::int64_t>(std::max(from_width_, to_width_)) * dt;
+        stats_.time_in_transition_ns += dt;
+    } else {
+        lane_ns_ += static_cast<std::int64_t>(from_width_) * dt;
+        stats_.time_at_width_ns[from_width_] += dt;
+    }
+    now_ns_              = t;
+    stats_.energy_joules = static_cast<double>(lane_ns_) * config_.lane_watts * kJoulesPerWattNs;
+}
+
+void LinkModel::settle(TimeNs t)
+{
+    // A loop, not an if: with tau = 0 a pending width starts and ends at once.
+    while (in_transition() && transition_end_ns_ <= t) {
+        integrate_to(transition_end_ns_);
+        from_width_ = to_width_;
+        if (has_pending_ && pending_width_ != to_width_) {
+            start_transition(transition_end_ns_, pending_width_);
+        }
+        has_pending_ = false;
+    }
+    integrate_to(t);
+}
+
+void LinkModel::request_width(TimeNs t, unsigned width)
+{
+    t     = std::max(t, now_ns_);
+    width = std::clamp(width, config_.low_width, config_.lanes);
+    settle(t);
+    if (in_transition()) {
+        // Never reversed: remembered, the last request wins.
+        pending_width_ = width;
+        has_pending_   = width != to_width_;
+        return;
+    }
+    if (width == from_width_) {
+        return;
+    }
+    start_transition(t, width);
+    settle(t);
+}
+
+TimeNs LinkModel::traffic(TimeNs t, unsigned width)
+{
+    t     = std::max(t, now_ns_);
+    width = std::min(width, config_.lanes);
+    settle(t);
+    TimeNs wait = 0;
+    if (!in_transition()) {
+        if (from_width_ >= width) {
+            return 0;
+        }
+        start_transition(t, width);
+        wait = config_.tau_ns;
+    } else {
+        const TimeNs remainder = transition_end_ns_ - t;
+        if (to_width_ >= width) {
+            // Rising to enough (or already wide enough on both ends).
+            if (usable_width() < width) {
+                wait = remainder;
+            }
+            if (has_pending_ && pending_width_ < width) {
+                has_pending_ = false;
+            }
+        } else {
+            // Falling, or rising to too little: the rise to `width` starts
+            // when this transition ends.
+            wait           = remainder + config_.tau_ns;
+            pending_width_ = has_pending_ ? std::max(pending_width_, width) : width;
+            has_pending_   = true;
+        }
+    }
+    if (wait > 0) {
+        ++stats_.late_wakeups;
+        stats_.added_delay_ns += wait;
+    }
+    settle(t);  // tau = 0 finishes the transition at once
+    return wait;
+}
+
+unsigned LinkModel::target_width() const
+{
+    return has_pending_ ? pending_width_ : to_width_;
+}
+
+unsigned LinkModel::width_at(TimeNs t) const
+{
+    // The model is small and heap-free: run a copy forward instead of
+    // duplicating the state machine.
+    LinkModel ahead = *this;
+    ahead.settle(std::max(t, now_ns_));
+    return ahead.usable_width();
+}
+
+const LinkStats& LinkModel::stats_at(TimeNs t)
+{
+    settle(std::max(t, now_ns_));
+    return stats_;
+}
+
+double LinkModel::always_on_joules(TimeNs span_ns) const
+{
+    // Same expression as the integrated energy so "never lower" saves exactly 0.
+    const std::int64_t lane_ns = static_cast<std::int64_t>(config_.lanes) * span_ns;
+    return static_cast<double>(lane_ns) * config_.lane_watts * kJoulesPerWattNs;
+}
+
+unsigned LinkModel::burst_width(unsigned lanes, std::uint64_t original, std::uint64_t packed)
+{
+    if (lanes <= 1 || original == 0 || packed == 0 || packed >= original) {
+        return std::max(lanes, 1u);
+    }
+    // Smallest w with packed <= w * original / lanes, i.e. ceil(lanes *
+    // packed / original), without forming lanes * packed (it may overflow).
+    const std::uint64_t per_lane = original / lanes;
+    const std::uint64_t rest     = original % lanes;
+    for (unsigned w = 1; w < lanes; ++w) {
+        if (packed <= w * per_lane + (w * rest) / lanes) {
+            return w;
+        }
+    }
+    return lanes;
+}
+
+TimeNs LinkModel::burst_duration(TimeNs original_ns, unsigned lanes, unsigned width,
+                                 std::uint64_t original, std::uint64_t packed)
+{
+    if (original == 0 || width == 0) {
+        return original_ns;
+    }
+    // long double holds the 64-bit operands exactly; the quotient is rounded
+    // to the nearest ns.
+    const long double stretched = static_cast<long double>(original_ns) *
+                                  static_cast<long double>(packed) * lanes /
+                                  (static_cast<long double>(original) * width);
+    const auto stretched_ns = static_cast<TimeNs>(std::llround(stretched));
+    return std::max(original_ns, stretched_ns);
+}
+
+}  // namespace slim::link

@@ -1,0 +1,109 @@
+// The emulated InfiniBand port of issue "link-width controller" (thesis
+// §2.6, §4.5.2, Fig. 5.6), exactly as specified so results can be checked by
+// hand. Pure and lazy: time is an input (ns), energy is integrated only when
+// asked or when the state changes; no clock, no thread, no I/O.
+#pragma once
+
+#include "predict/types.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace slim::link {
+
+using predict::TimeNs;
+
+// Widths a port can have (IB: 1x, 2x, 4x, 8x, 12x).
+constexpr unsigned kMaxLanes = 12;
+
+struct LinkConfig {
+    unsigned lanes      = 4;      // L: 1, 2, 4, 8 or 12
+    double   lane_watts = 0.5;    // P_lane: 0.3 W TX + 0.2 W RX
+    unsigned low_width  = 1;      // W_low: one lane stays up for management
+    TimeNs   tau_ns     = 10'000; // any width change takes tau
+};
+
+// Parses "L=4,P=0.5,low=1,tau=10us" (any subset, any order; durations take
+// ns/us/ms/s). Throws std::invalid_argument naming the key and its range.
+LinkConfig parse_link_config(const std::string& text);
+
+struct LinkStats {
+    double        energy_joules    = 0.0;  // integral of power up to `now`
+    std::uint64_t transitions      = 0;    // width changes started
+    std::uint64_t late_wakeups     = 0;    // traffic that had to wait
+    TimeNs        added_delay_ns   = 0;    // sum of those waits (late wake-up penalty)
+    // Time spent stable at each width (index = width) and in transition.
+    std::array<TimeNs, kMaxLanes + 1> time_at_width_ns{};
+    TimeNs        time_in_transition_ns = 0;
+};
+
+// The port. It starts stable at full width at `start_ns`.
+//
+// - Stable at a width, or in one transition a -> b lasting tau, drawing
+//   max(a, b) * lane_watts and carrying no extra capacity.
+// - A transition in progress is never reversed: a request made during one is
+//   remembered and started when the transition ends (the last request wins).
+// - Traffic that needs width w at time t on a port below w waits (the late
+//   wake-up penalty): stable -> a transition starts at t and the traffic
+//   waits tau; rising to >= w -> the remainder; falling -> the remainder + tau.
+class LinkModel {
+public:
+    explicit LinkModel(const LinkConfig& config, TimeNs start_ns = 0);
+
+    // A controller asks for `width` from time t on (clamped to
+    // [low_width, lanes]). Times passed to the model never go backwards.
+    void request_width(TimeNs t, unsigned width);
+
+    // Traffic needing `width` arrives at t. Returns how long it waits before
+    // the port carries it (0 when already wide enough); counts late wake-ups.
+    // After the call the port is at least `width` wide from t + wait on.
+    TimeNs traffic(TimeNs t, unsigned width);
+
+    // Width the port will have settled to when nothing else is requested.
+    unsigned target_width() const;
+    // Width usable at t (the lower of a transition's ends while in one).
+    unsigned width_at(TimeNs t) const;
+
+    // Integrates energy and time-at-width up to t and returns the totals.
+    const LinkStats& stats_at(TimeNs t);
+
+    const LinkConfig& config() const { return config_; }
+
+    // Always-on energy over [first, last]: lanes * lane_watts * span.
+    double always_on_joules(TimeNs span_ns) const;
+
+    // Thesis §4.5.2: width that keeps the original speed for a burst whose
+    // wire bytes are `packed` of `original`: max(1, ceil(L * packed/original)).
+    static unsigned burst_width(unsigned lanes, std::uint64_t original,
+                                std::uint64_t packed);
+    // Duration of a burst sent at `width`: original * (packed/original) *
+    // (lanes/width) when that is longer than the original, else the original.
+    static TimeNs burst_duration(TimeNs original_ns, unsigned lanes,
+                                 unsigned width, std::uint64_t original,
+                                 std::uint64_t packed);
+
+private:
+    // implementation-defined state (owned by the link-model engineer)
+    LinkConfig config_;
+    LinkStats  stats_;
+    TimeNs     now_ns_;           // energy and times are integrated up to here
+    unsigned   from_width_;       // stable width, or transition start width
+    unsigned   to_width_;         // == from_width_ when stable
+    TimeNs     transition_end_ns_;
+    unsigned   pending_width_;    // request made during a transition
+    bool       has_pending_;
+    // Energy is kept as an exact integer (lanes powered x ns) and converted
+    // to joules on demand, so long runs do not accumulate rounding error.
+    std::int64_t lane_ns_ = 0;
+
+    bool     in_transition() const { return from_width_ != to_width_; }
+    unsigned usable_width() const { return from_width_ < to_width_ ? from_width_ : to_width_; }
+    void     start_transition(TimeNs t, unsigned width);
+    // Advances the state machine to t (finishing transitions, starting the
+    // pending one) and integrates up to t.
+    void     integrate_to(TimeNs t);
+    void     settle(TimeNs t);
+};
+
+}  // namespace slim::link

@@ -1,0 +1,32 @@
+# src/link — the link-width model, controller, backends and node arbitration.
+src_libslimcore_la_SOURCES += \
+	src/link/link_model.h src/link/link_model.cpp \
+	src/link/replay.h src/link/replay.cpp
+
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_link_model.cpp \
+	tests/unit/test_replay.cpp
+
+# NodeArbiter and PortMap (thesis §4.5.4): POSIX shm (-lrt, -pthread) and hwloc.
+src_libslimcore_la_SOURCES += \
+	src/link/node_arbiter.h src/link/node_arbiter.cpp src/link/node_arbiter_segment.h \
+	src/link/port_map.h src/link/port_map.cpp
+src_libslimcore_la_CPPFLAGS += $(HWLOC_CFLAGS)
+src_libslimcore_la_LIBADD += $(HWLOC_LIBS) -lrt -lpthread
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_node_arbiter.cpp
+
+# Controller and backends (one file per backend, registered in backend.cpp).
+# libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.
+src_libslimcore_la_SOURCES += \
+	src/link/backend.h src/link/backend.cpp \
+	src/link/backend_emulated.cpp \
+	src/link/backend_exec.cpp \
+	src/link/backend_ibmad.h src/link/backend_ibmad.cpp \
+	src/link/controller.h src/link/controller.cpp
+src_libslimcore_la_CPPFLAGS += $(IBMAD_CFLAGS)
+src_libslimcore_la_LIBADD += $(IBMAD_LIBS)
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_controller.cpp
+tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS)
+tests_unit_slim_unit_tests_LDADD += $(IBMAD_LIBS)

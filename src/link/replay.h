@@ -1,0 +1,116 @@
+// Replays an event trace through the link model (link_model.h) under a
+// power policy and says what it would have cost: energy against an
+// always-on link, and the delay late wake-ups add to the run. Pure, like
+// the predictor: events in (original time), a result out; no clock, no I/O,
+// no allocation per event. slim-replay (src/tools/) is its command line;
+// README.md, "Event traces and slim-replay", has the semantics.
+#pragma once
+
+#include "link/link_model.h"
+#include "predict/predictor.h"
+#include "predict/types.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace slim::link {
+
+using predict::Event;
+
+enum class PolicyKind {
+    always_on,  // never requests low power: the baseline
+    timeout,    // EEE-style: low after `timeout_ns` of idle, wake on demand
+    oracle,     // knows the next event: low in every gap >= 2 tau, back in time
+    predictor,  // PPS / SPPS (predict::Predictor) low-power requests
+};
+
+struct ReplayPolicy {
+    PolicyKind               kind       = PolicyKind::always_on;
+    TimeNs                   timeout_ns = 100'000;   // timeout only
+    predict::PredictorConfig predictor;              // predictor only
+};
+
+struct ReplayConfig {
+    LinkConfig   link;
+    ReplayPolicy policy;
+    // Thesis §4.5.2: a burst needs only burst_width() lanes for its packed
+    // bytes (events with bytes and packed_bytes both non-zero); otherwise
+    // every burst needs the full width.
+    bool packed = false;
+};
+
+struct ReplayResult {
+    std::uint64_t events = 0;
+    TimeNs original_span_ns = 0;   // first start to last end, as recorded
+    TimeNs replayed_span_ns = 0;   // first start to last end after the shifts
+    TimeNs delay_ns         = 0;   // D: late wake-ups + stretched bursts
+    TimeNs wakeup_delay_ns  = 0;   // part of D spent waiting for the link
+    TimeNs stretch_ns       = 0;   // part of D from bursts sent narrower than needed
+    std::uint64_t late_wakeups = 0;
+    std::uint64_t transitions  = 0;
+    double energy_joules   = 0.0;  // integrated over the replayed span
+    double baseline_joules = 0.0;  // always on over the original span
+    // 100 (1 - E / E_baseline) and 100 D / original span; none when the
+    // original span is 0 (no events, or only instantaneous ones).
+    std::optional<double> energy_savings_pct;
+    std::optional<double> time_penalty_pct;
+    // Stable time at each width (index = width) and time in transition,
+    // over the replayed span.
+    std::array<TimeNs, kMaxLanes + 1> time_at_width_ns{};
+    TimeNs time_in_transition_ns = 0;
+};
+
+// Drives one LinkModel through a trace. Feed events in order with
+// on_event(); result() may be asked at any time (it integrates the model to
+// the end of the last replayed burst).
+//
+// Each event, shifted by the delay D accumulated so far, first lets the
+// policy act on the gap before it (the policy sees the next start, so the
+// gap actions are taken when that event arrives), then asks the link for
+// its width (waiting adds to D), then lasts burst_duration() (what it lasts
+// beyond the recorded duration adds to D).
+class Replay {
+public:
+    // Throws std::invalid_argument when the predictor refuses its config.
+    explicit Replay(const ReplayConfig& config);
+
+    // Events must come in order (start >= previous end, end >= start), as
+    // predict::TraceReader guarantees. Returns the predictor's decision on
+    // this event (a default Decision for the other policies).
+    const predict::Decision& on_event(const Event& event);
+
+    ReplayResult result();
+
+    const ReplayConfig& config() const { return config_; }
+    // The predictor of PolicyKind::predictor, else none.
+    const predict::Predictor* predictor() const
+    {
+        return predictor_ ? &*predictor_ : nullptr;
+    }
+
+    // The width `event` needs: the full width, or burst_width() with packing.
+    unsigned required_width(const Event& event) const;
+
+private:
+    void act_on_gap(TimeNs gap_end);
+
+    ReplayConfig                      config_;
+    std::optional<LinkModel>          model_;       // built at the first event
+    std::optional<predict::Predictor> predictor_;
+    predict::Decision                 decision_;    // on the last event
+    std::optional<predict::LowPowerRequest> pending_low_;  // original time
+    std::uint64_t events_          = 0;
+    TimeNs        first_start_ns_  = 0;
+    TimeNs        last_end_ns_     = 0;   // original time
+    TimeNs        actual_end_ns_   = 0;   // last end + D
+    TimeNs        delay_ns_        = 0;   // D
+    TimeNs        wakeup_delay_ns_ = 0;
+    TimeNs        stretch_ns_      = 0;
+};
+
+// The whole trace at once (tests, small traces).
+ReplayResult replay(const std::vector<Event>& events, const ReplayConfig& config);
+
+}  // namespace slim::link
