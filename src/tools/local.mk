@@ -20,4 +20,5 @@ EXTRA_DIST += \
 	tests/data/replay-bad-packed.trace \
 	tests/data/replay-bad-too-few-fields.trace \
 	tests/data/replay-bad-too-many-fields.trace \
-	tests/data/replay-bad-unsorted.trace
+	tests/data/replay-bad-unsorted.trace \
+	tests/data/replay-periodic.trace

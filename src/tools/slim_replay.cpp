@@ -1,11 +1,14 @@
-// slim-replay: runs the pattern predictor (src/predict/predictor.h) over an
-// event trace (src/predict/trace.h) and prints what it predicted. The same
-// predictor the runtime uses, so a trace recorded from a run can be replayed
-// with other settings; see README.md, "Event traces and slim-replay".
+// slim-replay: replays an event trace (src/predict/trace.h) through the link
+// model (src/link/replay.h) under a power policy -- always-on, a timeout, an
+// oracle, or the pattern predictor (src/predict/predictor.h) the runtime
+// uses -- and prints what the predictor predicted and what the link saved
+// and cost; see README.md, "Event traces and slim-replay".
 //
 // Exit status: 0 done, 2 bad command line or bad trace, 1 anything else
 // (e.g. standard output could not be written).
 #include "configuration.h"
+#include "link/link_model.h"
+#include "link/replay.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
 #include "report.h"
@@ -25,7 +28,11 @@
 
 namespace {
 
-using slim::predict::Decision;
+using slim::link::LinkConfig;
+using slim::link::PolicyKind;
+using slim::link::Replay;
+using slim::link::ReplayConfig;
+using slim::link::ReplayResult;
 using slim::predict::Policy;
 using slim::predict::Predictor;
 using slim::predict::PredictorConfig;
@@ -43,22 +50,41 @@ constexpr int exit_usage   = 2;
 constexpr std::chrono::nanoseconds gt_min = 1ns, gt_max = 1s;
 constexpr std::chrono::nanoseconds t_react_min = 0ns, t_react_max = 1s;
 constexpr double displacement_min = 0.0, displacement_max = 1.0;
+constexpr std::chrono::nanoseconds timeout_min = 0ns, timeout_max = 1s;
+
+constexpr const char* policy_forms =
+        "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps";
+constexpr const char* link_forms =
+        "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
+        "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
+        "duration), e.g. L=4,P=0.5,low=1,tau=10us";
 
 constexpr const char* usage_text =
-        "usage: slim-replay --events FILE [--policy spps|pps] [--gt DURATION]\n"
-        "                   [--displacement X] [--t-react DURATION]\n"
+        "usage: slim-replay --events FILE [--policy POLICY] [--link SPEC] [--packed]\n"
+        "                   [--gt DURATION] [--displacement X] [--t-react DURATION]\n"
         "                   [--dump-events] [--json]\n"
         "\n"
-        "Runs the pattern predictor over an event trace and prints a summary.\n"
+        "Replays an event trace through the link model under a power policy and\n"
+        "prints a summary: energy saved, time lost, and for pps/spps the predictor's\n"
+        "statistics.\n"
         "\n"
         "  --events FILE        trace, one event per line: t_start_ns t_end_ns event_id\n"
         "                       [bytes] [packed_bytes]; '#' starts a comment; '-' is stdin\n"
-        "  --policy spps|pps    spps (default): grouping threshold tuned by ADGT;\n"
-        "                       pps: fixed grouping threshold (--gt)\n"
+        "  --policy POLICY      spps (default): the pattern predictor, grouping threshold\n"
+        "                       tuned by ADGT; pps: fixed grouping threshold (--gt);\n"
+        "                       always-on: never low; timeout:DURATION: low after that\n"
+        "                       much idle time, wake on demand; oracle: low in every\n"
+        "                       idle gap of at least 2 tau, back exactly in time\n"
+        "  --link SPEC          the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any\n"
+        "                       subset (default L=4,P=0.5,low=1,tau=10us)\n"
+        "  --packed             a burst needs only the lanes its packed bytes fill:\n"
+        "                       max(1, ceil(L * packed_bytes / bytes))\n"
         "  --gt DURATION        pps only: the grouping threshold, 1ns to 1s (default 20us)\n"
-        "  --displacement X     displacement factor of Algorithm 4, 0 to 1 (default 0.05)\n"
-        "  --t-react DURATION   link reactivation time, 0ns to 1s (default 10us)\n"
-        "  --dump-events        first, one line per event: INDEX EVENT_ID PREDICTION\n"
+        "  --displacement X     pps/spps: displacement factor of Algorithm 4, 0 to 1\n"
+        "                       (default 0.05)\n"
+        "  --t-react DURATION   pps/spps: reactivation time the predictor assumes, 0ns to\n"
+        "                       1s (default: the link's tau)\n"
+        "  --dump-events        pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION\n"
         "                       (index from 1; prediction 1 when a prediction is active\n"
         "                       after that event)\n"
         "  --json               the summary as one line of JSON\n"
@@ -74,7 +100,12 @@ public:
 
 struct Options {
     std::string           events;
-    Policy                policy = Policy::spps;
+    PolicyKind            kind   = PolicyKind::predictor;
+    Policy                policy = Policy::spps;       // when kind is predictor
+    TimeNs                timeout_ns = 0;              // when kind is timeout
+    std::string           policy_name = "spps";
+    LinkConfig            link;
+    bool                  packed = false;
     std::optional<TimeNs> gt_ns;
     std::optional<double> displacement;
     std::optional<TimeNs> t_react_ns;
@@ -130,6 +161,37 @@ private:
     std::optional<std::string> inline_value_;
 };
 
+// "always-on", "timeout:100us", "oracle", "pps", "spps".
+void parse_policy(Options& o, const std::string& v)
+{
+    namespace parse = slim::parse;
+    const std::string timeout_prefix = "timeout:";
+    if (v.rfind(timeout_prefix, 0) == 0) {
+        try {
+            o.timeout_ns = parse::duration("--policy timeout", v.substr(timeout_prefix.size()),
+                                           timeout_min, timeout_max)
+                                   .count();
+        } catch (const std::exception&) {
+            throw UsageError(parse::bad_value("--policy", v, policy_forms));
+        }
+        o.kind        = PolicyKind::timeout;
+        o.policy_name = "timeout";
+        return;
+    }
+    static const char* const names[] = {"always-on", "oracle", "pps", "spps"};
+    for (const char* name : names) {
+        if (v == name) {
+            o.policy_name = name;
+            o.kind = v == "always-on" ? PolicyKind::always_on
+                   : v == "oracle"    ? PolicyKind::oracle
+                                      : PolicyKind::predictor;
+            o.policy = v == "pps" ? Policy::pps : Policy::spps;
+            return;
+        }
+    }
+    throw UsageError(parse::bad_value("--policy", v, policy_forms));
+}
+
 Options parse_options(int argc, char** argv)
 {
     namespace parse = slim::parse;
@@ -142,9 +204,18 @@ Options parse_options(int argc, char** argv)
         } else if (opt == "--events") {
             o.events = args.value(opt, "a trace file, or - for standard input");
         } else if (opt == "--policy") {
-            const std::string v = args.value(opt, "spps or pps");
-            o.policy = parse::choice("--policy", v, {"spps", "pps"}) == 0 ? Policy::spps
-                                                                           : Policy::pps;
+            parse_policy(o, args.value(opt, policy_forms));
+        } else if (opt == "--link") {
+            const std::string v = args.value(opt, link_forms);
+            try {
+                o.link = slim::link::parse_link_config(v);
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(parse::bad_value("--link", v, link_forms) + " (" + e.what() +
+                                 ")");
+            }
+        } else if (opt == "--packed") {
+            args.no_value(opt);
+            o.packed = true;
         } else if (opt == "--gt") {
             const std::string v = args.value(opt, "a duration from 1ns to 1s, e.g. 20us");
             o.gt_ns = parse::duration("--gt", v, gt_min, gt_max).count();
@@ -174,7 +245,18 @@ Options parse_options(int argc, char** argv)
     }
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.
-    if (o.gt_ns && o.policy == Policy::spps) {
+    if (o.kind != PolicyKind::predictor) {
+        const char* predictor_only = o.gt_ns ? "--gt"
+                                   : o.displacement ? "--displacement"
+                                   : o.t_react_ns ? "--t-react"
+                                   : o.dump_events ? "--dump-events" : nullptr;
+        if (predictor_only) {
+            throw UsageError(std::string(predictor_only) +
+                             " is an option of the pattern predictor (--policy pps or spps); "
+                             "--policy " + o.policy_name + " has none. Drop " + predictor_only);
+        }
+    }
+    if (o.gt_ns && o.kind == PolicyKind::predictor && o.policy == Policy::spps) {
         throw UsageError("--gt sets the fixed grouping threshold of --policy pps; spps tunes "
                          "its own (ADGT). Add --policy pps, or drop --gt");
     }
@@ -191,13 +273,23 @@ PredictorConfig predictor_config(const Options& o)
     if (o.displacement) {
         c.displacement = *o.displacement;
     }
-    if (o.t_react_ns) {
-        c.t_react_ns = *o.t_react_ns;
-    }
+    // The predictor leaves its safety margin for the link it drives.
+    c.t_react_ns = o.t_react_ns.value_or(o.link.tau_ns);
     return c;
 }
 
-const char* policy_name(Policy p) { return p == Policy::pps ? "pps" : "spps"; }
+ReplayConfig replay_config(const Options& o)
+{
+    ReplayConfig c;
+    c.link              = o.link;
+    c.packed            = o.packed;
+    c.policy.kind       = o.kind;
+    c.policy.timeout_ns = o.timeout_ns;
+    if (o.kind == PolicyKind::predictor) {
+        c.policy.predictor = predictor_config(o);
+    }
+    return c;
+}
 
 std::optional<double> ratio(double num, double den)
 {
@@ -223,25 +315,35 @@ std::string human_duration(TimeNs ns)
     return buf.data();
 }
 
-std::string text_summary(const Options& o, const Predictor& predictor, const TraceReader& trace)
+// Widths worth listing: the full and the low width, and any other the link
+// spent time at (a packed burst's width), widest first.
+template <typename F>
+void for_each_width(const Options& o, const ReplayResult& r, F&& f)
 {
-    const PredictorStats& s = predictor.stats();
-    std::string gt;
-    if (s.gt_ns) {
-        gt = human_duration(*s.gt_ns) + " (" + std::to_string(*s.gt_ns) + " ns, " +
-             (o.policy == Policy::pps ? "fixed" : "tuned by ADGT") + ")";
-    } else if (s.gave_up) {
-        gt = "none (ADGT found no grouping threshold; gave up)";
-    } else {
-        gt = "none yet (still sampling idle intervals)";
+    for (unsigned w = slim::link::kMaxLanes; w >= 1; --w) {
+        if (w == o.link.lanes || w == o.link.low_width || r.time_at_width_ns[w] > 0) {
+            f(w, r.time_at_width_ns[w]);
+        }
     }
-    const auto hit_rate = ratio(static_cast<double>(s.hits), static_cast<double>(s.events));
-    const auto idle_share = ratio(static_cast<double>(s.predicted_idle_ns),
-                                  static_cast<double>(s.total_idle_ns));
+}
+
+std::string percent(std::optional<double> v)
+{
+    if (!v) {
+        return "n/a";
+    }
+    std::array<char, 32> b{};
+    std::snprintf(b.data(), b.size(), "%.1f %%", *v);
+    return b.data();
+}
+
+std::string text_summary(const Options& o, const Replay& driver, const ReplayResult& r,
+                         const TraceReader& trace)
+{
     std::array<char, 256> line{};
     std::string out;
-    auto add = [&](const char* label, const std::string& value) {
-        std::snprintf(line.data(), line.size(), "  %-22s %s\n", label, value.c_str());
+    auto add = [&](const std::string& label, const std::string& value) {
+        std::snprintf(line.data(), line.size(), "  %-22s %s\n", label.c_str(), value.c_str());
         out.append(line.data());
     };
     auto fraction = [](std::optional<double> v) {
@@ -252,50 +354,117 @@ std::string text_summary(const Options& o, const Predictor& predictor, const Tra
         std::snprintf(b.data(), b.size(), "%.4f", *v);
         return std::string(b.data());
     };
-    out.append("slim-replay: ").append(trace.name()).append(", policy ")
-            .append(policy_name(o.policy)).append("\n");
-    add("events", std::to_string(s.events));
-    add("grams", std::to_string(s.grams));
-    add("grouping threshold", gt);
-    add("restarts", std::to_string(s.restarts));
-    add("predictions", std::to_string(s.predictions));
-    add("mispredictions", std::to_string(s.mispredictions));
-    add("hit rate", fraction(hit_rate) + " (" + std::to_string(s.hits) + " of " +
-                            std::to_string(s.events) + " events)");
-    add("predicted idle share", fraction(idle_share) + " (" +
-                                        human_duration(s.predicted_idle_ns) + " of " +
-                                        human_duration(s.total_idle_ns) + " idle)");
+    out.append("slim-replay: ").append(trace.name()).append(", policy ").append(o.policy_name);
+    if (o.kind == PolicyKind::timeout) {
+        out.append(" after ").append(human_duration(o.timeout_ns));
+    }
+    out.append("\n");
+    add("events", std::to_string(r.events));
+    if (const Predictor* predictor = driver.predictor()) {
+        const PredictorStats& s = predictor->stats();
+        std::string gt;
+        if (s.gt_ns) {
+            gt = human_duration(*s.gt_ns) + " (" + std::to_string(*s.gt_ns) + " ns, " +
+                 (o.policy == Policy::pps ? "fixed" : "tuned by ADGT") + ")";
+        } else if (s.gave_up) {
+            gt = "none (ADGT found no grouping threshold; gave up)";
+        } else {
+            gt = "none yet (still sampling idle intervals)";
+        }
+        const auto hit_rate = ratio(static_cast<double>(s.hits), static_cast<double>(s.events));
+        const auto idle_share = ratio(static_cast<double>(s.predicted_idle_ns),
+                                      static_cast<double>(s.total_idle_ns));
+        add("grams", std::to_string(s.grams));
+        add("grouping threshold", gt);
+        add("restarts", std::to_string(s.restarts));
+        add("predictions", std::to_string(s.predictions));
+        add("mispredictions", std::to_string(s.mispredictions));
+        add("hit rate", fraction(hit_rate) + " (" + std::to_string(s.hits) + " of " +
+                                std::to_string(s.events) + " events)");
+        add("predicted idle share", fraction(idle_share) + " (" +
+                                            human_duration(s.predicted_idle_ns) + " of " +
+                                            human_duration(s.total_idle_ns) + " idle)");
+    }
+    std::array<char, 160> b{};
+    std::snprintf(b.data(), b.size(), "L=%u, P=%s W/lane, low=%u, tau=%s%s", o.link.lanes,
+                  slim::parse::format_real(o.link.lane_watts).c_str(), o.link.low_width,
+                  human_duration(o.link.tau_ns).c_str(), o.packed ? ", packed" : "");
+    add("link", b.data());
+    std::snprintf(b.data(), b.size(), " (%.6g J; always on %.6g J)", r.energy_joules,
+                  r.baseline_joules);
+    add("energy savings", percent(r.energy_savings_pct) + b.data());
+    add("time penalty", percent(r.time_penalty_pct) + " (" + human_duration(r.delay_ns) +
+                                " added to " + human_duration(r.original_span_ns) + ")");
+    add("late wake-ups", std::to_string(r.late_wakeups) + " (" +
+                                 human_duration(r.wakeup_delay_ns) + " waited)");
+    add("transitions", std::to_string(r.transitions));
+    for_each_width(o, r, [&](unsigned w, TimeNs t) {
+        add("time at width " + std::to_string(w), human_duration(t));
+    });
+    add("time in transition", human_duration(r.time_in_transition_ns));
     return out;
 }
 
-std::string json_summary(const Options& o, const Predictor& predictor, const TraceReader& trace)
+std::string json_summary(const Options& o, const Replay& driver, const ReplayResult& r,
+                         const TraceReader& trace)
 {
-    const PredictorStats&  s = predictor.stats();
-    const PredictorConfig& c = predictor.config();
+    namespace parse = slim::parse;
     auto number = [](std::optional<double> v) {
-        return v ? slim::parse::format_real(*v) : std::string("null");
+        return v ? parse::format_real(*v) : std::string("null");
     };
     auto u64 = [](std::uint64_t v) { return std::to_string(v); };
+    auto i64 = [](TimeNs v) { return std::to_string(v); };
     std::string out = "{\"schema\":\"slimlink.replay.v1\"";
     out.append(",\"trace\":").append(slim::json_quote(trace.name()));
-    out.append(",\"policy\":\"").append(policy_name(o.policy)).append("\"");
-    out.append(",\"displacement\":").append(slim::parse::format_real(c.displacement));
-    out.append(",\"t_react_ns\":").append(std::to_string(c.t_react_ns));
-    out.append(",\"events\":").append(u64(s.events));
-    out.append(",\"grams\":").append(u64(s.grams));
-    out.append(",\"gt_ns\":").append(s.gt_ns ? std::to_string(*s.gt_ns) : "null");
-    out.append(",\"gave_up\":").append(s.gave_up ? "true" : "false");
-    out.append(",\"restarts\":").append(u64(s.restarts));
-    out.append(",\"predictions\":").append(u64(s.predictions));
-    out.append(",\"mispredictions\":").append(u64(s.mispredictions));
-    out.append(",\"hits\":").append(u64(s.hits));
-    out.append(",\"hit_rate\":")
-            .append(number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events))));
-    out.append(",\"total_idle_ns\":").append(std::to_string(s.total_idle_ns));
-    out.append(",\"predicted_idle_ns\":").append(std::to_string(s.predicted_idle_ns));
-    out.append(",\"predicted_idle_share\":")
-            .append(number(ratio(static_cast<double>(s.predicted_idle_ns),
-                                 static_cast<double>(s.total_idle_ns))));
+    out.append(",\"policy\":\"").append(o.policy_name).append("\"");
+    if (o.kind == PolicyKind::timeout) {
+        out.append(",\"timeout_ns\":").append(i64(o.timeout_ns));
+    }
+    if (const Predictor* predictor = driver.predictor()) {
+        const PredictorStats&  s = predictor->stats();
+        const PredictorConfig& c = predictor->config();
+        out.append(",\"displacement\":").append(parse::format_real(c.displacement));
+        out.append(",\"t_react_ns\":").append(i64(c.t_react_ns));
+        out.append(",\"events\":").append(u64(s.events));
+        out.append(",\"grams\":").append(u64(s.grams));
+        out.append(",\"gt_ns\":").append(s.gt_ns ? i64(*s.gt_ns) : "null");
+        out.append(",\"gave_up\":").append(s.gave_up ? "true" : "false");
+        out.append(",\"restarts\":").append(u64(s.restarts));
+        out.append(",\"predictions\":").append(u64(s.predictions));
+        out.append(",\"mispredictions\":").append(u64(s.mispredictions));
+        out.append(",\"hits\":").append(u64(s.hits));
+        out.append(",\"hit_rate\":")
+                .append(number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events))));
+        out.append(",\"total_idle_ns\":").append(i64(s.total_idle_ns));
+        out.append(",\"predicted_idle_ns\":").append(i64(s.predicted_idle_ns));
+        out.append(",\"predicted_idle_share\":")
+                .append(number(ratio(static_cast<double>(s.predicted_idle_ns),
+                                     static_cast<double>(s.total_idle_ns))));
+    } else {
+        out.append(",\"events\":").append(u64(r.events));
+    }
+    out.append(",\"link\":{\"lanes\":").append(std::to_string(o.link.lanes));
+    out.append(",\"lane_watts\":").append(parse::format_real(o.link.lane_watts));
+    out.append(",\"low_width\":").append(std::to_string(o.link.low_width));
+    out.append(",\"tau_ns\":").append(i64(o.link.tau_ns)).append("}");
+    out.append(",\"packed\":").append(o.packed ? "true" : "false");
+    out.append(",\"energy_joules\":").append(parse::format_real(r.energy_joules));
+    out.append(",\"baseline_joules\":").append(parse::format_real(r.baseline_joules));
+    out.append(",\"energy_savings_pct\":").append(number(r.energy_savings_pct));
+    out.append(",\"original_span_ns\":").append(i64(r.original_span_ns));
+    out.append(",\"delay_ns\":").append(i64(r.delay_ns));
+    out.append(",\"time_penalty_pct\":").append(number(r.time_penalty_pct));
+    out.append(",\"late_wakeups\":").append(u64(r.late_wakeups));
+    out.append(",\"wakeup_delay_ns\":").append(i64(r.wakeup_delay_ns));
+    out.append(",\"transitions\":").append(u64(r.transitions));
+    out.append(",\"time_at_width_ns\":{");
+    bool first = true;
+    for_each_width(o, r, [&](unsigned w, TimeNs t) {
+        out.append(first ? "\"" : ",\"").append(std::to_string(w)).append("\":").append(i64(t));
+        first = false;
+    });
+    out.append("}");
+    out.append(",\"time_in_transition_ns\":").append(i64(r.time_in_transition_ns));
     out.append("}\n");
     return out;
 }
@@ -323,10 +492,10 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-Predictor make_predictor(const Options& o)
+Replay make_replay(const Options& o)
 {
     try {
-        return Predictor(predictor_config(o));
+        return Replay(replay_config(o));
     } catch (const std::exception& e) {
         throw ConfigRefused(std::string("the predictor refused the configuration: ") + e.what());
     }
@@ -334,26 +503,27 @@ Predictor make_predictor(const Options& o)
 
 int run(const Options& o)
 {
-    Predictor     predictor = make_predictor(o);
+    Replay        driver = make_replay(o);
     TraceReader   trace(o.events);
     std::uint64_t index = 0;
     while (const auto event = trace.next()) {
-        Decision d;
+        bool prediction_active = false;
         try {
-            d = predictor.on_event(*event);
+            prediction_active = driver.on_event(*event).prediction_active;
         } catch (const std::exception& e) {
-            // The reader already enforces the predictor's input rules, so
-            // this is a predictor bug: say where, exit 1.
+            // The reader already enforces the predictor's and the model's
+            // input rules, so this is a bug: say where, exit 1.
             throw std::runtime_error(trace.name() + ":" + std::to_string(trace.line()) +
-                                     ": the predictor failed on this event: " + e.what());
+                                     ": the replay failed on this event: " + e.what());
         }
         ++index;
         if (o.dump_events) {
-            dump_event(index, event->id, d.prediction_active);
+            dump_event(index, event->id, prediction_active);
         }
     }
-    const std::string summary =
-            o.json ? json_summary(o, predictor, trace) : text_summary(o, predictor, trace);
+    ReplayResult      result  = driver.result();
+    const std::string summary = o.json ? json_summary(o, driver, result, trace)
+                                       : text_summary(o, driver, result, trace);
     std::fputs(summary.c_str(), stdout);
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
         std::fprintf(stderr, "%s: writing to standard output failed\n", program);
