@@ -18,3 +18,17 @@ benchmarks_predictor_bench_SOURCES = benchmarks/predictor_bench.cpp
 benchmarks_predictor_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
 benchmarks_predictor_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 EXTRA_DIST += benchmarks/run-predictor-bench
+
+# controller-bench: cost of the link Controller + emulated backend per
+# traffic event (median ns). Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/controller-bench
+benchmarks_controller_bench_SOURCES = benchmarks/controller_bench.cpp
+benchmarks_controller_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_controller_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+
+# replay-bench: events/s of the replay driver (src/link/replay.h) on a
+# 10^7-event trace, oracle and SPPS. Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/replay-bench
+benchmarks_replay_bench_SOURCES = benchmarks/replay_bench.cpp
+benchmarks_replay_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_replay_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
