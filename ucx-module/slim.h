@@ -45,6 +45,9 @@ typedef struct slim_md_config {
     char            *inner;      /* UCX_SLIM_INNER */
     char            *report;     /* UCX_SLIM_REPORT */
     char            *log_level;  /* UCX_SLIM_LOG_LEVEL */
+    char            *link;       /* UCX_SLIM_LINK */
+    char            *link_exec;  /* UCX_SLIM_LINK_EXEC */
+    char            *inject_delay; /* UCX_SLIM_INJECT_DELAY */
 } slim_md_config_t;
 
 

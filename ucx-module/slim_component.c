@@ -31,6 +31,23 @@ static ucs_config_field_t slim_md_config_table[] = {
      "slimlink's own log level: off, error, warn, info, debug, trace.",
      ucs_offsetof(slim_md_config_t, log_level), UCS_CONFIG_TYPE_STRING},
 
+    {"LINK", "emulated",
+     "Link-width backend: emulated (a modelled InfiniBand port with energy\n"
+     "accounting), ibmad (PortInfo LinkWidthEnabled through libibmad; needs\n"
+     "umad permission), or exec (runs UCX_SLIM_LINK_EXEC per width change).",
+     ucs_offsetof(slim_md_config_t, link), UCS_CONFIG_TYPE_STRING},
+
+    {"LINK_EXEC", "",
+     "Site command for UCX_SLIM_LINK=exec, e.g. \"/path/cmd {device} {port}\n"
+     "{width}\"; must contain {width}. Failure or a 2 s timeout restores\n"
+     "full width.",
+     ucs_offsetof(slim_md_config_t, link_exec), UCS_CONFIG_TYPE_STRING},
+
+    {"INJECT_DELAY", "n",
+     "With the emulated link, really wait out late wake-ups (y|n), so a live\n"
+     "run's time shows the cost of a wrong prediction.",
+     ucs_offsetof(slim_md_config_t, inject_delay), UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 
