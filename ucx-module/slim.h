@@ -48,6 +48,7 @@ typedef struct slim_md_config {
     char            *link;       /* UCX_SLIM_LINK */
     char            *link_exec;  /* UCX_SLIM_LINK_EXEC */
     char            *inject_delay; /* UCX_SLIM_INJECT_DELAY */
+    char            *policy;     /* UCX_SLIM_POLICY */
 } slim_md_config_t;
 
 

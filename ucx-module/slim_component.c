@@ -48,6 +48,13 @@ static ucs_config_field_t slim_md_config_table[] = {
      "run's time shows the cost of a wrong prediction.",
      ucs_offsetof(slim_md_config_t, inject_delay), UCS_CONFIG_TYPE_STRING},
 
+    {"POLICY", "",
+     "Lossy packing of buffers marked with slim_mark(): rules LABEL=off,\n"
+     "LABEL=keep:N[:truncate|round] (N 2..7), LABEL=rel:EPS[:truncate|round],\n"
+     "separated by ';' (\"*\" matches other labels), or @FILE with one rule per\n"
+     "line. Empty: nothing is packed.",
+     ucs_offsetof(slim_md_config_t, policy), UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 

@@ -3,8 +3,8 @@
  *
  * Applications do not need this header to benefit from slimlink: the `slim`
  * UCX transport observes all traffic on its own. The header lets programs and
- * tests read slimlink's own measurements, and (in later releases) mark
- * buffers for lossy packing.
+ * tests read slimlink's own measurements, and mark buffers of float64
+ * values for lossy packing.
  *
  * Every function returns a status code and never aborts the process.
  */
@@ -66,6 +66,46 @@ slim_status_t slim_traffic_get(slim_traffic_t *out);
 
 /* Short name of an operation kind ("am_short", ...), or NULL when out of range. */
 const char *slim_op_name(slim_op_t op);
+
+/* ---------------------------------------------------------------- lossy packing
+ *
+ * Marking is sender-side only: a marked buffer's float64 values travel with
+ * only their most significant `keep` bytes (sign, exponent, top 8*keep-12
+ * mantissa bits) when the `slim` transport sends them; receivers need no
+ * marking. Element boundaries are counted from the pointer passed to the
+ * marking call. Marking over a marked range replaces the overlap; the old
+ * region keeps its other parts. Marks take effect for sends that start after
+ * the call returns. A buffer must be unmarked before its memory is freed or
+ * reused for other data.
+ *
+ * The first marking call initializes slimlink from the UCX_SLIM_* variables
+ * (like the transport does); when that configuration is invalid these calls
+ * return SLIM_ERR_CONFIG and nothing is packed. */
+
+/* How the last kept byte is obtained. */
+typedef enum slim_round {
+    SLIM_ROUND_TRUNCATE = 0, /* drop the low bytes: relative error < 2^-(8k-12) */
+    SLIM_ROUND_NEAREST  = 1  /* round to nearest, ties to even: < 2^-(8k-11) */
+} slim_round_t;
+
+/* Marks [ptr, ptr+bytes) with the precision the UCX_SLIM_POLICY rule for
+ * `label` gives (its own rule, else the `*` rule). A label the policy does
+ * not pack (an `off` rule, or no rule and no `*`) returns SLIM_OK and marks
+ * nothing, so applications can mark unconditionally and let the policy
+ * decide. SLIM_ERR_INVALID for a NULL ptr or label, bytes == 0, a range that
+ * wraps around the address space, or a label that is not [A-Za-z0-9_.-]+. */
+slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label);
+
+/* Marks [ptr, ptr+bytes) keeping `keep_bytes` (2..7) bytes of each float64,
+ * regardless of the policy. SLIM_ERR_INVALID for a NULL ptr, bytes == 0,
+ * keep_bytes outside 2..7, or an unknown mode. */
+slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
+                                  slim_round_t mode);
+
+/* Removes the marked region that starts at `ptr` (a region marked at `ptr`,
+ * or the remainder of one that a later mark cut there). SLIM_ERR_INVALID
+ * when no region starts at `ptr`. */
+slim_status_t slim_unmark(const void *ptr);
 
 /* Human-readable text of a status code. */
 const char *slim_status_string(slim_status_t status);

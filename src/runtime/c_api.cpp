@@ -5,7 +5,44 @@
 #include "slimlink.h"
 #include "traffic_monitor.h"
 
+#include <cstdint>
 #include <new>
+#include <optional>
+#include <string_view>
+
+namespace {
+
+// Runs `body` (returning slim_status_t) with every exception turned into a
+// status code.
+template <typename Body>
+slim_status_t guarded(Body body) noexcept
+{
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return SLIM_ERR_NO_MEMORY;
+    } catch (...) {
+        return SLIM_ERR_INTERNAL;
+    }
+}
+
+// Marks with `precision` on the process Engine, creating it if needed.
+slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precision precision)
+{
+    const slim_status_t status = slim::Engine::init();
+    if (status != SLIM_OK) {
+        return status;
+    }
+    return slim::Engine::get()->regions().mark(ptr, bytes, precision) ? SLIM_OK
+                                                                      : SLIM_ERR_INVALID;
+}
+
+bool wraps(const void *ptr, size_t bytes)
+{
+    return reinterpret_cast<std::uintptr_t>(ptr) + bytes < reinterpret_cast<std::uintptr_t>(ptr);
+}
+
+} // namespace
 
 #define SLIM_STR_(x) #x
 #define SLIM_STR(x)  SLIM_STR_(x)
@@ -51,6 +88,55 @@ const char *slim_status_string(slim_status_t status)
 const char *slim_version(void)
 {
     return SLIM_STR(SLIMLINK_VERSION_MAJOR) "." SLIM_STR(SLIMLINK_VERSION_MINOR);
+}
+
+slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
+{
+    if (ptr == nullptr || bytes == 0 || label == nullptr || wraps(ptr, bytes) ||
+        !slim::policy::valid_label(label)) {
+        return SLIM_ERR_INVALID;
+    }
+    return guarded([&] {
+        const slim_status_t status = slim::Engine::init();
+        if (status != SLIM_OK) {
+            return status;
+        }
+        const std::optional<slim::pack::Precision> precision =
+                slim::Engine::get()->policy().lookup(label);
+        if (!precision) {
+            return SLIM_OK; // the policy does not pack this label
+        }
+        return mark_on_engine(ptr, bytes, *precision);
+    });
+}
+
+slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
+                                  slim_round_t mode)
+{
+    if (ptr == nullptr || bytes == 0 || wraps(ptr, bytes) || keep_bytes < slim::pack::kMinKeep ||
+        keep_bytes > slim::pack::kMaxKeep ||
+        (mode != SLIM_ROUND_TRUNCATE && mode != SLIM_ROUND_NEAREST)) {
+        return SLIM_ERR_INVALID;
+    }
+    slim::pack::Precision precision;
+    precision.keep_bytes = keep_bytes;
+    precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
+                                                : slim::pack::Rounding::truncate;
+    return guarded([&] { return mark_on_engine(ptr, bytes, precision); });
+}
+
+slim_status_t slim_unmark(const void *ptr)
+{
+    if (ptr == nullptr) {
+        return SLIM_ERR_INVALID;
+    }
+    return guarded([&] {
+        const slim_status_t status = slim::Engine::init();
+        if (status != SLIM_OK) {
+            return status;
+        }
+        return slim::Engine::get()->regions().unmark(ptr) ? SLIM_OK : SLIM_ERR_INVALID;
+    });
 }
 
 slim_status_t slim_core_init(void) { return slim::Engine::init(); }

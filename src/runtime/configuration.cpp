@@ -271,6 +271,17 @@ bool parse_inject_delay(const std::string &value)
     return parse::yes_no(Config::inject_delay_var, value);
 }
 
+// Inline rules or @file; a PolicyError already names the variable, the
+// offending rule (and file:line) and the accepted forms.
+policy::Policy parse_policy(const std::string &value)
+{
+    try {
+        return policy::Policy::parse(value);
+    } catch (const policy::PolicyError &e) {
+        throw ConfigError(e.what());
+    }
+}
+
 } // namespace
 
 Config Config::from_lookup(const EnvLookup &lookup)
@@ -297,6 +308,7 @@ Config Config::from_lookup(const EnvLookup &lookup)
     read(link_var, config.link, parse_link);
     read(link_exec_var, config.link_exec, parse_link_exec);
     read(inject_delay_var, config.inject_delay, parse_inject_delay);
+    read(policy_var, config.policy, parse_policy);
     if (config.link == LinkBackendKind::exec && !lookup(link_exec_var)) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

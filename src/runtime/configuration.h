@@ -11,6 +11,7 @@
 #define SLIM_RUNTIME_CONFIGURATION_H
 
 #include "env.h"
+#include "policy/policy.h"
 
 #include <chrono>
 #include <cstdint>
@@ -48,6 +49,7 @@ struct Config {
     static constexpr const char *link_var         = "UCX_SLIM_LINK";
     static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
     static constexpr const char *inject_delay_var = "UCX_SLIM_INJECT_DELAY";
+    static constexpr const char *policy_var       = policy::policy_var;
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -57,6 +59,8 @@ struct Config {
     // Must contain {width}; may use {device} and {port}.
     std::string  link_exec;
     bool         inject_delay = false; // emulated: late wake-ups really wait
+    // Lossy packing rules for slim_mark() labels; the default packs nothing.
+    policy::Policy policy;
 
     // Reads every variable; unset ones keep their defaults. Throws ConfigError
     // listing every bad variable ("; "-separated) when any is bad.

@@ -63,12 +63,13 @@ slim_status_t create_engine()
                       "the report is written only when the slim transport closes");
     }
     const Config &c = engine->config();
-    logger().debug("slimlink {} started: inner transport {}, report {}, log level {}",
+    logger().debug("slimlink {} started: inner transport {}, report {}, log level {}, "
+                   "lossy packing {}",
                    slim_version(), c.inner,
                    c.report.kind == ReportTarget::Kind::none          ? "none"
                    : c.report.kind == ReportTarget::Kind::stdout_text ? "stdout"
                                                                       : c.report.path.c_str(),
-                   to_string(c.log_level));
+                   to_string(c.log_level), c.policy.lossy() ? "on" : "off");
     return SLIM_OK;
 }
 

@@ -5,6 +5,7 @@
 #define SLIM_RUNTIME_ENGINE_H
 
 #include "configuration.h"
+#include "pack/region_registry.h"
 #include "slimlink.h"
 
 #include <atomic>
@@ -24,14 +25,20 @@ public:
     explicit Engine(Config config);
 
     const Config &config() const noexcept { return config_; }
+    const policy::Policy &policy() const noexcept { return config_.policy; }
+
+    // Buffers marked through slim_mark*(); the send path reads it lock-free.
+    pack::RegionRegistry       &regions() noexcept { return regions_; }
+    const pack::RegionRegistry &regions() const noexcept { return regions_; }
 
     // Writes the report the configuration asks for; only the first call in
     // the process writes. I/O errors are logged, never thrown.
     void report() noexcept;
 
 private:
-    Config            config_;
-    std::atomic<bool> reported_{false};
+    Config               config_;
+    pack::RegionRegistry regions_;
+    std::atomic<bool>    reported_{false};
 };
 
 } // namespace slim

@@ -322,3 +322,38 @@ TEST_CASE("bad link variables are all reported together")
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK", "x"}, {"UCX_SLIM_INJECT_DELAY", "maybe"}}),
                       Contains("UCX_SLIM_LINK='x'") && Contains("; UCX_SLIM_INJECT_DELAY='maybe'"));
 }
+
+TEST_CASE("UCX_SLIM_POLICY defaults to packing nothing")
+{
+    const Config config = parse({});
+    CHECK_FALSE(config.policy.lossy());
+    CHECK_FALSE(config.policy.lookup("halo"));
+    CHECK_FALSE(parse({{"UCX_SLIM_POLICY", ""}}).policy.lossy());
+}
+
+TEST_CASE("UCX_SLIM_POLICY is parsed into the labels' precisions")
+{
+    const Config config = parse({{"UCX_SLIM_POLICY", "halo=keep:4:round;fft=rel:1e-6;*=off"}});
+    CHECK(config.policy.lossy());
+    const auto halo = config.policy.lookup("halo");
+    REQUIRE(halo);
+    CHECK(halo->keep_bytes == 4);
+    CHECK(halo->mode == slim::pack::Rounding::nearest_even);
+    const auto fft = config.policy.lookup("fft");
+    REQUIRE(fft);
+    CHECK(fft->keep_bytes == 4);
+    CHECK_FALSE(config.policy.lookup("other"));
+}
+
+TEST_CASE("a malformed UCX_SLIM_POLICY makes the configuration invalid, with the other errors")
+{
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_POLICY", "halo=keep:9"}}),
+                      "UCX_SLIM_POLICY: 'halo=keep:9': keep must be 2..7; accepted forms: "
+                      "LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round], "
+                      "LABEL is [A-Za-z0-9_.-]+ or *");
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_POLICY", "@/nonexistent/policy"}}),
+                      Contains("UCX_SLIM_POLICY: '@/nonexistent/policy': cannot open"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK", "x"}, {"UCX_SLIM_POLICY", "halo"}}),
+                      Contains("UCX_SLIM_LINK='x'") &&
+                              Contains("; UCX_SLIM_POLICY: 'halo': missing '='"));
+}

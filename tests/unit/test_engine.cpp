@@ -1,7 +1,9 @@
 // The Engine through the C API the module uses (slim_core.h), each scenario
 // in a fresh child process with a controlled environment.
+#include "engine.h"
 #include "json_check.h"
 #include "slim_core.h"
+#include "slimlink.h"
 
 #include <catch2/catch.hpp>
 
@@ -47,6 +49,29 @@ int slim_unit_child_main(const char *scenario)
         }
         std::printf("app output\n"); // buffered: must precede the report
         return 0;                     // exit() runs the report hook
+    }
+    if (name == "mark-by-label") {
+        // Statuses of marking three labels, then how many regions exist.
+        static double buffer[64];
+        const int halo  = slim_mark(buffer, 16 * sizeof(double), "halo");
+        const int ghost = slim_mark(buffer + 16, 16 * sizeof(double), "ghost");
+        const int other = slim_mark(buffer + 32, 16 * sizeof(double), "other");
+        slim::Engine *engine = slim::Engine::get();
+        std::printf("status %d %d %d regions %zu\n", halo, ghost, other,
+                    engine != nullptr ? engine->regions().size() : 0);
+        if (engine != nullptr) {
+            slim::pack::MarkedRun runs[4];
+            const std::size_t n = engine->regions().find(buffer, sizeof buffer, runs, 4);
+            for (std::size_t i = 0; i < n && i < 4; ++i) {
+                std::printf("run +%zu keep %d %s\n",
+                            static_cast<std::size_t>(runs[i].begin -
+                                                     reinterpret_cast<std::uintptr_t>(buffer)),
+                            runs[i].precision.keep_bytes,
+                            runs[i].precision.mode == slim::pack::Rounding::truncate ? "truncate"
+                                                                                     : "round");
+            }
+        }
+        return 0;
     }
     if (name == "report-without-init") {
         slim_core_report();
@@ -248,4 +273,39 @@ TEST_CASE("a report request before the engine exists writes nothing")
     CHECK(r.exit_code == 0);
     CHECK(r.out.empty());
     CHECK(r.err.empty());
+}
+
+TEST_CASE("slim_mark marks a label with the precision its UCX_SLIM_POLICY rule gives")
+{
+    const ChildResult r =
+            run_child("mark-by-label", {{"UCX_SLIM_POLICY", "halo=keep:4:round;ghost=off"}});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    // ghost (off) and other (no rule, no '*') succeed without marking.
+    CHECK(r.out == "status 0 0 0 regions 1\nrun +0 keep 4 round\n");
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("the '*' policy rule marks labels without a rule of their own")
+{
+    const ChildResult r =
+            run_child("mark-by-label", {{"UCX_SLIM_POLICY", "ghost=off;*=rel:1e-3"}});
+    CHECK(r.out == "status 0 0 0 regions 2\nrun +0 keep 3 truncate\nrun +256 keep 3 truncate\n");
+}
+
+TEST_CASE("without UCX_SLIM_POLICY slim_mark succeeds and marks nothing")
+{
+    const ChildResult r = run_child("mark-by-label", {});
+    CHECK(r.out == "status 0 0 0 regions 0\n");
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("a malformed UCX_SLIM_POLICY is logged once; marking then fails and packs nothing")
+{
+    const ChildResult r = run_child("mark-by-label", {{"UCX_SLIM_POLICY", "halo=keep:9"}});
+    const std::string cfg = std::to_string(SLIM_ERR_CONFIG);
+    CHECK(r.out == "status " + cfg + " " + cfg + " " + cfg + " regions 0\n");
+    CHECK(occurrences(r.err, "\n") == 1);
+    CHECK_THAT(r.err, Contains("the slim transport is disabled: UCX_SLIM_POLICY: 'halo=keep:9': "
+                               "keep must be 2..7; accepted forms:"));
 }

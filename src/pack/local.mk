@@ -1,0 +1,10 @@
+# src/pack and src/policy — lossy packing of marked float64 buffers.
+src_libslimcore_la_SOURCES += \
+	src/pack/codec.h src/pack/codec.cpp \
+	src/pack/region_registry.h src/pack/region_registry.cpp \
+	src/policy/policy.h src/policy/policy.cpp
+
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_codec.cpp \
+	tests/unit/test_region_registry.cpp \
+	tests/unit/test_policy.cpp
