@@ -32,3 +32,12 @@ noinst_PROGRAMS += benchmarks/replay-bench
 benchmarks_replay_bench_SOURCES = benchmarks/replay_bench.cpp
 benchmarks_replay_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
 benchmarks_replay_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+
+# codec-bench: GB/s of the lossy float64 codec (src/pack/codec.h), scalar and
+# AVX2, against memcpy in the same run; run it with benchmarks/run-codec-bench.
+# Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/codec-bench
+benchmarks_codec_bench_SOURCES = benchmarks/codec_bench.cpp
+benchmarks_codec_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_codec_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+EXTRA_DIST += benchmarks/run-codec-bench
