@@ -8,3 +8,7 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_codec.cpp \
 	tests/unit/test_region_registry.cpp \
 	tests/unit/test_policy.cpp
+
+# The packing frame (wire format in frame.h).
+src_libslimcore_la_SOURCES += src/pack/frame.h src/pack/frame.cpp
+tests_unit_slim_unit_tests_SOURCES += tests/unit/test_frame.cpp
