@@ -109,9 +109,6 @@ void plan_segments(const FrameRequest& rq, std::uint64_t payload_len, Emit&& emi
         const std::uint64_t first = b + ((8 - phase_b) & 7u);
         if (first + 8 > e) continue;   // no whole element (and e - phase_e could wrap)
         const std::uint64_t last = e - phase_e;
-        const std::uint64_t n = (last - first) / 8;
-        const auto saving = n * static_cast<std::uint64_t>(8 - run.precision.keep_bytes);
-        if (saving < kMinPackedSaving) continue;
 
         push(SegmentKind::raw, Precision{}, first - pos);
         push(SegmentKind::packed, run.precision, last - first);
@@ -203,11 +200,17 @@ const char* frame_error_message(FrameError error)
     return "unknown frame error";
 }
 
-std::size_t frame_max_size(std::size_t hdr_len, std::size_t payload_len)
+std::size_t frame_max_size(std::size_t hdr_len, std::size_t payload_len,
+                           std::size_t run_count)
 {
     if (hdr_len > kFrameMaxHeaderLen || payload_len > kMaxFramePayload) return 0;
-    return kFrameHeaderSize + hdr_len + (payload_len > 0 ? kFrameSegmentSize : 0) +
-           payload_len;
+    if (payload_len == 0) return kFrameHeaderSize + hdr_len;
+    // Every segment holds at least one payload byte, so payload_len also
+    // bounds the count (and keeps 2 * run_count + 1 from overflowing).
+    const std::size_t segments =
+            run_count >= payload_len ? payload_len
+                                     : std::min(payload_len, 2 * run_count + 1);
+    return kFrameHeaderSize + hdr_len + segments * kFrameSegmentSize + payload_len;
 }
 
 FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,

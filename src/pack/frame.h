@@ -52,12 +52,6 @@ constexpr std::size_t   kFrameMaxSegments  = 0xFFFF;
 // Sanity limit on orig_payload_len: a receiver never sizes scratch memory
 // from an unchecked peer-supplied length beyond this.
 constexpr std::uint32_t kMaxFramePayload   = 1u << 30;   // 1 GiB
-// A marked run is packed only when it saves at least this many wire bytes
-// (n_elements × (8 - keep)): a packed segment costs at most two table entries
-// (itself and the raw segment that resumes after it). Smaller runs — e.g. a
-// few elements at keep 7 — go raw, so a frame is never larger than the
-// all-raw frame and frame_max_size() holds whatever the runs are.
-constexpr std::size_t   kMinPackedSaving   = 2 * kFrameSegmentSize;
 
 enum class FrameKind : std::uint8_t {
     active_message = 0,
@@ -96,9 +90,12 @@ enum class FrameError {
 const char* frame_error_message(FrameError error);
 
 // Largest frame that encode_frame() can produce for this header and payload
-// (the all-raw frame); 0 when they cannot be framed at all (header above
-// kFrameMaxHeaderLen or payload above kMaxFramePayload).
-std::size_t frame_max_size(std::size_t hdr_len, std::size_t payload_len);
+// from `run_count` marked runs: every run adds at most two segments (itself
+// and the raw stretch after it), and segment data never exceeds the payload.
+// 0 when they cannot be framed at all (header above kFrameMaxHeaderLen or
+// payload above kMaxFramePayload).
+std::size_t frame_max_size(std::size_t hdr_len, std::size_t payload_len,
+                           std::size_t run_count);
 
 // ------------------------------------------------------------ encoding
 
@@ -146,11 +143,14 @@ struct FrameEncodeResult {
 // an element (a multi-rail fragment split at any byte) sends the partial
 // elements raw and still rebuilds exactly. Adjacent raw pieces merge into one
 // segment, as do adjacent packed runs of equal precision. Runs outside the
-// payload are clipped away; a run whose precision is not keep 2..7, or whose
-// whole elements save less than kMinPackedSaving bytes, is sent raw.
+// payload are clipped away; a run whose precision is not keep 2..7 is sent
+// raw. Every whole marked element is packed, even when its table entries cost
+// more than it saves: the receiver then sees the same values whatever size
+// the message is, or wherever it was fragmented.
 // Fails with header_too_long, payload_too_large, bad_kind, field_not_zero
 // (an AM with a remote_addr, a put with a header), too_many_segments or
-// buffer_too_small; capacity >= frame_max_size(...) always suffices.
+// buffer_too_small; capacity >= frame_max_size(hdr, payload, run_count)
+// always suffices.
 FrameEncodeResult encode_frame(const FrameRequest& request, std::uint8_t* out,
                                std::size_t capacity);
 

@@ -74,7 +74,7 @@ void fuzz_send(const std::uint8_t* data, std::size_t size)
     rq.runs = runs.data();
     rq.run_count = runs.size();
 
-    const std::size_t max = frame_max_size(rq.header.size, len);
+    const std::size_t max = frame_max_size(rq.header.size, len, runs.size());
     std::vector<std::uint8_t> frame(max);
     const FrameEncodeResult e = encode_frame(rq, frame.data(), frame.size());
     check(e.ok());

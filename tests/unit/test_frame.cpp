@@ -59,9 +59,7 @@ Bytes expected_payload(const std::uint8_t* payload, std::size_t size, std::uintp
         const std::uintptr_t hi = std::min(run.end, addr + size);
         const std::uintptr_t first = run.region_base + (lo - run.region_base + 7) / 8 * 8;
         const std::uintptr_t n = hi >= first + 8 ? (hi - first) / 8 : 0;
-        // The encoder sends runs that save fewer than two table entries raw.
-        const auto saving = n * static_cast<std::uintptr_t>(8 - run.precision.keep_bytes);
-        if (saving < slim::pack::kMinPackedSaving) continue;
+        if (n == 0) continue;
         for (std::uintptr_t s = first; s + 8 <= hi; s += 8) {
             double d;
             std::memcpy(&d, payload + (s - addr), 8);
@@ -82,7 +80,7 @@ Encoded encode(FrameRequest rq)
     std::size_t payload_len = 0;
     for (std::size_t i = 0; i < rq.piece_count; ++i) payload_len += rq.pieces[i].size;
     Encoded e;
-    e.frame.resize(slim::pack::frame_max_size(rq.header.size, payload_len));
+    e.frame.resize(slim::pack::frame_max_size(rq.header.size, payload_len, rq.run_count));
     e.result = slim::pack::encode_frame(rq, e.frame.data(), e.frame.size());
     REQUIRE(e.result.error == FrameError::none);
     REQUIRE(e.result.size() <= e.frame.size());
@@ -133,7 +131,7 @@ TEST_CASE("an unmarked payload travels as one raw segment, byte for byte", "[fra
     const ByteSpan piece{payload.data(), payload.size()};
     const auto e = encode(am_request(&piece, 1, addr_of(payload.data()), {}));
 
-    CHECK(e.frame.size() == slim::pack::frame_max_size(0, payload.size()));
+    CHECK(e.frame.size() == slim::pack::frame_max_size(0, payload.size(), 0));
     CHECK(e.result.stats.raw_bytes == payload.size());
     CHECK(e.result.stats.packed_elements == 0);
     CHECK(e.result.stats.wire_bytes == 24 + 8 + 1000);
@@ -277,7 +275,7 @@ TEST_CASE("a run holding no whole element of the fragment is sent raw", "[frame]
         const ByteSpan piece{p, n};
         const auto e = encode(am_request(&piece, 1, addr_of(p), runs));
         CHECK(e.result.stats.packed_elements == 0);
-        CHECK(e.frame.size() == slim::pack::frame_max_size(0, n));
+        CHECK(e.frame.size() == slim::pack::frame_max_size(0, n, 0));
         CHECK(decode(e.frame) == Bytes(p, p + n));
     }
 }
@@ -405,11 +403,12 @@ TEST_CASE("a put frame carries its remote address and no header", "[frame]")
     }
 }
 
-TEST_CASE("runs too small to pay for their table entries are sent raw", "[frame]")
+TEST_CASE("every whole marked element is packed, even a single one", "[frame]")
 {
     std::mt19937_64 rng(9);
     Buffer buf(64, rng);
-    // keep 7 saves 1 byte per element: 16 elements pay for two entries.
+    // keep 7 saves 1 byte per element, less than its table entries cost: the
+    // receiver must still see the packed values, whatever the message size.
     for (const std::size_t elements : {std::size_t{1}, std::size_t{15}, std::size_t{16}}) {
         CAPTURE(elements);
         RegionRegistry reg;
@@ -417,10 +416,28 @@ TEST_CASE("runs too small to pay for their table entries are sent raw", "[frame]
         const auto runs = find_runs(reg, buf.bytes(), buf.size());
         const ByteSpan piece{buf.bytes(), buf.size()};
         const auto e = encode(am_request(&piece, 1, addr_of(buf.bytes()), runs));
-        CHECK(e.frame.size() <= slim::pack::frame_max_size(0, buf.size()));
-        CHECK(e.result.stats.packed_elements == (elements >= 16 ? elements : 0));
-        if (elements < 16) CHECK(decode(e.frame) == Bytes(buf.bytes(), buf.bytes() + buf.size()));
+        CHECK(e.frame.size() <= slim::pack::frame_max_size(0, buf.size(), runs.size()));
+        CHECK(e.result.stats.packed_elements == elements);
+        CHECK(decode(e.frame) == expected_payload(buf.bytes(), buf.size(), addr_of(buf.bytes()), runs));
     }
+}
+
+TEST_CASE("frame_max_size bounds frames of many tiny runs", "[frame]")
+{
+    std::mt19937_64 rng(12);
+    Buffer buf(64, rng);
+    RegionRegistry reg;
+    // Every other element marked: 32 runs, each one packed element.
+    for (std::size_t i = 0; i < 64; i += 2)
+        REQUIRE(reg.mark(buf.bytes() + 8 * i, 8, Precision{7, Rounding::nearest_even}));
+    const auto runs = find_runs(reg, buf.bytes(), buf.size());
+    REQUIRE(runs.size() == 32);
+    const ByteSpan piece{buf.bytes(), buf.size()};
+    const auto e = encode(am_request(&piece, 1, addr_of(buf.bytes()), runs));
+    CHECK(e.result.stats.packed_elements == 32);
+    CHECK(e.frame.size() > slim::pack::frame_max_size(0, buf.size(), 0));
+    CHECK(e.frame.size() <= slim::pack::frame_max_size(0, buf.size(), runs.size()));
+    CHECK(decode(e.frame) == expected_payload(buf.bytes(), buf.size(), addr_of(buf.bytes()), runs));
 }
 
 TEST_CASE("no frame is larger than frame_max_size, whatever the runs", "[frame]")
@@ -442,7 +459,7 @@ TEST_CASE("no frame is larger than frame_max_size, whatever the runs", "[frame]"
         const auto runs = find_runs(reg, buf.bytes() + off, len);
         const ByteSpan piece{buf.bytes() + off, len};
         const auto e = encode(am_request(&piece, 1, addr_of(piece.data), runs));
-        REQUIRE(e.frame.size() <= slim::pack::frame_max_size(0, len));
+        REQUIRE(e.frame.size() <= slim::pack::frame_max_size(0, len, runs.size()));
         REQUIRE(decode(e.frame) == expected_payload(piece.data, len, addr_of(piece.data), runs));
     }
 }
@@ -457,7 +474,7 @@ TEST_CASE("the encoder refuses what cannot be framed", "[frame]")
 
     SECTION("an output buffer one byte short")
     {
-        const std::size_t need = slim::pack::frame_max_size(0, buf.size());
+        const std::size_t need = slim::pack::frame_max_size(0, buf.size(), 0);
         CHECK(slim::pack::encode_frame(rq, out.data(), need - 1).error == FrameError::buffer_too_small);
         CHECK(slim::pack::encode_frame(rq, out.data(), need).ok());
     }
@@ -466,7 +483,7 @@ TEST_CASE("the encoder refuses what cannot be framed", "[frame]")
         Bytes header(70000);
         rq.header = {header.data(), header.size()};
         CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error == FrameError::header_too_long);
-        CHECK(slim::pack::frame_max_size(header.size(), 0) == 0);
+        CHECK(slim::pack::frame_max_size(header.size(), 0, 0) == 0);
     }
     SECTION("a payload above 1 GiB")
     {
@@ -474,7 +491,7 @@ TEST_CASE("the encoder refuses what cannot be framed", "[frame]")
         rq.pieces = huge;
         rq.piece_count = 2;
         CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error == FrameError::payload_too_large);
-        CHECK(slim::pack::frame_max_size(0, (std::size_t{1} << 30) + 1) == 0);
+        CHECK(slim::pack::frame_max_size(0, (std::size_t{1} << 30) + 1, 0) == 0);
     }
     SECTION("an unknown kind")
     {
