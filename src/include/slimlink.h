@@ -107,6 +107,38 @@ slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
  * when no region starts at `ptr`. */
 slim_status_t slim_unmark(const void *ptr);
 
+/* What the receiver sees for each value of in[0, n) sent marked at this
+ * precision (encode then decode): lets applications and tests predict the
+ * effect of packing exactly. in and out may be the same array.
+ * SLIM_ERR_INVALID for NULL arrays (with n > 0), keep_bytes outside 2..7 or
+ * an unknown mode. */
+slim_status_t slim_quantize(const double *in, double *out, size_t n,
+                            int keep_bytes, slim_round_t mode);
+
+/* Lossy packing as the `slim` transport performed it in this process, in
+ * bytes of the original messages unless noted. Every marked byte that left
+ * through `slim` is counted once:
+ *   marked_bytes = packed_bytes + edge_bytes + missed_bytes. */
+typedef struct slim_packing_stats {
+    uint64_t frames_sent;     /* messages sent as packing frames */
+    uint64_t payload_bytes;   /* their original size (AM header + payload) */
+    uint64_t wire_bytes;      /* the size of the frames that replaced them */
+    uint64_t marked_bytes;    /* payload bytes inside marked regions */
+    uint64_t packed_bytes;    /* ... sent packed (whole float64 elements) */
+    uint64_t edge_bytes;      /* ... sent raw inside a frame: elements cut by
+                                 a fragment edge, by design */
+    uint64_t missed_bytes;    /* ... sent unpacked: the message could not be
+                                 framed (UCX_SLIM_PACKING=off, a put, too
+                                 many marked runs, larger than the inner
+                                 transport carries) */
+    uint64_t frames_received; /* frames rebuilt and delivered */
+    uint64_t frames_rejected; /* frames dropped because they did not validate */
+} slim_packing_stats_t;
+
+/* Snapshot of this process's packing counters (all zero when nothing was
+ * marked or nothing marked was sent). */
+slim_status_t slim_packing_get(slim_packing_stats_t *out);
+
 /* Human-readable text of a status code. */
 const char *slim_status_string(slim_status_t status);
 

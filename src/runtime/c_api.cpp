@@ -33,8 +33,12 @@ slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precisio
     if (status != SLIM_OK) {
         return status;
     }
-    return slim::Engine::get()->regions().mark(ptr, bytes, precision) ? SLIM_OK
-                                                                      : SLIM_ERR_INVALID;
+    slim::Engine *engine = slim::Engine::get();
+    if (!engine->regions().mark(ptr, bytes, precision)) {
+        return SLIM_ERR_INVALID;
+    }
+    engine->note_marked();
+    return SLIM_OK;
 }
 
 bool wraps(const void *ptr, size_t bytes)
@@ -123,6 +127,24 @@ slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
     precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
                                                 : slim::pack::Rounding::truncate;
     return guarded([&] { return mark_on_engine(ptr, bytes, precision); });
+}
+
+slim_status_t slim_quantize(const double *in, double *out, size_t n, int keep_bytes,
+                            slim_round_t mode)
+{
+    if ((n > 0 && (in == nullptr || out == nullptr)) || keep_bytes < slim::pack::kMinKeep ||
+        keep_bytes > slim::pack::kMaxKeep ||
+        (mode != SLIM_ROUND_TRUNCATE && mode != SLIM_ROUND_NEAREST)) {
+        return SLIM_ERR_INVALID;
+    }
+    slim::pack::Precision precision;
+    precision.keep_bytes = keep_bytes;
+    precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
+                                                : slim::pack::Rounding::truncate;
+    for (size_t i = 0; i < n; ++i) {
+        out[i] = slim::pack::round_trip(in[i], precision);
+    }
+    return SLIM_OK;
 }
 
 slim_status_t slim_unmark(const void *ptr)

@@ -31,6 +31,16 @@ const char *to_string(LinkBackendKind kind) noexcept
     return "?";
 }
 
+const char *to_string(PackingMode mode) noexcept
+{
+    switch (mode) {
+    case PackingMode::automatic: return "auto";
+    case PackingMode::on:        return "on";
+    case PackingMode::off:       return "off";
+    }
+    return "?";
+}
+
 namespace parse {
 
 namespace {
@@ -266,6 +276,13 @@ std::string parse_link_exec(const std::string &value)
     return value;
 }
 
+PackingMode parse_packing(const std::string &value)
+{
+    static constexpr std::array<PackingMode, 3> modes{PackingMode::automatic, PackingMode::on,
+                                                      PackingMode::off};
+    return modes.at(parse::choice(Config::packing_var, value, {"auto", "on", "off"}));
+}
+
 bool parse_inject_delay(const std::string &value)
 {
     return parse::yes_no(Config::inject_delay_var, value);
@@ -309,6 +326,7 @@ Config Config::from_lookup(const EnvLookup &lookup)
     read(link_exec_var, config.link_exec, parse_link_exec);
     read(inject_delay_var, config.inject_delay, parse_inject_delay);
     read(policy_var, config.policy, parse_policy);
+    read(packing_var, config.packing, parse_packing);
     if (config.link == LinkBackendKind::exec && !lookup(link_exec_var)) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

@@ -42,6 +42,17 @@ enum class LinkBackendKind { emulated, ibmad, exec };
 
 const char *to_string(LinkBackendKind kind) noexcept;
 
+// UCX_SLIM_PACKING: whether the transport packs marked data, and whether it
+// steers UCP (withholding put/get zcopy) so that marked data of every size
+// passes where the sender's pointer is visible.
+enum class PackingMode {
+    automatic, // pack; steer when the policy packs some label
+    on,        // pack and always steer (programs that use slim_mark_precision)
+    off,       // never pack, never steer; marked bytes count as missed
+};
+
+const char *to_string(PackingMode mode) noexcept;
+
 struct Config {
     static constexpr const char *inner_var     = "UCX_SLIM_INNER";
     static constexpr const char *report_var    = "UCX_SLIM_REPORT";
@@ -50,6 +61,7 @@ struct Config {
     static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
     static constexpr const char *inject_delay_var = "UCX_SLIM_INJECT_DELAY";
     static constexpr const char *policy_var       = policy::policy_var;
+    static constexpr const char *packing_var      = "UCX_SLIM_PACKING";
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -61,6 +73,14 @@ struct Config {
     bool         inject_delay = false; // emulated: late wake-ups really wait
     // Lossy packing rules for slim_mark() labels; the default packs nothing.
     policy::Policy policy;
+    PackingMode  packing = PackingMode::automatic;
+
+    // The transport steers UCP's protocol choice (see PackingMode).
+    bool packing_steers() const noexcept
+    {
+        return packing == PackingMode::on ||
+               (packing == PackingMode::automatic && policy.lossy());
+    }
 
     // Reads every variable; unset ones keep their defaults. Throws ConfigError
     // listing every bad variable ("; "-separated) when any is bad.

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include "log.h"
+#include "packing_monitor.h"
 #include "no_destructor.h"
 #include "process_identity.h"
 #include "report.h"
@@ -64,12 +65,13 @@ slim_status_t create_engine()
     }
     const Config &c = engine->config();
     logger().debug("slimlink {} started: inner transport {}, report {}, log level {}, "
-                   "lossy packing {}",
+                   "lossy packing {} (UCX_SLIM_PACKING={}, steering UCP: {})",
                    slim_version(), c.inner,
                    c.report.kind == ReportTarget::Kind::none          ? "none"
                    : c.report.kind == ReportTarget::Kind::stdout_text ? "stdout"
                                                                       : c.report.path.c_str(),
-                   to_string(c.log_level), c.policy.lossy() ? "on" : "off");
+                   to_string(c.log_level), c.policy.lossy() ? "policy packs" : "policy packs nothing",
+                   to_string(c.packing), c.packing_steers() ? "yes" : "no");
     return SLIM_OK;
 }
 
@@ -104,7 +106,8 @@ void Engine::report() noexcept
         return;
     }
     try {
-        write_report(config_.report, this_process(), process_traffic().snapshot());
+        write_report(config_.report, this_process(), process_traffic().snapshot(),
+                     process_packing().snapshot());
     } catch (const std::exception &e) {
         try {
             logger().error("cannot write the report ({}): {}",

@@ -31,6 +31,11 @@ public:
     pack::RegionRegistry       &regions() noexcept { return regions_; }
     const pack::RegionRegistry &regions() const noexcept { return regions_; }
 
+    // True once anything was marked in this process: until then the send
+    // path skips the registry with one relaxed load.
+    bool any_marked() const noexcept { return any_marked_.load(std::memory_order_relaxed); }
+    void note_marked() noexcept { any_marked_.store(true, std::memory_order_relaxed); }
+
     // Writes the report the configuration asks for; only the first call in
     // the process writes. I/O errors are logged, never thrown.
     void report() noexcept;
@@ -39,6 +44,7 @@ private:
     Config               config_;
     pack::RegionRegistry regions_;
     std::atomic<bool>    reported_{false};
+    std::atomic<bool>    any_marked_{false};
 };
 
 } // namespace slim

@@ -3,6 +3,7 @@
 #include "traffic_monitor.h"
 
 #include <array>
+#include <utility>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -109,7 +110,62 @@ std::string json_quote(std::string_view text)
     return out;
 }
 
-std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic)
+namespace {
+
+// Wire bytes per original byte of the framed messages, as text ("0.52").
+std::string packing_ratio(const slim_packing_stats_t &p)
+{
+    std::array<char, 32> text{};
+    if (p.payload_bytes == 0) {
+        return "-";
+    }
+    std::snprintf(text.data(), text.size(), "%.3f",
+                  static_cast<double>(p.wire_bytes) / static_cast<double>(p.payload_bytes));
+    return text.data();
+}
+
+std::string text_packing(const slim_packing_stats_t &p)
+{
+    if (p.marked_bytes == 0 && p.frames_sent == 0 && p.frames_received == 0 &&
+        p.frames_rejected == 0) {
+        return {};
+    }
+    const std::uint64_t saved = p.payload_bytes > p.wire_bytes ? p.payload_bytes - p.wire_bytes : 0;
+    std::array<char, 512> block{};
+    std::snprintf(block.data(), block.size(),
+                  "  packing: %" PRIu64 " frames sent, %" PRIu64 " bytes -> %" PRIu64
+                  " on the wire (ratio %s, %" PRIu64 " saved)\n"
+                  "           marked %" PRIu64 " bytes: packed %" PRIu64 ", edge %" PRIu64
+                  ", missed %" PRIu64 "\n"
+                  "           frames received %" PRIu64 ", rejected %" PRIu64 "\n",
+                  p.frames_sent, p.payload_bytes, p.wire_bytes, packing_ratio(p).c_str(), saved,
+                  p.marked_bytes, p.packed_bytes, p.edge_bytes, p.missed_bytes,
+                  p.frames_received, p.frames_rejected);
+    return block.data();
+}
+
+void append_json_packing(std::string &out, const slim_packing_stats_t &p)
+{
+    const std::pair<const char *, std::uint64_t> fields[] = {
+            {"frames_sent", p.frames_sent},         {"payload_bytes", p.payload_bytes},
+            {"wire_bytes", p.wire_bytes},           {"marked_bytes", p.marked_bytes},
+            {"packed_bytes", p.packed_bytes},       {"edge_bytes", p.edge_bytes},
+            {"missed_bytes", p.missed_bytes},       {"frames_received", p.frames_received},
+            {"frames_rejected", p.frames_rejected},
+    };
+    out.append("{");
+    bool first = true;
+    for (const auto &[name, value] : fields) {
+        out.append(first ? "\"" : ",\"").append(name).append("\":").append(std::to_string(value));
+        first = false;
+    }
+    out.append("}");
+}
+
+} // namespace
+
+std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
+                               const slim_packing_stats_t &packing)
 {
     const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
     std::string out = "slimlink report: rank " + rank + ", host " + who.host +
@@ -133,10 +189,12 @@ std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t 
         out.append("  (no traffic passed through slim)\n");
     }
     out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
+    out.append(text_packing(packing));
     return out;
 }
 
-std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic)
+std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
+                               const slim_packing_stats_t &packing)
 {
     std::string out;
     out.reserve(1024);
@@ -154,12 +212,14 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
     }
     out.append("},\"totals\":");
     append_directions(out, total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV));
+    out.append(",\"packing\":");
+    append_json_packing(out, packing);
     out.append("}\n");
     return out;
 }
 
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
-                  const slim_traffic_t &traffic)
+                  const slim_traffic_t &traffic, const slim_packing_stats_t &packing)
 {
     switch (target.kind) {
     case ReportTarget::Kind::none:
@@ -167,7 +227,7 @@ void write_report(const ReportTarget &target, const ProcessIdentity &who,
     case ReportTarget::Kind::stdout_text: {
         // The application's buffered output comes first.
         std::fflush(stdout);
-        write_all(STDOUT_FILENO, format_text_report(who, traffic));
+        write_all(STDOUT_FILENO, format_text_report(who, traffic, packing));
         return;
     }
     case ReportTarget::Kind::json_file: {
@@ -176,7 +236,7 @@ void write_report(const ReportTarget &target, const ProcessIdentity &who,
         if (fd.get() < 0) {
             throw std::system_error(errno, std::generic_category(), "open " + target.path);
         }
-        write_all(fd.get(), format_json_report(who, traffic));
+        write_all(fd.get(), format_json_report(who, traffic, packing));
         return;
     }
     }

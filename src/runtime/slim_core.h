@@ -29,6 +29,82 @@ void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);
  * again at process exit (the second call does nothing). */
 void slim_core_report(void);
 
+/* ---- lossy packing: frames on the wire ----------------------------------
+ *
+ * A message whose payload overlaps marked memory travels as a packing frame
+ * (src/pack/frame.h) on one reserved AM id; the receiver rebuilds the
+ * original message and hands it to the original AM id's handler. */
+
+/* The AM id that carries frames: the highest one tcp accepts (tcp carries
+ * ids 0..31; UCX 1.13's UCP uses 1..26). A UCT user of `slim` must not
+ * register a handler on it. */
+#define SLIM_FRAME_AM_ID 31
+
+/* 1 when the transport must steer UCP so that marked data of every size
+ * passes where slim sees the sender's pointer (am_short, am_zcopy): withhold
+ * put/get zcopy, report zero registration cost. Decided once from the
+ * configuration (UCX_SLIM_PACKING, UCX_SLIM_POLICY); 0 before a successful
+ * slim_core_init(). */
+int slim_core_packing_steers(void);
+
+typedef struct slim_frame_piece {
+    const void *data;
+    size_t      length;
+} slim_frame_piece_t;
+
+/* An active message as UCT's send calls describe it: the payload is the
+ * concatenation of the pieces (am_short: one; am_zcopy/am_short_iov: the
+ * iov). */
+typedef struct slim_frame_request {
+    uint8_t                   am_id;
+    const void               *header;        /* may be NULL when length 0 */
+    size_t                    header_length;
+    const slim_frame_piece_t *pieces;
+    size_t                    piece_count;
+} slim_frame_request_t;
+
+typedef struct slim_frame_info {
+    size_t frame_length;    /* bytes of frame written (SLIM_FRAME_READY) */
+    size_t payload_length;  /* original bytes: header + payload */
+    size_t marked_bytes;    /* payload bytes inside marked regions */
+    size_t packed_bytes;    /* of those, sent packed */
+} slim_frame_info_t;
+
+typedef enum slim_frame_result {
+    SLIM_FRAME_UNMARKED = 0, /* nothing marked: send the message unchanged */
+    SLIM_FRAME_READY,        /* *frame_p holds info->frame_length bytes */
+    SLIM_FRAME_UNFRAMED      /* marked, but not framed: send unchanged and
+                                call slim_core_frame_unsent() once accepted */
+} slim_frame_result_t;
+
+/* Returns a buffer of at least `size` bytes, or NULL when the caller cannot
+ * carry a frame that large (the message then goes unframed). */
+typedef void *(*slim_frame_alloc_cb_t)(void *arg, size_t size);
+
+/* Builds the frame for `request` when its payload overlaps marked memory.
+ * The frame goes into a buffer from alloc(arg, size) (size is an upper
+ * bound); *frame_p is what alloc returned (NULL when it was not called),
+ * whatever the result, for the caller to release; with alloc == NULL nothing is built and a marked payload yields
+ * SLIM_FRAME_UNFRAMED (used for puts, which are never framed). O(1) when
+ * nothing is marked in the process. Never throws, never logs per message. */
+slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
+                                          slim_frame_alloc_cb_t alloc,
+                                          void *alloc_arg, void **frame_p,
+                                          slim_frame_info_t *info);
+
+/* Accounting, called once the inner transport accepted the send. */
+void slim_core_frame_sent(const slim_frame_info_t *info);    /* a frame */
+void slim_core_frame_unsent(const slim_frame_info_t *info);  /* UNFRAMED */
+
+/* Validates a frame received on SLIM_FRAME_AM_ID and rebuilds the message it
+ * replaces (AM header, then payload) into out[0, capacity), its AM id into
+ * *am_id. Returns the rebuilt length; when that exceeds capacity nothing was
+ * written (call again with a buffer that large). Returns -1 for a frame that
+ * must be dropped: it did not validate, is a put, or names SLIM_FRAME_AM_ID
+ * or an id >= 64 (logged, rate-limited, and counted). */
+int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out,
+                               size_t capacity, uint8_t *am_id);
+
 #ifdef __cplusplus
 }
 #endif

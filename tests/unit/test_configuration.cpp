@@ -357,3 +357,15 @@ TEST_CASE("a malformed UCX_SLIM_POLICY makes the configuration invalid, with the
                       Contains("UCX_SLIM_LINK='x'") &&
                               Contains("; UCX_SLIM_POLICY: 'halo': missing '='"));
 }
+
+TEST_CASE("UCX_SLIM_PACKING decides whether the transport steers UCP")
+{
+    CHECK(parse({}).packing == slim::PackingMode::automatic);
+    CHECK_FALSE(parse({}).packing_steers());
+    CHECK(parse({{"UCX_SLIM_POLICY", "halo=keep:4"}}).packing_steers());
+    CHECK_FALSE(parse({{"UCX_SLIM_POLICY", "halo=off"}}).packing_steers());
+    CHECK(parse({{"UCX_SLIM_PACKING", "ON"}}).packing_steers());
+    CHECK_FALSE(parse({{"UCX_SLIM_PACKING", "off"}, {"UCX_SLIM_POLICY", "*=keep:3"}}).packing_steers());
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_PACKING", "maybe"}}),
+                      Contains("UCX_SLIM_PACKING='maybe': accepted values are auto, on, off"));
+}

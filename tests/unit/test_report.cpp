@@ -53,7 +53,8 @@ TEST_CASE("the JSON report is one valid JSON line with the documented schema")
 
     const Json j = parse_json(line);
     REQUIRE(j.type == Json::Type::object);
-    CHECK(j.keys == std::vector<std::string>{"schema", "rank", "host", "pid", "traffic", "totals"});
+    CHECK(j.keys == std::vector<std::string>{"schema", "rank", "host", "pid", "traffic", "totals",
+                                             "packing"});
     CHECK(j["schema"].text == "slimlink.report.v1");
     CHECK(j["rank"].integer() == 3);
     CHECK(j["host"].text == "node\"7\\x");
@@ -191,4 +192,49 @@ TEST_CASE("an unwritable JSON report path is an error, not a crash")
     target.path = "/nonexistent-dir-slim/report.json";
     CHECK_THROWS_AS(slim::write_report(target, sample_process(), slim_traffic_t{}),
                     std::system_error);
+}
+
+namespace {
+
+slim_packing_stats_t sample_packing()
+{
+    slim_packing_stats_t p{};
+    p.frames_sent     = 5;
+    p.payload_bytes   = 80016;
+    p.wire_bytes      = 40208;
+    p.marked_bytes    = 80100;
+    p.packed_bytes    = 79992;
+    p.edge_bytes      = 8;
+    p.missed_bytes    = 100;
+    p.frames_received = 4;
+    p.frames_rejected = 1;
+    return p;
+}
+
+} // namespace
+
+TEST_CASE("the JSON report carries every packing counter")
+{
+    const Json j = parse_json(
+            slim::format_json_report(sample_process(), sample_traffic(), sample_packing()));
+    const Json &p = j["packing"];
+    CHECK(p.keys == std::vector<std::string>{"frames_sent", "payload_bytes", "wire_bytes",
+                                             "marked_bytes", "packed_bytes", "edge_bytes",
+                                             "missed_bytes", "frames_received",
+                                             "frames_rejected"});
+    CHECK(p["frames_sent"].integer() == 5);
+    CHECK(p["wire_bytes"].integer() == 40208);
+    CHECK(p["missed_bytes"].integer() == 100);
+    CHECK(p["frames_rejected"].integer() == 1);
+}
+
+TEST_CASE("the text report shows packing only when something was marked or framed")
+{
+    CHECK_THAT(slim::format_text_report(sample_process(), sample_traffic()), !Contains("packing"));
+    const std::string text =
+            slim::format_text_report(sample_process(), sample_traffic(), sample_packing());
+    CHECK_THAT(text, Contains("packing: 5 frames sent, 80016 bytes -> 40208 on the wire"));
+    CHECK_THAT(text, Contains("ratio 0.502"));
+    CHECK_THAT(text, Contains("missed 100"));
+    CHECK_THAT(text, Contains("rejected 1"));
 }

@@ -1,0 +1,236 @@
+// The transport's packing path (slim_core.h, "lossy packing"): finds the
+// marked runs of an outgoing message, builds its frame, and rebuilds
+// received frames; plus the counters behind slim_packing_get().
+#include "engine.h"
+#include "log.h"
+#include "packing_monitor.h"
+#include "pack/frame.h"
+#include "slim_core.h"
+
+#include <atomic>
+#include <cstring>
+
+namespace slim {
+
+namespace {
+
+using pack::ByteSpan;
+using pack::FrameRequest;
+using pack::MarkedRun;
+
+// Marked runs a frame can describe. A message overlapping more marked
+// regions than this goes unframed (counted as missed): it is an unusual
+// marking (thousands of tiny regions) that the frame table would not pay for.
+constexpr std::size_t kMaxRuns = 64;
+constexpr std::size_t kMaxPieces = 16;
+constexpr std::uint8_t kAmIdLimit = 64;   // UCT_AM_ID_MAX
+
+bool valid_precision(const pack::Precision &p)
+{
+    return p.keep_bytes >= pack::kMinKeep && p.keep_bytes <= pack::kMaxKeep;
+}
+
+// Marked bytes in [ptr, ptr+len), however many runs there are: walks the
+// registry in batches (only for messages with more than kMaxRuns runs).
+std::size_t count_marked(const pack::RegionRegistry &regions, const std::uint8_t *ptr,
+                         std::size_t len)
+{
+    MarkedRun batch[kMaxRuns];
+    std::size_t marked = 0;
+    const std::uint8_t *end = ptr + len;
+    while (ptr < end) {
+        const std::size_t found = regions.find(ptr, static_cast<std::size_t>(end - ptr), batch,
+                                               kMaxRuns);
+        const std::size_t n = found < kMaxRuns ? found : kMaxRuns;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (valid_precision(batch[i].precision)) marked += batch[i].end - batch[i].begin;
+        }
+        if (found <= kMaxRuns) break;
+        ptr = reinterpret_cast<const std::uint8_t *>(batch[kMaxRuns - 1].end);
+    }
+    return marked;
+}
+
+// Drops of invalid frames are logged, but a peer sending garbage in a loop
+// must not flood the log: the first few, then one in a thousand.
+void log_rejected(std::size_t length, const char *reason)
+{
+    static std::atomic<std::uint64_t> rejected{0};
+    const std::uint64_t n = rejected.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n > 10 && n % 1000 != 0) return;
+    try {
+        logger().error("dropped a received packing frame of {} bytes: {} ({} dropped so far)",
+                       length, reason, n);
+    } catch (...) {
+    }
+}
+
+slim_frame_result_t unframed(slim_frame_info_t *info, std::size_t marked)
+{
+    info->marked_bytes = marked;
+    return SLIM_FRAME_UNFRAMED;
+}
+
+} // namespace
+
+} // namespace slim
+
+extern "C" {
+
+int slim_core_packing_steers(void)
+{
+    const slim::Engine *engine = slim::Engine::get();
+    return engine != nullptr && engine->config().packing_steers() ? 1 : 0;
+}
+
+slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
+                                          slim_frame_alloc_cb_t alloc, void *alloc_arg,
+                                          void **frame_p, slim_frame_info_t *info)
+{
+    using namespace slim;
+
+    *frame_p = nullptr;
+    *info    = slim_frame_info_t{};
+    std::size_t payload_len = 0;
+    for (std::size_t i = 0; i < request->piece_count; ++i) {
+        payload_len += request->pieces[i].length;
+    }
+    info->payload_length = request->header_length + payload_len;
+
+    Engine *engine = Engine::get();
+    if (engine == nullptr || !engine->any_marked() || payload_len == 0) {
+        return SLIM_FRAME_UNMARKED;
+    }
+    const pack::RegionRegistry &regions = engine->regions();
+
+    // Runs of every piece, moved into the address space of the concatenated
+    // payload (offset 0 = first payload byte): element phases relative to
+    // each region's base survive the shift (frame.h, FrameRequest).
+    MarkedRun runs[kMaxRuns];
+    std::size_t run_count = 0;
+    std::size_t marked    = 0;
+    bool        overflow  = request->piece_count > kMaxPieces;
+    std::uintptr_t offset = 0;
+    for (std::size_t i = 0; i < request->piece_count; ++i) {
+        const slim_frame_piece_t &piece = request->pieces[i];
+        const auto *data  = static_cast<const std::uint8_t *>(piece.data);
+        const auto  addr  = reinterpret_cast<std::uintptr_t>(piece.data);
+        if (piece.length == 0) continue;
+        const std::size_t room  = overflow ? 0 : kMaxRuns - run_count;
+        const std::size_t found = regions.find(data, piece.length, runs + run_count, room);
+        if (found > room) {
+            overflow = true;
+            marked += count_marked(regions, data, piece.length);
+        } else {
+            for (std::size_t r = run_count; r < run_count + found; ++r) {
+                if (valid_precision(runs[r].precision)) marked += runs[r].end - runs[r].begin;
+                runs[r].begin       = runs[r].begin - addr + offset;
+                runs[r].end         = runs[r].end - addr + offset;
+                runs[r].region_base = runs[r].region_base - addr + offset;   // mod 2^64
+            }
+            run_count += found;
+        }
+        offset += piece.length;
+    }
+    if (marked == 0) {
+        return SLIM_FRAME_UNMARKED;
+    }
+    if (overflow || alloc == nullptr || engine->config().packing == PackingMode::off) {
+        return unframed(info, marked);
+    }
+
+    const std::size_t max_size =
+            pack::frame_max_size(request->header_length, payload_len, run_count);
+    if (max_size == 0) {
+        return unframed(info, marked);
+    }
+    auto *out = static_cast<std::uint8_t *>(alloc(alloc_arg, max_size));
+    *frame_p  = out;
+    if (out == nullptr) {
+        return unframed(info, marked);
+    }
+
+    ByteSpan pieces[kMaxPieces];
+    for (std::size_t i = 0; i < request->piece_count; ++i) {
+        pieces[i] = {static_cast<const std::uint8_t *>(request->pieces[i].data),
+                     request->pieces[i].length};
+    }
+    FrameRequest rq;
+    rq.kind         = pack::FrameKind::active_message;
+    rq.orig_am_id   = request->am_id;
+    rq.header       = {static_cast<const std::uint8_t *>(request->header), request->header_length};
+    rq.pieces       = pieces;
+    rq.piece_count  = request->piece_count;
+    rq.payload_addr = 0;
+    rq.runs         = runs;
+    rq.run_count    = run_count;
+    const pack::FrameEncodeResult result = pack::encode_frame(rq, out, max_size);
+    if (!result.ok()) {
+        return unframed(info, marked);
+    }
+    info->frame_length = result.size();
+    info->marked_bytes = marked;
+    info->packed_bytes = result.stats.packed_elements * 8;
+    return SLIM_FRAME_READY;
+}
+
+void slim_core_frame_sent(const slim_frame_info_t *info)
+{
+    slim::process_packing().frame_sent(info->payload_length, info->frame_length,
+                                       info->marked_bytes, info->packed_bytes);
+}
+
+void slim_core_frame_unsent(const slim_frame_info_t *info)
+{
+    slim::process_packing().marked_unsent(info->marked_bytes);
+}
+
+int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size_t capacity,
+                               uint8_t *am_id)
+{
+    using namespace slim;
+
+    const pack::FrameValidation v =
+            pack::validate_frame(static_cast<const std::uint8_t *>(frame), length);
+    const char *reason = nullptr;
+    if (!v.ok()) {
+        reason = pack::frame_error_message(v.error);
+    } else if (v.view.kind() != pack::FrameKind::active_message) {
+        reason = "a put frame (slim never sends one: puts are not framed)";
+    } else if (v.view.orig_am_id() >= kAmIdLimit || v.view.orig_am_id() == SLIM_FRAME_AM_ID) {
+        reason = "the frame names an AM id that cannot carry a message";
+    }
+    if (reason != nullptr) {
+        process_packing().frame_rejected();
+        log_rejected(length, reason);
+        return -1;
+    }
+
+    const pack::ByteSpan header = v.view.header();
+    const std::size_t    need   = header.size + v.view.orig_payload_len();
+    if (need > capacity) {
+        return static_cast<int64_t>(need);
+    }
+    auto *dst = static_cast<std::uint8_t *>(out);
+    if (header.size > 0) std::memcpy(dst, header.data, header.size);
+    if (pack::decode_into(v.view, dst + header.size, capacity - header.size) !=
+        pack::FrameError::none) {
+        process_packing().frame_rejected();   // cannot happen: capacity was checked
+        log_rejected(length, "payload does not fit");
+        return -1;
+    }
+    *am_id = v.view.orig_am_id();
+    process_packing().frame_received();
+    return static_cast<int64_t>(need);
+}
+
+slim_status_t slim_packing_get(slim_packing_stats_t *out)
+{
+    if (out == nullptr) {
+        return SLIM_ERR_INVALID;
+    }
+    *out = slim::process_packing().snapshot();
+    return SLIM_OK;
+}
+
+} // extern "C"

@@ -1,0 +1,44 @@
+#include "packing_monitor.h"
+
+namespace slim {
+
+void PackingMonitor::frame_sent(std::uint64_t payload_bytes, std::uint64_t wire_bytes,
+                                std::uint64_t marked_bytes, std::uint64_t packed_bytes) noexcept
+{
+    add(frames_sent_, 1);
+    add(payload_bytes_, payload_bytes);
+    add(wire_bytes_, wire_bytes);
+    add(marked_bytes_, marked_bytes);
+    add(packed_bytes_, packed_bytes);
+    add(edge_bytes_, marked_bytes >= packed_bytes ? marked_bytes - packed_bytes : 0);
+}
+
+void PackingMonitor::marked_unsent(std::uint64_t marked_bytes) noexcept
+{
+    add(marked_bytes_, marked_bytes);
+    add(missed_bytes_, marked_bytes);
+}
+
+slim_packing_stats_t PackingMonitor::snapshot() const noexcept
+{
+    slim_packing_stats_t s{};
+    s.frames_sent     = frames_sent_.load(std::memory_order_relaxed);
+    s.payload_bytes   = payload_bytes_.load(std::memory_order_relaxed);
+    s.wire_bytes      = wire_bytes_.load(std::memory_order_relaxed);
+    s.marked_bytes    = marked_bytes_.load(std::memory_order_relaxed);
+    s.packed_bytes    = packed_bytes_.load(std::memory_order_relaxed);
+    s.edge_bytes      = edge_bytes_.load(std::memory_order_relaxed);
+    s.missed_bytes    = missed_bytes_.load(std::memory_order_relaxed);
+    s.frames_received = frames_received_.load(std::memory_order_relaxed);
+    s.frames_rejected = frames_rejected_.load(std::memory_order_relaxed);
+    return s;
+}
+
+PackingMonitor &process_packing() noexcept
+{
+    // Constant-initialized, never destroyed: usable from any thread at any time.
+    static PackingMonitor monitor;
+    return monitor;
+}
+
+} // namespace slim
