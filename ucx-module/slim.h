@@ -49,6 +49,7 @@ typedef struct slim_md_config {
     char            *link_exec;  /* UCX_SLIM_LINK_EXEC */
     char            *inject_delay; /* UCX_SLIM_INJECT_DELAY */
     char            *policy;     /* UCX_SLIM_POLICY */
+    char            *packing;    /* UCX_SLIM_PACKING */
 } slim_md_config_t;
 
 
@@ -105,11 +106,28 @@ typedef struct slim_progress {
 } slim_progress_t;
 
 
+/* Packing frames (slim_frame.c): the limits of the inner transport that
+ * carries them, and scratch memory for building and rebuilding them. */
+typedef struct slim_frame_iface {
+    size_t   max_short;     /* inner am_short payload limit (0: none) */
+    size_t   max_bcopy;     /* inner am_bcopy limit (0: none) */
+    size_t   max_zcopy;     /* frames sent by zcopy from our own memory, up
+                               to this size (0: never, e.g. the inner md
+                               needs registered memory) */
+    uint8_t  *tx_scratch;   /* frames sent by copy (short/bcopy) */
+    size_t   tx_scratch_size;
+    uint8_t  *rx_scratch;   /* received frames rebuilt here */
+    size_t   rx_scratch_size;
+    int      rx_busy;       /* rx_scratch in use (a handler re-entered) */
+} slim_frame_iface_t;
+
+
 typedef struct slim_iface {
     uct_base_iface_t  super;
     uct_iface_h       inner;
     slim_am_slot_t    am_slots[UCT_AM_ID_MAX];
     slim_progress_t   progress;
+    slim_frame_iface_t frame;
     /* Endpoints of this interface, to map an inner endpoint back to ours when
      * the inner transport reports an error (a rare path), and to know when
      * the last one is gone. */
@@ -178,6 +196,29 @@ void         slim_progress_maybe_linger(slim_iface_t *iface);
 void         slim_progress_linger_stop(slim_iface_t *iface);
 void         slim_progress_unload(void);
 
+/* slim_frame.c: lossy packing on the wire */
+#define SLIM_FRAME_ZCOPY_SLACK 2048  /* room for the frame's own header and
+                                        table in every advertised zcopy */
+ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md);
+void         slim_frame_iface_cleanup(slim_iface_t *iface);
+void         slim_frame_steer_caps(slim_iface_t *iface,
+                                   uct_iface_attr_t *iface_attr);
+void         slim_frame_steer_md_attr(uct_md_attr_t *md_attr);
+ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
+                                size_t length, unsigned flags);
+
+/* The outcome of offering a message to the packing path. */
+typedef struct slim_frame_outcome {
+    int               handled;   /* a frame went (or failed) in its place */
+    ucs_status_t      status;    /* when handled: the send's status */
+    slim_op_t         op;        /* when handled: how the frame went */
+    slim_frame_info_t info;
+    int               unframed;  /* marked but sent as is: count missed */
+} slim_frame_outcome_t;
+
+void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
+                      slim_frame_outcome_t *outcome);
+
 /* slim_ep.c: the endpoint class and every endpoint operation */
 UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(slim_ep_t, uct_ep_t);
@@ -220,6 +261,15 @@ static UCS_F_ALWAYS_INLINE int slim_ep_is_quiescent(slim_ep_t *ep)
 static UCS_F_ALWAYS_INLINE int slim_status_accepted(ucs_status_t status)
 {
     return (status == UCS_OK) || (status == UCS_INPROGRESS);
+}
+
+/* After forwarding a message the packing path did not handle. */
+static UCS_F_ALWAYS_INLINE void
+slim_frame_forwarded(const slim_frame_outcome_t *outcome, ucs_status_t status)
+{
+    if (ucs_unlikely(outcome->unframed) && slim_status_accepted(status)) {
+        slim_core_frame_unsent(&outcome->info);
+    }
 }
 
 #endif

@@ -55,6 +55,13 @@ static ucs_config_field_t slim_md_config_table[] = {
      "line. Empty: nothing is packed.",
      ucs_offsetof(slim_md_config_t, policy), UCS_CONFIG_TYPE_STRING},
 
+    {"PACKING", "auto",
+     "Lossy packing of marked buffers (auto|on|off). on: pack, and steer UCP\n"
+     "(no put/get zcopy) so that marked data of every size is seen; auto: the\n"
+     "same when UCX_SLIM_POLICY packs some label, else pack only what UCP\n"
+     "shows; off: never pack.",
+     ucs_offsetof(slim_md_config_t, packing), UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 

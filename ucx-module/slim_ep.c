@@ -61,23 +61,82 @@ slim_record_packed(ssize_t packed, slim_op_t op)
 
 /* ---- active messages ---------------------------------------------------- */
 
+/* A message the packing path sent as a frame: recorded as the frame's
+ * operation and wire size. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_record_frame(const slim_frame_outcome_t *outcome)
+{
+    return slim_record_status(outcome->status, outcome->op, SLIM_DIR_SEND,
+                              outcome->info.frame_length);
+}
+
 static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
                                     uint64_t header, const void *payload,
                                     unsigned length)
 {
-    ucs_status_t status = uct_ep_am_short(slim_ep_start_op(tl_ep), id, header,
-                                          payload, length);
+    uct_ep_h inner                 = slim_ep_start_op(tl_ep);
+    slim_frame_piece_t piece       = {payload, length};
+    slim_frame_request_t request   = {id, &header, sizeof(header), &piece, 1};
+    slim_frame_outcome_t outcome;
+    ucs_status_t status;
 
+    slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
+    if (outcome.handled) {
+        return slim_record_frame(&outcome);
+    }
+
+    status = uct_ep_am_short(inner, id, header, payload, length);
+    slim_frame_forwarded(&outcome, status);
     return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
                               sizeof(header) + length);
 }
 
+/* The iov of a zero-copy or short-iov operation as frame pieces; 0 when it
+ * has more entries than a frame request takes, or strided ones. */
+static size_t slim_ep_iov_pieces(const uct_iov_t *iov, size_t iovcnt,
+                                 slim_frame_piece_t *pieces, size_t max)
+{
+    size_t i;
+
+    if (iovcnt > max) {
+        return 0;
+    }
+    for (i = 0; i < iovcnt; ++i) {
+        if ((iov[i].count > 1) && (iov[i].stride != iov[i].length)) {
+            return 0;
+        }
+        pieces[i].data   = iov[i].buffer;
+        pieces[i].length = iov[i].length * ucs_max(iov[i].count, 1u);
+    }
+    return iovcnt;
+}
+
+#define SLIM_EP_MAX_IOV 16
+
 static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                         const uct_iov_t *iov, size_t iovcnt)
 {
-    ucs_status_t status = uct_ep_am_short_iov(slim_ep_start_op(tl_ep), id, iov,
-                                              iovcnt);
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
+    slim_frame_request_t request;
+    slim_frame_outcome_t outcome = {0};
+    ucs_status_t status;
 
+    request.am_id         = id;
+    request.header        = NULL;
+    request.header_length = 0;
+    request.pieces        = pieces;
+    request.piece_count   = slim_ep_iov_pieces(iov, iovcnt, pieces,
+                                               SLIM_EP_MAX_IOV);
+    if (request.piece_count > 0) {
+        slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
+        if (outcome.handled) {
+            return slim_record_frame(&outcome);
+        }
+    }
+
+    status = uct_ep_am_short_iov(inner, id, iov, iovcnt);
+    slim_frame_forwarded(&outcome, status);
     return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
                               uct_iov_total_length(iov, iovcnt));
 }
@@ -96,13 +155,48 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                     const uct_iov_t *iov, size_t iovcnt,
                                     unsigned flags, uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_am_zcopy(slim_ep_start_op(tl_ep), id, header,
-                                          header_length, iov, iovcnt, flags,
-                                          comp);
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
+    slim_frame_request_t request;
+    slim_frame_outcome_t outcome = {0};
+    ucs_status_t status;
 
+    request.am_id         = id;
+    request.header        = header;
+    request.header_length = header_length;
+    request.pieces        = pieces;
+    request.piece_count   = slim_ep_iov_pieces(iov, iovcnt, pieces,
+                                               SLIM_EP_MAX_IOV);
+    if (request.piece_count > 0) {
+        /* A frame is a copy: done at once for UCP, `comp` is not called. */
+        slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
+        if (outcome.handled) {
+            return slim_record_frame(&outcome);
+        }
+    }
+
+    status = uct_ep_am_zcopy(inner, id, header, header_length, iov, iovcnt,
+                             flags, comp);
+    slim_frame_forwarded(&outcome, status);
     return slim_record_status(status, SLIM_OP_AM_ZCOPY, SLIM_DIR_SEND,
                               header_length +
                               uct_iov_total_length(iov, iovcnt));
+}
+
+/* Puts are never framed (a frame cannot carry the remote key the inner
+ * transport checks); marked bytes that leave by put count as missed. */
+static void slim_ep_put_unframed(const slim_frame_piece_t *pieces,
+                                 size_t count, ucs_status_t status)
+{
+    slim_frame_request_t request = {0, NULL, 0, pieces, count};
+    slim_frame_info_t info;
+    void *unused;
+
+    if (slim_status_accepted(status) &&
+        (slim_core_frame_build(&request, NULL, NULL, &unused, &info) ==
+         SLIM_FRAME_UNFRAMED)) {
+        slim_core_frame_unsent(&info);
+    }
 }
 
 /* ---- remote memory access ----------------------------------------------- */
@@ -113,7 +207,9 @@ static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 {
     ucs_status_t status = uct_ep_put_short(slim_ep_start_op(tl_ep), buffer,
                                            length, remote_addr, rkey);
+    slim_frame_piece_t piece = {buffer, length};
 
+    slim_ep_put_unframed(&piece, 1, status);
     return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
 }
 
@@ -132,7 +228,10 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     ucs_status_t status = uct_ep_put_zcopy(slim_ep_start_op(tl_ep), iov, iovcnt,
                                            remote_addr, rkey, comp);
+    slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
 
+    slim_ep_put_unframed(pieces, slim_ep_iov_pieces(iov, iovcnt, pieces,
+                                                    SLIM_EP_MAX_IOV), status);
     return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND,
                               uct_iov_total_length(iov, iovcnt));
 }

@@ -40,6 +40,9 @@ static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
     slim_am_slot_t *slot = arg;
 
     slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, length);
+    if (ucs_unlikely(slot->id == SLIM_FRAME_AM_ID)) {
+        return slim_frame_receive(slot->iface, data, length, flags);
+    }
     return slim_progress_deliver_am(slot->iface, slot->id, data, length,
                                     flags);
 }
@@ -113,6 +116,7 @@ static ucs_status_t slim_iface_query(uct_iface_h tl_iface,
     }
 
     iface_attr->cap.flags &= ~SLIM_IFACE_TAG_FLAGS;
+    slim_frame_steer_caps(slim_iface(tl_iface), iface_attr);
     return UCS_OK;
 }
 
@@ -303,9 +307,14 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_progress;
     }
 
-    status = slim_iface_install_trampolines(self);
+    status = slim_frame_iface_init(self, slim_md->inner);
     if (status != UCS_OK) {
         goto err_close_inner;
+    }
+
+    status = slim_iface_install_trampolines(self);
+    if (status != UCS_OK) {
+        goto err_frame;
     }
 
     slim_progress_attach(self, worker);
@@ -316,6 +325,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
               params->mode.device.dev_name);
     return UCS_OK;
 
+err_frame:
+    slim_frame_iface_cleanup(self);
 err_close_inner:
     uct_iface_close(self->inner);
 err_progress:
@@ -334,6 +345,7 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_progress_cleanup(self);
     uct_iface_close(self->inner);
     slim_progress_destroy(self);
+    slim_frame_iface_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
 
     if (__atomic_sub_fetch(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED) == 0) {

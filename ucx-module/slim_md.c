@@ -24,9 +24,14 @@ static void slim_md_close(uct_md_h md)
 static ucs_status_t slim_md_query(uct_md_h md, uct_md_attr_t *md_attr)
 {
     uct_md_h inner = slim_md(md)->inner;
+    ucs_status_t status;
 
     /* uct_md_query() of the caller stamps our component name afterwards. */
-    return inner->ops->query(inner, md_attr);
+    status = inner->ops->query(inner, md_attr);
+    if (status == UCS_OK) {
+        slim_frame_steer_md_attr(md_attr);
+    }
+    return status;
 }
 
 static ucs_status_t slim_md_mem_alloc(uct_md_h md, size_t *length_p,

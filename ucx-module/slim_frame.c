@@ -1,0 +1,305 @@
+/**
+ * Lossy packing on the wire: an active message whose payload overlaps
+ * marked memory leaves as a packing frame (src/pack/frame.h) on the reserved
+ * AM id SLIM_FRAME_AM_ID, and the receiving slim rebuilds the original
+ * message and hands it to UCP's handler for the original id. The core
+ * library decides what is marked and builds and checks frames; this file
+ * only finds memory for them and picks the inner operation that carries
+ * them.
+ *
+ * A frame goes by am_short when it fits, else by am_bcopy, else by am_zcopy
+ * from memory of our own (released when the inner transport completes it).
+ * Either way slim has copied the user's data, so the operation is complete
+ * for UCP at once. A frame nothing can carry makes the message go as it is,
+ * counted as missed.
+ *
+ * Steering: UCP shows the user's buffer only to am_short and am_zcopy (and
+ * to put/get zcopy, which a frame cannot replace). While packing steers
+ * (slim_core_packing_steers()), slim withholds put/get zcopy so that
+ * rendezvous falls back to active messages, keeps every advertised am_zcopy
+ * small enough for its frame, and reports zero registration cost so that
+ * UCP's automatic zero-copy threshold sends medium messages by zcopy too.
+ */
+#include "slim.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+#include <string.h>
+
+/* A frame sent by zero-copy from memory of our own. */
+typedef struct slim_frame_tx {
+    uct_completion_t comp;
+    uint8_t          data[] UCS_V_ALIGNED(8);
+} slim_frame_tx_t;
+
+typedef struct slim_frame_alloc_ctx {
+    slim_iface_t    *iface;
+    slim_frame_tx_t *tx;      /* set when the frame went to malloc'ed memory */
+} slim_frame_alloc_ctx_t;
+
+typedef struct slim_frame_bcopy_arg {
+    const uint8_t *frame;
+    size_t        length;
+} slim_frame_bcopy_arg_t;
+
+
+ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
+{
+    slim_frame_iface_t *frame = &iface->frame;
+    uct_iface_attr_t attr;
+    uct_md_attr_t md_attr;
+    ucs_status_t status;
+
+    memset(frame, 0, sizeof(*frame));
+
+    status = uct_iface_query(iface->inner, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_md_query(inner_md, &md_attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if (attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT) {
+        frame->max_short = attr.cap.am.max_short;
+    }
+    if (attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY) {
+        frame->max_bcopy = attr.cap.am.max_bcopy;
+    }
+    /* Our frame memory is not registered: zero-copy frames only where the
+     * inner transport needs no memory handle (tcp does not). */
+    if ((attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) &&
+        !(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH) &&
+        (attr.cap.am.max_hdr == 0 || attr.cap.am.max_iov >= 1)) {
+        frame->max_zcopy = attr.cap.am.max_zcopy;
+    }
+
+    frame->tx_scratch_size = ucs_max(frame->max_short + sizeof(uint64_t),
+                                     frame->max_bcopy);
+    frame->tx_scratch      = ucs_malloc(frame->tx_scratch_size,
+                                        "slim_frame_tx_scratch");
+    if (frame->tx_scratch == NULL) {
+        ucs_error("slim: no memory for a %zu-byte frame buffer",
+                  frame->tx_scratch_size);
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
+void slim_frame_iface_cleanup(slim_iface_t *iface)
+{
+    ucs_free(iface->frame.tx_scratch);
+    ucs_free(iface->frame.rx_scratch);
+    iface->frame.tx_scratch = NULL;
+    iface->frame.rx_scratch = NULL;
+}
+
+void slim_frame_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
+{
+    const slim_frame_iface_t *frame = &iface->frame;
+    size_t carry;
+
+    if (!slim_core_packing_steers()) {
+        return;
+    }
+
+    iface_attr->cap.flags &= ~(UCT_IFACE_FLAG_PUT_ZCOPY |
+                               UCT_IFACE_FLAG_GET_ZCOPY);
+    if (!(iface_attr->cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
+        return;
+    }
+
+    /* The largest frame we can carry; an advertised zcopy leaves room in it
+     * for the frame's header and segment table. */
+    carry = ucs_max(frame->max_zcopy, frame->max_bcopy);
+    if (carry > SLIM_FRAME_ZCOPY_SLACK) {
+        iface_attr->cap.am.max_zcopy = ucs_min(iface_attr->cap.am.max_zcopy,
+                                               carry - SLIM_FRAME_ZCOPY_SLACK);
+    } else {
+        iface_attr->cap.am.max_zcopy = 0;
+    }
+    if ((iface_attr->cap.am.max_zcopy == 0) ||
+        (iface_attr->cap.am.max_zcopy < iface_attr->cap.am.min_zcopy)) {
+        iface_attr->cap.flags &= ~UCT_IFACE_FLAG_AM_ZCOPY;
+    }
+}
+
+void slim_frame_steer_md_attr(uct_md_attr_t *md_attr)
+{
+    if (slim_core_packing_steers()) {
+        /* UCP's automatic zcopy threshold grows with the registration cost;
+         * zero makes it send by zcopy (where we see the buffer) early. */
+        md_attr->reg_cost = ucs_linear_func_make(0, 0);
+    }
+}
+
+static void *slim_frame_alloc(void *arg, size_t size)
+{
+    slim_frame_alloc_ctx_t *ctx = arg;
+    const slim_frame_iface_t *frame = &ctx->iface->frame;
+
+    if (size <= frame->tx_scratch_size) {
+        return frame->tx_scratch;
+    }
+    if (size > frame->max_zcopy) {
+        return NULL;
+    }
+    ctx->tx = ucs_malloc(sizeof(*ctx->tx) + size, "slim_frame_tx");
+    return (ctx->tx != NULL) ? ctx->tx->data : NULL;
+}
+
+static void slim_frame_tx_done(uct_completion_t *self)
+{
+    ucs_free(ucs_container_of(self, slim_frame_tx_t, comp));
+}
+
+static size_t slim_frame_pack(void *dest, void *arg)
+{
+    slim_frame_bcopy_arg_t *bcopy = arg;
+
+    memcpy(dest, bcopy->frame, bcopy->length);
+    return bcopy->length;
+}
+
+/* Sends a built frame; UCS_ERR_EXCEEDS_LIMIT when nothing can carry it. */
+static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
+                                    const uint8_t *data, size_t length,
+                                    slim_op_t *op_p)
+{
+    const slim_frame_iface_t *frame = &ctx->iface->frame;
+    slim_frame_bcopy_arg_t bcopy;
+    uct_iov_t iov;
+    uint64_t header;
+    ssize_t packed;
+    ucs_status_t status;
+
+    if ((length >= sizeof(header)) &&
+        (length - sizeof(header) <= frame->max_short)) {
+        /* The frame's first 8 bytes ride as the AM header: the receiver
+         * sees the frame contiguous, as it was built. */
+        memcpy(&header, data, sizeof(header));
+        *op_p = SLIM_OP_AM_SHORT;
+        return uct_ep_am_short(ep->inner, SLIM_FRAME_AM_ID, header,
+                               data + sizeof(header),
+                               length - sizeof(header));
+    }
+
+    if (length <= frame->max_bcopy) {
+        bcopy.frame  = data;
+        bcopy.length = length;
+        *op_p        = SLIM_OP_AM_BCOPY;
+        packed       = uct_ep_am_bcopy(ep->inner, SLIM_FRAME_AM_ID,
+                                       slim_frame_pack, &bcopy, 0);
+        return (packed < 0) ? (ucs_status_t)packed : UCS_OK;
+    }
+
+    if ((ctx->tx == NULL) || (length > frame->max_zcopy)) {
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    iov.buffer         = (void*)data;
+    iov.length         = length;
+    iov.memh           = UCT_MEM_HANDLE_NULL;
+    iov.stride         = 0;
+    iov.count          = 1;
+    ctx->tx->comp.func   = slim_frame_tx_done;
+    ctx->tx->comp.count  = 1;
+    ctx->tx->comp.status = UCS_OK;
+    *op_p                = SLIM_OP_AM_ZCOPY;
+    status = uct_ep_am_zcopy(ep->inner, SLIM_FRAME_AM_ID, NULL, 0, &iov, 1, 0,
+                             &ctx->tx->comp);
+    if (status == UCS_INPROGRESS) {
+        ctx->tx = NULL; /* the completion releases it */
+        return UCS_OK;  /* the data is ours now: done, as far as UCP knows */
+    }
+    return status;
+}
+
+void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
+                      slim_frame_outcome_t *outcome)
+{
+    slim_frame_alloc_ctx_t ctx = {slim_iface(ep->super.super.iface), NULL};
+    slim_frame_result_t result;
+    void *frame;
+
+    outcome->handled  = 0;
+    outcome->unframed = 0;
+
+    result = slim_core_frame_build(request, slim_frame_alloc, &ctx, &frame,
+                                   &outcome->info);
+    if (ucs_likely(result == SLIM_FRAME_UNMARKED)) {
+        ucs_assert(ctx.tx == NULL);
+        return;
+    }
+
+    if (result == SLIM_FRAME_READY) {
+        outcome->status = slim_frame_send(ep, &ctx, frame,
+                                          outcome->info.frame_length,
+                                          &outcome->op);
+        if (outcome->status != UCS_ERR_EXCEEDS_LIMIT) {
+            outcome->handled = 1;
+            if (slim_status_accepted(outcome->status)) {
+                slim_core_frame_sent(&outcome->info);
+            }
+        }
+    }
+
+    /* Not framed, or a frame too large for the inner transport: the
+     * message goes as it is, and its marked bytes count as missed. */
+    outcome->unframed = !outcome->handled;
+    ucs_free(ctx.tx);
+}
+
+ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
+                                size_t length, unsigned flags)
+{
+    slim_frame_iface_t *frame = &iface->frame;
+    uint8_t *out              = frame->rx_busy ? NULL : frame->rx_scratch;
+    size_t capacity           = frame->rx_busy ? 0 : frame->rx_scratch_size;
+    uint8_t *grown;
+    ucs_status_t status;
+    int64_t rebuilt;
+    uint8_t am_id;
+
+    rebuilt = slim_core_frame_unpack(data, length, out, capacity, &am_id);
+    if (rebuilt < 0) {
+        return UCS_OK; /* dropped; the core logged and counted it */
+    }
+
+    if ((size_t)rebuilt > capacity) {
+        if (frame->rx_busy) {
+            /* A handler re-entered progress: use memory of our own. */
+            out = ucs_malloc(rebuilt, "slim_frame_rx");
+        } else {
+            grown = ucs_realloc(frame->rx_scratch, rebuilt, "slim_frame_rx");
+            if (grown != NULL) {
+                frame->rx_scratch      = grown;
+                frame->rx_scratch_size = rebuilt;
+            }
+            out = grown;
+        }
+        if (out == NULL) {
+            ucs_error("slim: no memory to rebuild a %ld-byte message from a "
+                      "packing frame; it is dropped", (long)rebuilt);
+            return UCS_OK;
+        }
+        rebuilt = slim_core_frame_unpack(data, length, out, rebuilt, &am_id);
+        ucs_assert(rebuilt >= 0);
+    }
+
+    /* The rebuilt message is in our memory: the handler must copy what it
+     * keeps, so it never gets the descriptor flag. */
+    frame->rx_busy += (out == frame->rx_scratch);
+    status = slim_progress_deliver_am(iface, am_id, out, rebuilt,
+                                      flags & ~UCT_CB_PARAM_FLAG_DESC);
+    if (out == frame->rx_scratch) {
+        --frame->rx_busy;
+    } else {
+        ucs_free(out);
+    }
+    /* The inner transport's descriptor was never kept. */
+    (void)status;
+    return UCS_OK;
+}
