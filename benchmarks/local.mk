@@ -41,3 +41,21 @@ benchmarks_codec_bench_SOURCES = benchmarks/codec_bench.cpp
 benchmarks_codec_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
 benchmarks_codec_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 EXTRA_DIST += benchmarks/run-codec-bench
+
+# slimlink-cg: conjugate gradients on a 2-D Poisson problem (1-D slabs, one
+# halo row to each neighbour, two reductions per iteration: Alya's CG shape),
+# solved at full precision and with the halo sends marked for lossy packing;
+# prints the iterations, residuals and the packed answer's error.
+bin_PROGRAMS += benchmarks/slimlink-cg
+benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c
+benchmarks_slimlink_cg_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
+benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
+
+# packed-bw: 2-rank bandwidth of the same buffer unmarked and marked (keep 4),
+# interleaved in one run, with the received data checked against
+# slim_quantize. Run with benchmarks/run-packing-bench. Not installed.
+noinst_PROGRAMS += benchmarks/packed-bw
+benchmarks_packed_bw_SOURCES = benchmarks/packed_bw.c
+benchmarks_packed_bw_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
+benchmarks_packed_bw_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
+EXTRA_DIST += benchmarks/run-packing-bench
