@@ -50,6 +50,8 @@ typedef struct slim_md_config {
     char            *inject_delay; /* UCX_SLIM_INJECT_DELAY */
     char            *policy;     /* UCX_SLIM_POLICY */
     char            *packing;    /* UCX_SLIM_PACKING */
+    char            *predictor;  /* UCX_SLIM_PREDICTOR */
+    char            *trace;      /* UCX_SLIM_TRACE */
 } slim_md_config_t;
 
 

@@ -62,6 +62,17 @@ static ucs_config_field_t slim_md_config_table[] = {
      "shows; off: never pack.",
      ucs_offsetof(slim_md_config_t, packing), UCS_CONFIG_TYPE_STRING},
 
+    {"PREDICTOR", "spps",
+     "What drives the link width from live traffic: spps (self-tuned pattern\n"
+     "predictor), pps (fixed grouping threshold), timeout (low after 100 us\n"
+     "idle) or off (always full width; energy accounting only).",
+     ucs_offsetof(slim_md_config_t, predictor), UCS_CONFIG_TYPE_STRING},
+
+    {"TRACE", "",
+     "Directory where each rank writes its event trace (rank<N>.trace, the\n"
+     "format slim-replay reads). Empty: no trace.",
+     ucs_offsetof(slim_md_config_t, trace), UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 

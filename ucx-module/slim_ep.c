@@ -40,21 +40,31 @@ typedef struct slim_flush_comp {
     ucs_list_link_t   list;     /* in slim_ep_t::flushes */
 } slim_flush_comp_t;
 
+/* Counts the operation and hands it to the live loop (the link wakes for
+ * it). `orig` is its size before packing. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_record_status(ucs_status_t status, slim_op_t op, slim_dir_t dir,
-                   size_t bytes)
+slim_record_op(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
+               slim_dir_t dir, uint8_t am_id, size_t bytes, size_t orig)
 {
     if (slim_status_accepted(status)) {
-        slim_core_record(op, dir, bytes);
+        slim_core_traffic(op, dir, am_id, bytes, orig, (uintptr_t)tl_ep);
     }
     return status;
 }
 
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_record_status(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
+                   slim_dir_t dir, size_t bytes)
+{
+    return slim_record_op(tl_ep, status, op, dir, 0, bytes, bytes);
+}
+
 static UCS_F_ALWAYS_INLINE ssize_t
-slim_record_packed(ssize_t packed, slim_op_t op)
+slim_record_packed(uct_ep_h tl_ep, ssize_t packed, slim_op_t op, uint8_t am_id)
 {
     if (packed >= 0) {
-        slim_core_record(op, SLIM_DIR_SEND, packed);
+        slim_core_traffic(op, SLIM_DIR_SEND, am_id, packed, packed,
+                          (uintptr_t)tl_ep);
     }
     return packed;
 }
@@ -64,10 +74,12 @@ slim_record_packed(ssize_t packed, slim_op_t op)
 /* A message the packing path sent as a frame: recorded as the frame's
  * operation and wire size. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_record_frame(const slim_frame_outcome_t *outcome)
+slim_record_frame(uct_ep_h tl_ep, uint8_t am_id,
+                  const slim_frame_outcome_t *outcome)
 {
-    return slim_record_status(outcome->status, outcome->op, SLIM_DIR_SEND,
-                              outcome->info.frame_length);
+    return slim_record_op(tl_ep, outcome->status, outcome->op, SLIM_DIR_SEND,
+                          am_id, outcome->info.frame_length,
+                          outcome->info.payload_length);
 }
 
 static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
@@ -82,13 +94,13 @@ static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
 
     slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
     if (outcome.handled) {
-        return slim_record_frame(&outcome);
+        return slim_record_frame(tl_ep, id, &outcome);
     }
 
     status = uct_ep_am_short(inner, id, header, payload, length);
     slim_frame_forwarded(&outcome, status);
-    return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
-                              sizeof(header) + length);
+    return slim_record_op(tl_ep, status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, id,
+                          sizeof(header) + length, sizeof(header) + length);
 }
 
 /* The iov of a zero-copy or short-iov operation as frame pieces; 0 when it
@@ -131,23 +143,25 @@ static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     if (request.piece_count > 0) {
         slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
         if (outcome.handled) {
-            return slim_record_frame(&outcome);
+            return slim_record_frame(tl_ep, id, &outcome);
         }
     }
 
     status = uct_ep_am_short_iov(inner, id, iov, iovcnt);
     slim_frame_forwarded(&outcome, status);
-    return slim_record_status(status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
-                              uct_iov_total_length(iov, iovcnt));
+    return slim_record_op(tl_ep, status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, id,
+                          uct_iov_total_length(iov, iovcnt),
+                          uct_iov_total_length(iov, iovcnt));
 }
 
 static ssize_t slim_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                 uct_pack_callback_t pack_cb, void *arg,
                                 unsigned flags)
 {
-    return slim_record_packed(uct_ep_am_bcopy(slim_ep_start_op(tl_ep), id,
+    return slim_record_packed(tl_ep,
+                              uct_ep_am_bcopy(slim_ep_start_op(tl_ep), id,
                                               pack_cb, arg, flags),
-                              SLIM_OP_AM_BCOPY);
+                              SLIM_OP_AM_BCOPY, id);
 }
 
 static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
@@ -171,16 +185,16 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         /* A frame is a copy: done at once for UCP, `comp` is not called. */
         slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
         if (outcome.handled) {
-            return slim_record_frame(&outcome);
+            return slim_record_frame(tl_ep, id, &outcome);
         }
     }
 
     status = uct_ep_am_zcopy(inner, id, header, header_length, iov, iovcnt,
                              flags, comp);
     slim_frame_forwarded(&outcome, status);
-    return slim_record_status(status, SLIM_OP_AM_ZCOPY, SLIM_DIR_SEND,
-                              header_length +
-                              uct_iov_total_length(iov, iovcnt));
+    return slim_record_op(tl_ep, status, SLIM_OP_AM_ZCOPY, SLIM_DIR_SEND, id,
+                          header_length + uct_iov_total_length(iov, iovcnt),
+                          header_length + uct_iov_total_length(iov, iovcnt));
 }
 
 /* Puts are never framed (a frame cannot carry the remote key the inner
@@ -210,16 +224,17 @@ static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     slim_frame_piece_t piece = {buffer, length};
 
     slim_ep_put_unframed(&piece, 1, status);
-    return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
+    return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
 }
 
 static ssize_t slim_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                  void *arg, uint64_t remote_addr,
                                  uct_rkey_t rkey)
 {
-    return slim_record_packed(uct_ep_put_bcopy(slim_ep_start_op(tl_ep), pack_cb,
+    return slim_record_packed(tl_ep,
+                              uct_ep_put_bcopy(slim_ep_start_op(tl_ep), pack_cb,
                                                arg, remote_addr, rkey),
-                              SLIM_OP_PUT);
+                              SLIM_OP_PUT, 0);
 }
 
 static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -232,7 +247,7 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 
     slim_ep_put_unframed(pieces, slim_ep_iov_pieces(iov, iovcnt, pieces,
                                                     SLIM_EP_MAX_IOV), status);
-    return slim_record_status(status, SLIM_OP_PUT, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND,
                               uct_iov_total_length(iov, iovcnt));
 }
 
@@ -243,7 +258,7 @@ static ucs_status_t slim_ep_get_short(uct_ep_h tl_ep, void *buffer,
     ucs_status_t status = uct_ep_get_short(slim_ep_start_op(tl_ep), buffer,
                                            length, remote_addr, rkey);
 
-    return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV, length);
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length);
 }
 
 static ucs_status_t slim_ep_get_bcopy(uct_ep_h tl_ep,
@@ -256,7 +271,7 @@ static ucs_status_t slim_ep_get_bcopy(uct_ep_h tl_ep,
                                            arg, length, remote_addr, rkey,
                                            comp);
 
-    return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV, length);
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length);
 }
 
 static ucs_status_t slim_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -266,7 +281,7 @@ static ucs_status_t slim_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     ucs_status_t status = uct_ep_get_zcopy(slim_ep_start_op(tl_ep), iov, iovcnt,
                                            remote_addr, rkey, comp);
 
-    return slim_record_status(status, SLIM_OP_GET, SLIM_DIR_RECV,
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV,
                               uct_iov_total_length(iov, iovcnt));
 }
 
@@ -281,7 +296,7 @@ static ucs_status_t slim_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                                 swap, remote_addr, rkey,
                                                 result, comp);
 
-    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(uint64_t));
 }
 
@@ -294,7 +309,7 @@ static ucs_status_t slim_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
                                                 swap, remote_addr, rkey,
                                                 result, comp);
 
-    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(uint32_t));
 }
 
@@ -305,7 +320,7 @@ static ucs_status_t slim_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
     ucs_status_t status = uct_ep_atomic32_post(slim_ep_start_op(tl_ep), opcode,
                                                value, remote_addr, rkey);
 
-    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
 }
 
@@ -316,7 +331,7 @@ static ucs_status_t slim_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
     ucs_status_t status = uct_ep_atomic64_post(slim_ep_start_op(tl_ep), opcode,
                                                value, remote_addr, rkey);
 
-    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
 }
 
@@ -330,7 +345,7 @@ static ucs_status_t slim_ep_atomic32_fetch(uct_ep_h tl_ep, unsigned opcode,
                                                 value, result, remote_addr,
                                                 rkey, comp);
 
-    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
 }
 
@@ -344,7 +359,7 @@ static ucs_status_t slim_ep_atomic64_fetch(uct_ep_h tl_ep, unsigned opcode,
                                                 value, result, remote_addr,
                                                 rkey, comp);
 
-    return slim_record_status(status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
+    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
 }
 

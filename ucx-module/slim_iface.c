@@ -39,7 +39,8 @@ static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
 {
     slim_am_slot_t *slot = arg;
 
-    slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, length);
+    slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length, length,
+                      0);
     if (ucs_unlikely(slot->id == SLIM_FRAME_AM_ID)) {
         return slim_frame_receive(slot->iface, data, length, flags);
     }

@@ -156,6 +156,9 @@ static unsigned slim_progress_outer_cb(void *arg)
     slim_progress_deliver_deferred(iface);
     count = uct_worker_progress(iface->progress.inner_worker);
     pthread_mutex_unlock(&iface->progress.lock);
+    /* The live loop's timer: closes bursts, times wake-ups (one load when
+     * it has nothing to do). */
+    slim_core_poll();
     return count;
 }
 

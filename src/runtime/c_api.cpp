@@ -168,6 +168,28 @@ void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes)
     slim::process_traffic().record(op, dir, bytes);
 }
 
+void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire_bytes,
+                       size_t orig_bytes, uintptr_t peer)
+{
+    slim::process_traffic().record(op, dir, wire_bytes);
+    if (slim::Engine *engine = slim::Engine::get()) {
+        slim::live::Traffic t;
+        t.op_class   = static_cast<int>(op);
+        t.am_id      = am_id;
+        t.wire_bytes = wire_bytes;
+        t.orig_bytes = orig_bytes;
+        t.peer       = peer;
+        engine->on_traffic(t);
+    }
+}
+
+void slim_core_poll(void)
+{
+    if (slim::Engine *engine = slim::Engine::get()) {
+        engine->poll();
+    }
+}
+
 void slim_core_report(void)
 {
     slim::Engine *engine = slim::Engine::get();

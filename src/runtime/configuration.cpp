@@ -283,6 +283,21 @@ PackingMode parse_packing(const std::string &value)
     return modes.at(parse::choice(Config::packing_var, value, {"auto", "on", "off"}));
 }
 
+std::string parse_predictor(const std::string &value)
+{
+    static constexpr std::array<const char *, 4> names{"spps", "pps", "timeout", "off"};
+    return names.at(parse::choice(Config::predictor_var, value, {"spps", "pps", "timeout", "off"}));
+}
+
+std::string parse_trace_dir(const std::string &value)
+{
+    if (value.empty() || value.find('\0') != std::string::npos) {
+        throw ConfigError(parse::bad_value(Config::trace_var, value,
+                                           "a directory where each rank writes rank<N>.trace"));
+    }
+    return value;
+}
+
 bool parse_inject_delay(const std::string &value)
 {
     return parse::yes_no(Config::inject_delay_var, value);
@@ -327,6 +342,8 @@ Config Config::from_lookup(const EnvLookup &lookup)
     read(inject_delay_var, config.inject_delay, parse_inject_delay);
     read(policy_var, config.policy, parse_policy);
     read(packing_var, config.packing, parse_packing);
+    read(predictor_var, config.predictor, parse_predictor);
+    read(trace_var, config.trace_dir, parse_trace_dir);
     if (config.link == LinkBackendKind::exec && !lookup(link_exec_var)) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

@@ -62,6 +62,8 @@ struct Config {
     static constexpr const char *inject_delay_var = "UCX_SLIM_INJECT_DELAY";
     static constexpr const char *policy_var       = policy::policy_var;
     static constexpr const char *packing_var      = "UCX_SLIM_PACKING";
+    static constexpr const char *predictor_var    = "UCX_SLIM_PREDICTOR";
+    static constexpr const char *trace_var        = "UCX_SLIM_TRACE";
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -74,6 +76,11 @@ struct Config {
     // Lossy packing rules for slim_mark() labels; the default packs nothing.
     policy::Policy policy;
     PackingMode  packing = PackingMode::automatic;
+    // Who drives the link from live traffic: spps (default), pps, timeout
+    // (the EEE-style baseline) or off (always on; accounting only).
+    std::string  predictor = "spps";
+    // Directory for per-rank event traces (slim-replay's format); empty: none.
+    std::string  trace_dir;
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

@@ -77,7 +77,82 @@ slim_status_t create_engine()
 
 } // namespace
 
-Engine::Engine(Config config) : config_(std::move(config)) {}
+Engine::Engine(Config config) : config_(std::move(config)) { start_live(); }
+
+void Engine::start_live() noexcept
+{
+    try {
+        live::LiveConfig lc;
+        const std::string &p = config_.predictor;
+        lc.kind = p == "pps"       ? live::PredictorKind::pps
+                  : p == "timeout" ? live::PredictorKind::timeout
+                  : p == "off"     ? live::PredictorKind::off
+                                   : live::PredictorKind::spps;
+        lc.backend_name        = to_string(config_.link);
+        lc.backend.exec_template = config_.link_exec;
+        lc.backend.inject_delay  = config_.inject_delay;
+        if (!config_.trace_dir.empty()) {
+            const ProcessIdentity &who = this_process();
+            lc.trace_path = config_.trace_dir + "/" +
+                            (who.rank >= 0 ? "rank" + std::to_string(who.rank)
+                                           : "pid" + std::to_string(who.pid)) +
+                            ".trace";
+        }
+        live_ = std::make_unique<live::LiveLoop>(std::move(lc));
+    } catch (const std::exception &e) {
+        live_.reset();
+        try {
+            logger().error("the live link loop cannot start ({}); the link stays at full width",
+                           e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+        live_.reset();
+    }
+}
+
+void Engine::on_traffic(const live::Traffic &traffic) noexcept
+{
+    if (!live_) {
+        return;
+    }
+    try {
+        const std::lock_guard<std::mutex> lock(live_mutex_);
+        live_->on_traffic(traffic);
+        poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
+    } catch (...) {
+    }
+}
+
+void Engine::poll_slow() noexcept
+{
+    if (!live_ || !live_mutex_.try_lock()) {
+        return; // another thread is in the loop: it polls for us
+    }
+    try {
+        live_->poll();
+        poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
+    } catch (...) {
+    }
+    live_mutex_.unlock();
+}
+
+std::optional<live::LiveSummary> Engine::finish_live() noexcept
+{
+    if (!live_) {
+        return std::nullopt;
+    }
+    try {
+        const std::lock_guard<std::mutex> lock(live_mutex_);
+        if (!final_live_) {
+            final_live_ = live_->summary(true);
+            poll_wanted_.store(false, std::memory_order_relaxed);
+        }
+        return final_live_;
+    } catch (...) {
+        return std::nullopt;
+    }
+}
 
 slim_status_t Engine::init() noexcept
 {
@@ -106,8 +181,9 @@ void Engine::report() noexcept
         return;
     }
     try {
+        const std::optional<live::LiveSummary> live = finish_live();
         write_report(config_.report, this_process(), process_traffic().snapshot(),
-                     process_packing().snapshot());
+                     process_packing().snapshot(), live ? &*live : nullptr);
     } catch (const std::exception &e) {
         try {
             logger().error("cannot write the report ({}): {}",

@@ -5,10 +5,13 @@
 #define SLIM_RUNTIME_ENGINE_H
 
 #include "configuration.h"
+#include "live/live_loop.h"
 #include "pack/region_registry.h"
 #include "slimlink.h"
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 
 namespace slim {
 
@@ -36,6 +39,19 @@ public:
     bool any_marked() const noexcept { return any_marked_.load(std::memory_order_relaxed); }
     void note_marked() noexcept { any_marked_.store(true, std::memory_order_relaxed); }
 
+    // The live loop (issue 6): traffic -> predictor -> link controller.
+    // Both are safe from any thread and never throw.
+    void on_traffic(const live::Traffic &traffic) noexcept;
+    void poll() noexcept
+    {
+        if (poll_wanted_.load(std::memory_order_relaxed)) {
+            poll_slow();
+        }
+    }
+    // Final live totals (the link goes back to full width); none when the
+    // live loop could not start.
+    std::optional<live::LiveSummary> finish_live() noexcept;
+
     // Writes the report the configuration asks for; only the first call in
     // the process writes. I/O errors are logged, never thrown.
     void report() noexcept;
@@ -45,6 +61,14 @@ private:
     pack::RegionRegistry regions_;
     std::atomic<bool>    reported_{false};
     std::atomic<bool>    any_marked_{false};
+
+    void start_live() noexcept;
+    void poll_slow() noexcept;
+
+    std::mutex                      live_mutex_;
+    std::unique_ptr<live::LiveLoop> live_;
+    std::atomic<bool>               poll_wanted_{false};
+    std::optional<live::LiveSummary> final_live_;
 };
 
 } // namespace slim

@@ -162,10 +162,102 @@ void append_json_packing(std::string &out, const slim_packing_stats_t &p)
     out.append("}");
 }
 
+std::string fixed(double v, int decimals)
+{
+    std::array<char, 48> text{};
+    std::snprintf(text.data(), text.size(), "%.*f", decimals, v);
+    return text.data();
+}
+
+std::string text_live(const live::LiveSummary *l)
+{
+    if (l == nullptr) {
+        return {};
+    }
+    std::string out = "  link (" + l->backend + ", " + std::to_string(l->lanes) +
+                      " lanes, predictor " + l->predictor + "): ";
+    if (!l->energy_savings_pct) {
+        return out + "no traffic to account\n";
+    }
+    out += "energy saved " + fixed(*l->energy_savings_pct, 1) + "% vs always on (" +
+           fixed(l->energy_joules, 6) + " J of " + fixed(l->baseline_joules, 6) + " J over " +
+           fixed(static_cast<double>(l->span_ns) * 1e-9, 3) + " s), time penalty " +
+           fixed(l->time_penalty_pct.value_or(0.0), 2) + "%\n";
+    out += "           " + std::to_string(l->events) + " events, " +
+           std::to_string(l->predictions) + " low-power predictions, " + std::to_string(l->hits) +
+           " hits (hit rate " +
+           (l->events > 0 ? fixed(100.0 * static_cast<double>(l->hits) /
+                                          static_cast<double>(l->events),
+                                  1) +
+                                    "%"
+                          : std::string("-")) +
+           "), " + std::to_string(l->late_wakeups) + " late wake-ups (" +
+           fixed(static_cast<double>(l->wakeup_delay_ns) * 1e-3, 1) + " us), GT " +
+           (l->gt_ns ? fixed(static_cast<double>(*l->gt_ns) * 1e-3, 1) + " us" : std::string("-")) +
+           ", restarts " + std::to_string(l->restarts) + "\n";
+    out += "           time at width:";
+    for (unsigned w = 1; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
+        if (l->time_at_width_ns[w] > 0) {
+            out += " " + std::to_string(w) + "x " +
+                   fixed(static_cast<double>(l->time_at_width_ns[w]) * 1e-9, 3) + " s";
+        }
+    }
+    out += "\n";
+    if (l->controller_failed) {
+        out += "           controller failed, link left at full width: " + l->controller_error + "\n";
+    }
+    if (!l->trace_path.empty()) {
+        out += "           trace " + l->trace_path + ": " + std::to_string(l->trace_events) +
+               " events" + (l->trace_error.empty() ? "" : " (stopped: " + l->trace_error + ")") +
+               "\n";
+    }
+    return out;
+}
+
+void append_json_number(std::string &out, const char *name, double v)
+{
+    out.append(",\"").append(name).append("\":").append(fixed(v, 6));
+}
+
+void append_json_live(std::string &out, const live::LiveSummary &l)
+{
+    out.append("{\"backend\":").append(json_quote(l.backend));
+    out.append(",\"predictor\":").append(json_quote(l.predictor));
+    out.append(",\"lanes\":").append(std::to_string(l.lanes));
+    out.append(",\"events\":").append(std::to_string(l.events));
+    out.append(",\"span_ns\":").append(std::to_string(l.span_ns));
+    append_json_number(out, "energy_joules", l.energy_joules);
+    append_json_number(out, "baseline_joules", l.baseline_joules);
+    out.append(",\"energy_savings_pct\":")
+            .append(l.energy_savings_pct ? fixed(*l.energy_savings_pct, 4) : "null");
+    out.append(",\"time_penalty_pct\":")
+            .append(l.time_penalty_pct ? fixed(*l.time_penalty_pct, 4) : "null");
+    out.append(",\"late_wakeups\":").append(std::to_string(l.late_wakeups));
+    out.append(",\"wakeup_delay_ns\":").append(std::to_string(l.wakeup_delay_ns));
+    out.append(",\"transitions\":").append(std::to_string(l.transitions));
+    out.append(",\"predictions\":").append(std::to_string(l.predictions));
+    out.append(",\"hits\":").append(std::to_string(l.hits));
+    out.append(",\"restarts\":").append(std::to_string(l.restarts));
+    out.append(",\"gt_ns\":").append(l.gt_ns ? std::to_string(*l.gt_ns) : "null");
+    out.append(",\"time_at_width_ns\":{");
+    bool first = true;
+    for (unsigned w = 1; w <= l.lanes && w < l.time_at_width_ns.size(); ++w) {
+        out.append(first ? "\"" : ",\"").append(std::to_string(w)).append("\":");
+        out.append(std::to_string(l.time_at_width_ns[w]));
+        first = false;
+    }
+    out.append("}");
+    out.append(",\"controller_failed\":").append(l.controller_failed ? "true" : "false");
+    out.append(",\"trace\":").append(l.trace_path.empty() ? "null" : json_quote(l.trace_path));
+    out.append(",\"trace_events\":").append(std::to_string(l.trace_events));
+    out.append("}");
+}
+
 } // namespace
 
 std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing)
+                               const slim_packing_stats_t &packing,
+                               const live::LiveSummary *live)
 {
     const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
     std::string out = "slimlink report: rank " + rank + ", host " + who.host +
@@ -190,11 +282,13 @@ std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t 
     }
     out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
     out.append(text_packing(packing));
+    out.append(text_live(live));
     return out;
 }
 
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing)
+                               const slim_packing_stats_t &packing,
+                               const live::LiveSummary *live)
 {
     std::string out;
     out.reserve(1024);
@@ -214,12 +308,19 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
     append_directions(out, total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV));
     out.append(",\"packing\":");
     append_json_packing(out, packing);
+    out.append(",\"link\":");
+    if (live != nullptr) {
+        append_json_live(out, *live);
+    } else {
+        out.append("null");
+    }
     out.append("}\n");
     return out;
 }
 
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
-                  const slim_traffic_t &traffic, const slim_packing_stats_t &packing)
+                  const slim_traffic_t &traffic, const slim_packing_stats_t &packing,
+                  const live::LiveSummary *live)
 {
     switch (target.kind) {
     case ReportTarget::Kind::none:
@@ -227,7 +328,7 @@ void write_report(const ReportTarget &target, const ProcessIdentity &who,
     case ReportTarget::Kind::stdout_text: {
         // The application's buffered output comes first.
         std::fflush(stdout);
-        write_all(STDOUT_FILENO, format_text_report(who, traffic, packing));
+        write_all(STDOUT_FILENO, format_text_report(who, traffic, packing, live));
         return;
     }
     case ReportTarget::Kind::json_file: {
@@ -236,7 +337,7 @@ void write_report(const ReportTarget &target, const ProcessIdentity &who,
         if (fd.get() < 0) {
             throw std::system_error(errno, std::generic_category(), "open " + target.path);
         }
-        write_all(fd.get(), format_json_report(who, traffic, packing));
+        write_all(fd.get(), format_json_report(who, traffic, packing, live));
         return;
     }
     }

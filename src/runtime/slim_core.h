@@ -24,6 +24,19 @@ slim_status_t slim_core_init(void);
  * call before slim_core_init() (counts are kept from the start). */
 void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);
 
+/* Records one observed operation (like slim_core_record) and hands it to
+ * the live loop: the link wakes for it and it joins the current burst.
+ * am_id: the AM id (0 for RMA and atomics); wire_bytes: what crossed the
+ * link; orig_bytes: its size before packing; peer: identifies the endpoint
+ * (0 when unknown). Never blocks for long, never throws. */
+void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id,
+                       size_t wire_bytes, size_t orig_bytes, uintptr_t peer);
+
+/* The live loop's timer, called from the transport's progress: closes a
+ * burst whose gap has passed, wakes the link at a predicted time. One
+ * relaxed load when there is nothing to do. */
+void slim_core_poll(void);
+
 /* Writes the exit report now if UCX_SLIM_REPORT asks for one and it has not
  * been written yet. Called by the module when the last interface closes and
  * again at process exit (the second call does nothing). */

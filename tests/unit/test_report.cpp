@@ -54,7 +54,7 @@ TEST_CASE("the JSON report is one valid JSON line with the documented schema")
     const Json j = parse_json(line);
     REQUIRE(j.type == Json::Type::object);
     CHECK(j.keys == std::vector<std::string>{"schema", "rank", "host", "pid", "traffic", "totals",
-                                             "packing"});
+                                             "packing", "link"});
     CHECK(j["schema"].text == "slimlink.report.v1");
     CHECK(j["rank"].integer() == 3);
     CHECK(j["host"].text == "node\"7\\x");

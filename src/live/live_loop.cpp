@@ -1,0 +1,241 @@
+#include "live/live_loop.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace slim::live {
+
+namespace {
+
+unsigned size_class(std::uint64_t bytes)
+{
+    unsigned c = 0;
+    while (bytes > 1) {
+        bytes >>= 1;
+        ++c;
+    }
+    return c;
+}
+
+// FNV-1a over the fields, one byte at a time: stable across runs and
+// compilers (the peer is the only per-run part).
+struct Fnv {
+    std::uint64_t h = 1469598103934665603ull;
+    void add(std::uint64_t v, int bytes)
+    {
+        for (int i = 0; i < bytes; ++i) {
+            h ^= (v >> (8 * i)) & 0xFF;
+            h *= 1099511628211ull;
+        }
+    }
+};
+
+} // namespace
+
+const char* to_string(PredictorKind kind)
+{
+    switch (kind) {
+    case PredictorKind::spps:    return "spps";
+    case PredictorKind::pps:     return "pps";
+    case PredictorKind::timeout: return "timeout";
+    case PredictorKind::off:     return "off";
+    }
+    return "?";
+}
+
+predict::EventId event_id(const Traffic& t)
+{
+    Fnv f;
+    f.add(static_cast<std::uint64_t>(t.op_class), 1);
+    f.add(t.am_id, 1);
+    f.add(size_class(t.orig_bytes), 1);
+    f.add(t.peer, 8);
+    return static_cast<predict::EventId>(f.h ^ (f.h >> 32));
+}
+
+LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
+{
+    clock_ = config_.backend.clock ? config_.backend.clock : link::steady_clock_ns();
+    config_.backend.clock = clock_;
+    if (config_.kind == PredictorKind::spps || config_.kind == PredictorKind::pps) {
+        config_.predictor.policy = config_.kind == PredictorKind::spps ? predict::Policy::spps
+                                                                       : predict::Policy::pps;
+        config_.predictor.t_react_ns = config_.backend.link.tau_ns;
+        predictor_.emplace(config_.predictor);
+    }
+    link::ControllerOptions options;
+    options.clock           = clock_;
+    options.safety_handlers = config_.safety_handlers;
+    options.low_width       = config_.backend.link.low_width;
+    controller_ = std::make_unique<link::Controller>(
+            link::make_backend_or_emulated(config_.backend_name, config_.backend, {}), options);
+    if (!config_.trace_path.empty()) {
+        try {
+            trace_ = std::make_unique<predict::TraceWriter>(config_.trace_path);
+            trace_->comment("slimlink live trace: t_start_ns t_end_ns event_id bytes packed_bytes");
+            trace_->comment("predictor " + std::string(to_string(config_.kind)) +
+                            ", burst gap " + std::to_string(config_.burst_gap_ns) + " ns");
+        } catch (const std::exception& e) {
+            trace_error_ = e.what();
+            trace_.reset();
+        }
+    }
+}
+
+LiveLoop::~LiveLoop() = default;
+
+TimeNs LiveLoop::now() { return clock_(); }
+
+void LiveLoop::on_traffic(const Traffic& traffic)
+{
+    if (finished_) return;
+    TimeNs t = now();
+    if (open_ && t - last_op_ns_ > config_.burst_gap_ns) {
+        close_burst(t);
+    }
+    // The link carries this operation: wake it first (a late wake-up is
+    // what the wait measures).
+    timeout_fired_ = false;
+    low_pending_   = false;
+    // First let an expired low-power request end at its own time (the wake
+    // a timer would have started), then wake for this operation.
+    controller_->tick();
+    const TimeNs wait = controller_->traffic();
+    if (wait > 0) {
+        ++late_wakeups_;
+        wakeup_delay_ns_ += wait;
+    }
+    if (!open_) {
+        t = std::max(t, prev_end_ns_);
+        if (!first_start_ns_) {
+            first_start_ns_ = t;
+            if (const link::LinkStats* s = controller_->backend().stats()) {
+                energy_at_first_ = s->energy_joules;
+            }
+        }
+        open_.emplace();
+        open_->event.start_ns = t;
+        open_->event.id       = event_id(traffic);
+    }
+    open_->event.bytes += traffic.orig_bytes;
+    open_->event.packed_bytes += traffic.wire_bytes;
+    last_op_ns_ = std::max(t, last_op_ns_);
+}
+
+void LiveLoop::poll()
+{
+    if (!open_ && low_pending_) {
+        // Real backends need the wake at the predicted time, not at the next
+        // operation: the progress loop is the timer.
+        controller_->tick();
+    }
+    if (!open_) {
+        if (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0 &&
+            !finished_) {
+            // EEE-style baseline: low after timeout_ns of idle, until traffic.
+            const TimeNs t = now();
+            if (t - prev_end_ns_ >= config_.timeout_ns) {
+                timeout_fired_ = true;
+                controller_->low_power_until(std::numeric_limits<TimeNs>::max());
+                low_pending_ = true;
+            }
+        }
+        return;
+    }
+    const TimeNs t = now();
+    if (t - last_op_ns_ > config_.burst_gap_ns) {
+        close_burst(t);
+    }
+    controller_->tick();
+}
+
+void LiveLoop::close_burst(TimeNs now_ns)
+{
+    predict::Event event = open_->event;
+    open_.reset();
+    event.end_ns = std::max(now_ns, event.start_ns);
+    // Unpacked bursts: packed_bytes 0 means "same as bytes" in traces.
+    if (event.packed_bytes >= event.bytes) {
+        event.packed_bytes = 0;
+    }
+    prev_end_ns_ = event.end_ns;
+    ++events_;
+
+    if (trace_) {
+        try {
+            trace_->write(event);
+            ++trace_events_;
+        } catch (const std::exception& e) {
+            trace_error_ = e.what();
+            trace_.reset();
+        }
+    }
+
+    if (predictor_) {
+        const predict::Decision d = predictor_->on_event(event);
+        if (d.low_power) {
+            controller_->low_power_until(d.low_power->until_ns);
+            low_pending_ = true;
+        }
+    }
+    controller_->tick();
+
+    last_end_ns_ = event.end_ns;
+    if (const link::LinkStats* s = controller_->backend().stats()) {
+        energy_at_last_end_ = s->energy_joules;
+        stats_at_last_end_  = *s;
+    }
+}
+
+LiveSummary LiveLoop::summary(bool final)
+{
+    if (open_) {
+        close_burst(now());
+    }
+    LiveSummary s;
+    s.predictor  = to_string(config_.kind);
+    s.backend    = controller_->backend().name();
+    s.events     = events_;
+    s.lanes      = controller_->full_width();
+    s.late_wakeups    = late_wakeups_;
+    s.wakeup_delay_ns = wakeup_delay_ns_;
+    if (first_start_ns_ && last_end_ns_ > *first_start_ns_) {
+        s.span_ns         = last_end_ns_ - *first_start_ns_;
+        s.energy_joules   = energy_at_last_end_ - energy_at_first_;
+        s.baseline_joules = static_cast<double>(config_.backend.link.lanes) *
+                            config_.backend.link.lane_watts * (static_cast<double>(s.span_ns) * 1e-9);
+        if (s.baseline_joules > 0.0) {
+            s.energy_savings_pct = 100.0 * (1.0 - s.energy_joules / s.baseline_joules);
+        }
+        s.time_penalty_pct = 100.0 * static_cast<double>(wakeup_delay_ns_) /
+                             static_cast<double>(s.span_ns);
+    }
+    s.transitions      = stats_at_last_end_.transitions;
+    s.time_at_width_ns = stats_at_last_end_.time_at_width_ns;
+    if (predictor_) {
+        const predict::PredictorStats& p = predictor_->stats();
+        s.hits        = p.hits;
+        s.predictions = p.predictions;
+        s.restarts    = p.restarts;
+        s.gt_ns       = p.gt_ns;
+    }
+    s.controller_failed = controller_->failed();
+    s.controller_error  = controller_->error();
+    if (trace_) {
+        try {
+            trace_->flush();
+        } catch (const std::exception& e) {
+            trace_error_ = e.what();
+        }
+    }
+    s.trace_events = trace_events_;
+    s.trace_path  = config_.trace_path;
+    s.trace_error = trace_error_;
+    if (final && !finished_) {
+        finished_ = true;
+        controller_->restore_full_width();
+    }
+    return s;
+}
+
+}  // namespace slim::live

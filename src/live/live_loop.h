@@ -1,0 +1,140 @@
+// The live loop (ARCHITECTURE.md §3–4, issue 6): traffic that `slim` sees
+// becomes events for the predictor, whose low-power requests drive the link
+// Controller and its backend (emulated by default); every operation wakes
+// the link first. Optionally every event is written to a trace that
+// slim-replay reads, so a live run can be replayed under every policy.
+//
+// Bursts: operations closer than `burst_gap_ns` form one event. Below MPI
+// nobody says when a call ends, so an event ends when the loop notices the
+// gap (poll() from the transport's progress, or the next operation); that
+// moment is the event's end, in the trace too, so the trace replays what the
+// live controller really did. Event identity: a stable hash of what the
+// first operation of the burst shows on the wire — operation class, AM id,
+// size class (log2), peer — so repeated MPI calls give repeated ids.
+//
+// Not thread-safe: the Engine serialises calls.
+#pragma once
+
+#include "link/controller.h"
+#include "predict/predictor.h"
+#include "predict/trace.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace slim::live {
+
+using predict::TimeNs;
+
+enum class PredictorKind { spps, pps, timeout, off };
+
+struct LiveConfig {
+    PredictorKind             kind = PredictorKind::spps;
+    predict::PredictorConfig  predictor;          // spps / pps
+    TimeNs                    timeout_ns = 100'000; // timeout policy
+    link::BackendConfig       backend;            // link, clock, ...
+    std::string               backend_name = "emulated";
+    TimeNs                    burst_gap_ns = 5'000;
+    std::string               trace_path;         // empty: no trace
+    bool                      safety_handlers = true;
+};
+
+// What one operation shows on the wire.
+struct Traffic {
+    int           op_class = 0;   // slim_op_t
+    unsigned      am_id    = 0;
+    std::uint64_t wire_bytes = 0; // bytes that crossed the link
+    std::uint64_t orig_bytes = 0; // before packing (== wire when not packed)
+    std::uintptr_t peer    = 0;   // identifies the endpoint
+};
+
+struct LiveSummary {
+    std::string   predictor;                 // "spps", "pps", "timeout", "off"
+    std::string   backend;
+    std::uint64_t events = 0;
+    TimeNs        span_ns = 0;               // first event start to last end
+    double        energy_joules   = 0.0;     // over the span
+    double        baseline_joules = 0.0;     // always on over the span
+    std::optional<double> energy_savings_pct;
+    std::optional<double> time_penalty_pct;  // late wake-up waits / span
+    std::uint64_t late_wakeups = 0;
+    TimeNs        wakeup_delay_ns = 0;
+    std::uint64_t transitions = 0;
+    std::uint64_t hits = 0;                  // predictor
+    std::uint64_t predictions = 0;
+    std::uint64_t restarts = 0;
+    std::optional<TimeNs> gt_ns;
+    bool          controller_failed = false;
+    std::string   controller_error;
+    unsigned      lanes = 0;
+    std::array<TimeNs, link::kMaxLanes + 1> time_at_width_ns{};
+    std::string   trace_path;                // written trace, if any
+    std::uint64_t trace_events = 0;
+    std::string   trace_error;               // why the trace stopped, if it did
+};
+
+class LiveLoop {
+public:
+    // Throws std::invalid_argument for a predictor configuration it refuses.
+    explicit LiveLoop(LiveConfig config);
+    ~LiveLoop();
+    LiveLoop(const LiveLoop&) = delete;
+    LiveLoop& operator=(const LiveLoop&) = delete;
+
+    // An operation now: wakes the link, extends or starts a burst.
+    void on_traffic(const Traffic& traffic);
+    // Closes the current burst when its gap has passed (cheap when none is
+    // open). Called often, from the transport's progress.
+    void poll();
+    bool burst_open() const { return open_.has_value(); }
+    // poll() has work: a burst to close, a wake to time, a timeout to watch.
+    bool wants_poll() const
+    {
+        return open_.has_value() || low_pending_ ||
+               (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0);
+    }
+
+    // Closes the open burst and returns the totals so far. The link goes
+    // back to full width for good when `final` is set.
+    LiveSummary summary(bool final);
+
+private:
+    struct OpenBurst {
+        predict::Event event;
+    };
+
+    void close_burst(TimeNs now);
+    TimeNs now();
+
+    LiveConfig                         config_;
+    link::Clock                        clock_;
+    std::unique_ptr<link::Controller>  controller_;
+    std::optional<predict::Predictor>  predictor_;
+    std::unique_ptr<predict::TraceWriter> trace_;
+    std::string                        trace_error_;
+    std::optional<OpenBurst>           open_;
+    TimeNs                             last_op_ns_ = 0;
+    TimeNs                             prev_end_ns_ = 0;
+    std::uint64_t                      events_ = 0;
+    // Energy and delay at the first event's start (the span starts there).
+    std::optional<TimeNs>              first_start_ns_;
+    double                             energy_at_first_ = 0.0;
+    TimeNs                             last_end_ns_ = 0;
+    double                             energy_at_last_end_ = 0.0;
+    link::LinkStats                    stats_at_last_end_{};
+    TimeNs                             wakeup_delay_ns_ = 0;
+    std::uint64_t                      late_wakeups_ = 0;
+    bool                               finished_ = false;
+    bool                               timeout_fired_ = false;
+    bool                               low_pending_ = false;   // a low-power request is live
+    std::uint64_t                      trace_events_ = 0;
+};
+
+// The stable identity of an operation (see the file comment).
+predict::EventId event_id(const Traffic& traffic);
+
+const char* to_string(PredictorKind kind);
+
+}  // namespace slim::live
