@@ -6,6 +6,7 @@
 #include <utility>
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <system_error>
 
@@ -164,6 +165,10 @@ void append_json_packing(std::string &out, const slim_packing_stats_t &p)
 
 std::string fixed(double v, int decimals)
 {
+    // "-0.0" for a rounding-level negative reads like a loss; it is none.
+    if (v < 0.0 && v > -0.5 * std::pow(10.0, -decimals)) {
+        v = 0.0;
+    }
     std::array<char, 48> text{};
     std::snprintf(text.data(), text.size(), "%.*f", decimals, v);
     return text.data();
