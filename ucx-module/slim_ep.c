@@ -125,26 +125,38 @@ static size_t slim_ep_iov_pieces(const uct_iov_t *iov, size_t iovcnt,
 
 #define SLIM_EP_MAX_IOV 16
 
-static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
-                                        const uct_iov_t *iov, size_t iovcnt)
+/* Offers an iov message to the packing path (an iov it cannot describe
+ * goes as it is, unframed and uncounted). */
+static void slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
+                              unsigned header_length, const uct_iov_t *iov,
+                              size_t iovcnt, slim_frame_outcome_t *outcome)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
     slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
     slim_frame_request_t request;
-    slim_frame_outcome_t outcome = {0};
-    ucs_status_t status;
 
+    outcome->handled  = 0;
+    outcome->unframed = 0;
     request.am_id         = id;
-    request.header        = NULL;
-    request.header_length = 0;
+    request.header        = header;
+    request.header_length = header_length;
     request.pieces        = pieces;
     request.piece_count   = slim_ep_iov_pieces(iov, iovcnt, pieces,
                                                SLIM_EP_MAX_IOV);
     if (request.piece_count > 0) {
-        slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
-        if (outcome.handled) {
-            return slim_record_frame(tl_ep, id, &outcome);
-        }
+        slim_frame_offer(slim_ep(tl_ep), &request, outcome);
+    }
+}
+
+static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                        const uct_iov_t *iov, size_t iovcnt)
+{
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    slim_frame_outcome_t outcome;
+    ucs_status_t status;
+
+    slim_ep_offer_iov(tl_ep, id, NULL, 0, iov, iovcnt, &outcome);
+    if (outcome.handled) {
+        return slim_record_frame(tl_ep, id, &outcome);
     }
 
     status = uct_ep_am_short_iov(inner, id, iov, iovcnt);
@@ -170,23 +182,13 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                     unsigned flags, uct_completion_t *comp)
 {
     uct_ep_h inner = slim_ep_start_op(tl_ep);
-    slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
-    slim_frame_request_t request;
-    slim_frame_outcome_t outcome = {0};
+    slim_frame_outcome_t outcome;
     ucs_status_t status;
 
-    request.am_id         = id;
-    request.header        = header;
-    request.header_length = header_length;
-    request.pieces        = pieces;
-    request.piece_count   = slim_ep_iov_pieces(iov, iovcnt, pieces,
-                                               SLIM_EP_MAX_IOV);
-    if (request.piece_count > 0) {
-        /* A frame is a copy: done at once for UCP, `comp` is not called. */
-        slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
-        if (outcome.handled) {
-            return slim_record_frame(tl_ep, id, &outcome);
-        }
+    /* A frame is a copy: done at once for UCP, `comp` is not called. */
+    slim_ep_offer_iov(tl_ep, id, header, header_length, iov, iovcnt, &outcome);
+    if (outcome.handled) {
+        return slim_record_frame(tl_ep, id, &outcome);
     }
 
     status = uct_ep_am_zcopy(inner, id, header, header_length, iov, iovcnt,

@@ -41,6 +41,20 @@ slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precisio
     return SLIM_OK;
 }
 
+// The precision the public (keep, mode) pair names, if it is a valid one.
+std::optional<slim::pack::Precision> precision_of(int keep_bytes, slim_round_t mode)
+{
+    if (keep_bytes < slim::pack::kMinKeep || keep_bytes > slim::pack::kMaxKeep ||
+        (mode != SLIM_ROUND_TRUNCATE && mode != SLIM_ROUND_NEAREST)) {
+        return std::nullopt;
+    }
+    slim::pack::Precision precision;
+    precision.keep_bytes = keep_bytes;
+    precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
+                                                : slim::pack::Rounding::truncate;
+    return precision;
+}
+
 bool wraps(const void *ptr, size_t bytes)
 {
     return reinterpret_cast<std::uintptr_t>(ptr) + bytes < reinterpret_cast<std::uintptr_t>(ptr);
@@ -117,32 +131,22 @@ slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
 slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
                                   slim_round_t mode)
 {
-    if (ptr == nullptr || bytes == 0 || wraps(ptr, bytes) || keep_bytes < slim::pack::kMinKeep ||
-        keep_bytes > slim::pack::kMaxKeep ||
-        (mode != SLIM_ROUND_TRUNCATE && mode != SLIM_ROUND_NEAREST)) {
+    const std::optional<slim::pack::Precision> precision = precision_of(keep_bytes, mode);
+    if (ptr == nullptr || bytes == 0 || wraps(ptr, bytes) || !precision) {
         return SLIM_ERR_INVALID;
     }
-    slim::pack::Precision precision;
-    precision.keep_bytes = keep_bytes;
-    precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
-                                                : slim::pack::Rounding::truncate;
-    return guarded([&] { return mark_on_engine(ptr, bytes, precision); });
+    return guarded([&] { return mark_on_engine(ptr, bytes, *precision); });
 }
 
 slim_status_t slim_quantize(const double *in, double *out, size_t n, int keep_bytes,
                             slim_round_t mode)
 {
-    if ((n > 0 && (in == nullptr || out == nullptr)) || keep_bytes < slim::pack::kMinKeep ||
-        keep_bytes > slim::pack::kMaxKeep ||
-        (mode != SLIM_ROUND_TRUNCATE && mode != SLIM_ROUND_NEAREST)) {
+    const std::optional<slim::pack::Precision> precision = precision_of(keep_bytes, mode);
+    if ((n > 0 && (in == nullptr || out == nullptr)) || !precision) {
         return SLIM_ERR_INVALID;
     }
-    slim::pack::Precision precision;
-    precision.keep_bytes = keep_bytes;
-    precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
-                                                : slim::pack::Rounding::truncate;
     for (size_t i = 0; i < n; ++i) {
-        out[i] = slim::pack::round_trip(in[i], precision);
+        out[i] = slim::pack::round_trip(in[i], *precision);
     }
     return SLIM_OK;
 }
