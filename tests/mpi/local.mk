@@ -63,3 +63,19 @@ EXTRA_DIST += \
 
 # Lock that serialises the MPI tests under `make -j check`.
 CLEANFILES += tests/mpi/.mpi-test.lock
+
+# Lossy packing end to end (slim_mark*, slim_quantize, slim_packing_get).
+check_PROGRAMS += tests/mpi/packing
+
+tests_mpi_packing_SOURCES = tests/mpi/packing.c tests/mpi/mpi_test_util.h
+tests_mpi_packing_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_packing_LDADD = src/libslimlink.la $(MPICH_LIBS)
+tests_mpi_packing_LDFLAGS = -no-install
+
+TESTS += \
+	tests/mpi/packing.test \
+	tests/mpi/packing-multirail.test
+
+EXTRA_DIST += \
+	tests/mpi/packing.test \
+	tests/mpi/packing-multirail.test
