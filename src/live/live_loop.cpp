@@ -100,6 +100,20 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     // First let an expired low-power request end at its own time (the wake
     // a timer would have started), then wake for this operation.
     controller_->tick();
+    if (!open_ && config_.compression_aware) {
+        // A packed burst keeps its speed on fewer lanes (thesis §4.5.2).
+        double ratio = 1.0;
+        const auto known = last_ratio_.find(event_id(traffic));
+        if (known != last_ratio_.end()) {
+            ratio = known->second;
+        } else if (traffic.orig_bytes > 0 && traffic.wire_bytes < traffic.orig_bytes) {
+            ratio = static_cast<double>(traffic.wire_bytes) / static_cast<double>(traffic.orig_bytes);
+        }
+        if (ratio < 1.0) {
+            controller_->burst(ratio);
+            burst_demand_ = true;
+        }
+    }
     const TimeNs wait = controller_->traffic();
     if (wait > 0) {
         ++late_wakeups_;
@@ -160,6 +174,23 @@ void LiveLoop::close_burst(TimeNs now_ns)
     }
     prev_end_ns_ = event.end_ns;
     ++events_;
+
+    if (config_.compression_aware) {
+        constexpr std::size_t kMaxRemembered = 4096;
+        const double ratio = event.packed_bytes > 0 && event.bytes > 0
+                                     ? static_cast<double>(event.packed_bytes) /
+                                               static_cast<double>(event.bytes)
+                                     : 1.0;
+        if (ratio < 1.0 && (last_ratio_.size() < kMaxRemembered || last_ratio_.count(event.id))) {
+            last_ratio_[event.id] = ratio;
+        } else if (ratio >= 1.0) {
+            last_ratio_.erase(event.id);
+        }
+        if (burst_demand_) {
+            controller_->end_burst();
+            burst_demand_ = false;
+        }
+    }
 
     if (trace_) {
         try {

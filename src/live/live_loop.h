@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace slim::live {
 
@@ -39,6 +40,10 @@ struct LiveConfig {
     TimeNs                    burst_gap_ns = 5'000;
     std::string               trace_path;         // empty: no trace
     bool                      safety_handlers = true;
+    // Thesis §4.5.2: a burst that carries packed data needs only
+    // max(1, ceil(L * wire/original)) lanes; the ratio is the one the same
+    // event id had last time (or its first operation's, the first time).
+    bool                      compression_aware = true;
 };
 
 // What one operation shows on the wire.
@@ -129,6 +134,9 @@ private:
     bool                               finished_ = false;
     bool                               timeout_fired_ = false;
     bool                               low_pending_ = false;   // a low-power request is live
+    bool                               burst_demand_ = false;  // Controller::burst() is live
+    // Wire/original ratio of each event id's last packed burst (bounded).
+    std::unordered_map<predict::EventId, double> last_ratio_;
     std::uint64_t                      trace_events_ = 0;
 };
 

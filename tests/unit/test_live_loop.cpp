@@ -163,3 +163,41 @@ TEST_CASE("an unwritable trace path is reported, and the loop goes on")
     CHECK(s.events == 1);
     CHECK_FALSE(s.trace_error.empty());
 }
+
+TEST_CASE("bursts that carry packed data run on fewer lanes, from the id's last ratio")
+{
+    ManualClock clock;
+    LiveLoop loop(config_for(clock, PredictorKind::off));
+    // Bursts of 200 us (a width change takes tau = 10 us: shorter bursts
+    // could not use the narrower width).
+    for (int i = 0; i < 20; ++i) {
+        for (int k = 0; k < 100; ++k) {
+            Traffic packed = op(0, 2048, 1);
+            packed.orig_bytes = 4096;   // wire 0.5 of the original: 2 of 4 lanes
+            loop.on_traffic(packed);
+            clock.now += 2'000;
+        }
+        idle(loop, clock, 50'000);
+    }
+    const auto s = loop.summary(true);
+    CHECK(s.time_at_width_ns[2] > 0);
+    CHECK(s.time_at_width_ns[1] == 0);
+    REQUIRE(s.energy_savings_pct.has_value());
+    CHECK(*s.energy_savings_pct > 10.0);
+}
+
+TEST_CASE("unpacked bursts keep the full width")
+{
+    ManualClock clock;
+    LiveLoop loop(config_for(clock, PredictorKind::off));
+    for (int i = 0; i < 20; ++i) {
+        for (int k = 0; k < 100; ++k) {
+            loop.on_traffic(op(0, 4096, 1));
+            clock.now += 2'000;
+        }
+        idle(loop, clock, 50'000);
+    }
+    const auto s = loop.summary(true);
+    CHECK(s.time_at_width_ns[2] == 0);
+    CHECK(*s.energy_savings_pct == Approx(0.0).margin(1e-9));
+}
