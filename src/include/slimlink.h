@@ -139,6 +139,19 @@ typedef struct slim_packing_stats {
  * marked or nothing marked was sent). */
 slim_status_t slim_packing_get(slim_packing_stats_t *out);
 
+/* ---------------------------------------------------------------- regions
+ *
+ * The thesis's activate/deactivate primitives (§4.5.2): a program that
+ * knows a communication phase is coming says so, and the link is raised
+ * before it — to the width its packing needs (the UCX_SLIM_POLICY
+ * precision of `label`: keep/8 of the lanes, or all lanes for a label the
+ * policy does not pack) — and may drop again after slim_region_end().
+ * Regions may nest: only the outermost one acts. A slim_region_end()
+ * without a begin returns SLIM_ERR_INVALID and is logged; so is a begin
+ * with a NULL or malformed label. Neither ever aborts. */
+slim_status_t slim_region_begin(const char *label);
+slim_status_t slim_region_end(void);
+
 /* Human-readable text of a status code. */
 const char *slim_status_string(slim_status_t status);
 

@@ -100,7 +100,7 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     // First let an expired low-power request end at its own time (the wake
     // a timer would have started), then wake for this operation.
     controller_->tick();
-    if (!open_ && config_.compression_aware) {
+    if (!open_ && config_.compression_aware && !in_region_) {
         // A packed burst keeps its speed on fewer lanes (thesis §4.5.2).
         double ratio = 1.0;
         const auto known = last_ratio_.find(event_id(traffic));
@@ -134,6 +134,24 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     open_->event.bytes += traffic.orig_bytes;
     open_->event.packed_bytes += traffic.wire_bytes;
     last_op_ns_ = std::max(t, last_op_ns_);
+}
+
+void LiveLoop::region_begin(double ratio)
+{
+    if (finished_) return;
+    in_region_ = true;
+    // Wake now (the region's traffic must not wait), at the region's width.
+    controller_->tick();
+    controller_->burst(ratio);
+    controller_->traffic();
+    low_pending_ = false;
+}
+
+void LiveLoop::region_end()
+{
+    if (finished_ || !in_region_) return;
+    in_region_ = false;
+    controller_->end_burst();
 }
 
 void LiveLoop::poll()
@@ -186,10 +204,10 @@ void LiveLoop::close_burst(TimeNs now_ns)
         } else if (ratio >= 1.0) {
             last_ratio_.erase(event.id);
         }
-        if (burst_demand_) {
+        if (burst_demand_ && !in_region_) {
             controller_->end_burst();
-            burst_demand_ = false;
         }
+        burst_demand_ = false;
     }
 
     if (trace_) {

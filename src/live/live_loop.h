@@ -101,6 +101,14 @@ public:
                (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0);
     }
 
+    // Regions (thesis §4.5.2, slim_region_begin/end): the link is raised now
+    // to the width a region sending at `ratio` of its original bytes needs
+    // (1.0: full width) and held there until region_end(), after which it
+    // may drop again. Only the outermost region acts; the caller checks
+    // nesting and balance.
+    void region_begin(double ratio);
+    void region_end();
+
     // Closes the open burst and returns the totals so far. The link goes
     // back to full width for good when `final` is set.
     LiveSummary summary(bool final);
@@ -135,6 +143,7 @@ private:
     bool                               timeout_fired_ = false;
     bool                               low_pending_ = false;   // a low-power request is live
     bool                               burst_demand_ = false;  // Controller::burst() is live
+    bool                               in_region_ = false;     // a region holds the width
     // Wire/original ratio of each event id's last packed burst (bounded).
     std::unordered_map<predict::EventId, double> last_ratio_;
     std::uint64_t                      trace_events_ = 0;

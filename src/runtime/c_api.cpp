@@ -1,6 +1,7 @@
 // The C boundary: slimlink.h (applications) and slim_core.h (UCX module).
 // No exception crosses it; failures become status codes.
 #include "engine.h"
+#include "log.h"
 #include "slim_core.h"
 #include "slimlink.h"
 #include "traffic_monitor.h"
@@ -162,6 +163,39 @@ slim_status_t slim_unmark(const void *ptr)
             return status;
         }
         return slim::Engine::get()->regions().unmark(ptr) ? SLIM_OK : SLIM_ERR_INVALID;
+    });
+}
+
+slim_status_t slim_region_begin(const char *label)
+{
+    if (label == nullptr || !slim::policy::valid_label(label)) {
+        try {
+            slim::logger().warn("slim_region_begin: the label must be [A-Za-z0-9_.-]+; "
+                                "the region is ignored");
+        } catch (...) {
+        }
+        return SLIM_ERR_INVALID;
+    }
+    return guarded([&] {
+        const slim_status_t status = slim::Engine::init();
+        if (status != SLIM_OK) {
+            return status;
+        }
+        slim::Engine *engine = slim::Engine::get();
+        const std::optional<slim::pack::Precision> precision = engine->policy().lookup(label);
+        engine->region_begin(precision ? precision->keep_bytes / 8.0 : 1.0);
+        return SLIM_OK;
+    });
+}
+
+slim_status_t slim_region_end(void)
+{
+    return guarded([&] {
+        const slim_status_t status = slim::Engine::init();
+        if (status != SLIM_OK) {
+            return status;
+        }
+        return slim::Engine::get()->region_end() ? SLIM_OK : SLIM_ERR_INVALID;
     });
 }
 

@@ -124,6 +124,40 @@ void Engine::on_traffic(const live::Traffic &traffic) noexcept
     }
 }
 
+void Engine::region_begin(double ratio) noexcept
+{
+    try {
+        const std::lock_guard<std::mutex> lock(live_mutex_);
+        if (region_depth_++ > 0) {
+            logger().info("slim_region_begin inside a region (depth {}): the outer region "
+                          "keeps the link", region_depth_);
+            return;
+        }
+        if (live_) {
+            live_->region_begin(ratio);
+            poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
+        }
+    } catch (...) {
+    }
+}
+
+bool Engine::region_end() noexcept
+{
+    try {
+        const std::lock_guard<std::mutex> lock(live_mutex_);
+        if (region_depth_ == 0) {
+            logger().warn("slim_region_end without slim_region_begin: ignored");
+            return false;
+        }
+        if (--region_depth_ == 0 && live_) {
+            live_->region_end();
+        }
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
 void Engine::poll_slow() noexcept
 {
     if (!live_ || !live_mutex_.try_lock()) {

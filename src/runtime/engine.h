@@ -48,6 +48,11 @@ public:
             poll_slow();
         }
     }
+    // slim_region_begin/end: nesting depth kept here; the outermost region
+    // drives the live loop. end() without begin() returns false.
+    void region_begin(double ratio) noexcept;
+    bool region_end() noexcept;
+
     // Final live totals (the link goes back to full width); none when the
     // live loop could not start.
     std::optional<live::LiveSummary> finish_live() noexcept;
@@ -68,6 +73,7 @@ private:
     std::mutex                      live_mutex_;
     std::unique_ptr<live::LiveLoop> live_;
     std::atomic<bool>               poll_wanted_{false};
+    int                             region_depth_ = 0;   // under live_mutex_
     std::optional<live::LiveSummary> final_live_;
 };
 

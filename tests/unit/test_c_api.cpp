@@ -133,3 +133,15 @@ TEST_CASE("a mark over part of another leaves a remainder that can be unmarked")
     CHECK(slim_unmark(c_api_buffer + 128) == SLIM_OK); // the right remainder
     CHECK(slim_unmark(c_api_buffer) == SLIM_ERR_INVALID);
 }
+
+TEST_CASE("regions: balanced, nested and unbalanced use returns codes, never aborts")
+{
+    CHECK(slim_region_end() == SLIM_ERR_INVALID);          // unbalanced
+    CHECK(slim_region_begin(nullptr) == SLIM_ERR_INVALID);
+    CHECK(slim_region_begin("bad label") == SLIM_ERR_INVALID);
+    CHECK(slim_region_begin("halo") == SLIM_OK);
+    CHECK(slim_region_begin("inner") == SLIM_OK);          // nested
+    CHECK(slim_region_end() == SLIM_OK);
+    CHECK(slim_region_end() == SLIM_OK);
+    CHECK(slim_region_end() == SLIM_ERR_INVALID);          // one too many
+}

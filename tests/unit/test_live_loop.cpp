@@ -201,3 +201,23 @@ TEST_CASE("unpacked bursts keep the full width")
     CHECK(s.time_at_width_ns[2] == 0);
     CHECK(*s.energy_savings_pct == Approx(0.0).margin(1e-9));
 }
+
+TEST_CASE("a region holds the width its packing needs until it ends")
+{
+    ManualClock clock;
+    LiveLoop loop(config_for(clock, PredictorKind::off));
+    loop.on_traffic(op(0, 8, 1));
+    idle(loop, clock, 10'000);
+    loop.region_begin(0.5);            // keep 4 of 8: 2 of 4 lanes
+    for (int k = 0; k < 100; ++k) {   // the region's traffic, unpacked
+        loop.on_traffic(op(0, 4096, 1));
+        clock.now += 2'000;
+    }
+    idle(loop, clock, 20'000);
+    loop.region_end();                 // back to full width, which takes tau
+    idle(loop, clock, 20'000);
+    loop.on_traffic(op(0, 4096, 1));
+    const auto s = loop.summary(true);
+    CHECK(s.time_at_width_ns[2] > 150'000);
+    CHECK(s.late_wakeups == 0);        // raised before the traffic came
+}
