@@ -156,6 +156,9 @@ void Controller::end_burst()
 TimeNs Controller::traffic()
 {
     const TimeNs now = clock_();
+    // A request that expired before this traffic ends at its own time (when
+    // a timer would have woken the port), as on every other call.
+    update(now);
     low_until_.reset();
     demand_[static_cast<unsigned>(Source::predictor)].reset();
     const unsigned needed = merged_width(now);

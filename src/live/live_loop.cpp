@@ -97,9 +97,6 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     // what the wait measures).
     timeout_fired_ = false;
     low_pending_   = false;
-    // First let an expired low-power request end at its own time (the wake
-    // a timer would have started), then wake for this operation.
-    controller_->tick();
     if (!open_ && config_.compression_aware && !in_region_) {
         // A packed burst keeps its speed on fewer lanes (thesis §4.5.2).
         double ratio = 1.0;
@@ -114,6 +111,8 @@ void LiveLoop::on_traffic(const Traffic& traffic)
             burst_demand_ = true;
         }
     }
+    // Wakes the link for this operation (an expired low-power request ends
+    // at its own time first).
     const TimeNs wait = controller_->traffic();
     if (wait > 0) {
         ++late_wakeups_;
@@ -141,7 +140,6 @@ void LiveLoop::region_begin(double ratio)
     if (finished_) return;
     in_region_ = true;
     // Wake now (the region's traffic must not wait), at the region's width.
-    controller_->tick();
     controller_->burst(ratio);
     controller_->traffic();
     low_pending_ = false;
@@ -227,7 +225,6 @@ void LiveLoop::close_burst(TimeNs now_ns)
             low_pending_ = true;
         }
     }
-    controller_->tick();
 
     last_end_ns_ = event.end_ns;
     if (const link::LinkStats* s = controller_->backend().stats()) {
