@@ -16,6 +16,7 @@
 #pragma once
 
 #include "link/controller.h"
+#include "live/predictor_kind.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
 
@@ -28,8 +29,6 @@
 namespace slim::live {
 
 using predict::TimeNs;
-
-enum class PredictorKind { spps, pps, timeout, off };
 
 struct LiveConfig {
     PredictorKind             kind = PredictorKind::spps;
@@ -151,7 +150,5 @@ private:
 
 // The stable identity of an operation (see the file comment).
 predict::EventId event_id(const Traffic& traffic);
-
-const char* to_string(PredictorKind kind);
 
 }  // namespace slim::live

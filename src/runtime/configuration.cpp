@@ -283,10 +283,12 @@ PackingMode parse_packing(const std::string &value)
     return modes.at(parse::choice(Config::packing_var, value, {"auto", "on", "off"}));
 }
 
-std::string parse_predictor(const std::string &value)
+live::PredictorKind parse_predictor(const std::string &value)
 {
-    static constexpr std::array<const char *, 4> names{"spps", "pps", "timeout", "off"};
-    return names.at(parse::choice(Config::predictor_var, value, {"spps", "pps", "timeout", "off"}));
+    using live::PredictorKind;
+    static constexpr std::array<PredictorKind, 4> kinds{PredictorKind::spps, PredictorKind::pps,
+                                                        PredictorKind::timeout, PredictorKind::off};
+    return kinds.at(parse::choice(Config::predictor_var, value, {"spps", "pps", "timeout", "off"}));
 }
 
 std::string parse_trace_dir(const std::string &value)

@@ -11,6 +11,7 @@
 #define SLIM_RUNTIME_CONFIGURATION_H
 
 #include "env.h"
+#include "live/predictor_kind.h"
 #include "policy/policy.h"
 
 #include <chrono>
@@ -78,7 +79,7 @@ struct Config {
     PackingMode  packing = PackingMode::automatic;
     // Who drives the link from live traffic: spps (default), pps, timeout
     // (the EEE-style baseline) or off (always on; accounting only).
-    std::string  predictor = "spps";
+    live::PredictorKind predictor = live::PredictorKind::spps;
     // Directory for per-rank event traces (slim-replay's format); empty: none.
     std::string  trace_dir;
 

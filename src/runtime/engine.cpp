@@ -96,11 +96,7 @@ void Engine::start_live() noexcept
 {
     try {
         live::LiveConfig lc;
-        const std::string &p = config_.predictor;
-        lc.kind = p == "pps"       ? live::PredictorKind::pps
-                  : p == "timeout" ? live::PredictorKind::timeout
-                  : p == "off"     ? live::PredictorKind::off
-                                   : live::PredictorKind::spps;
+        lc.kind                = config_.predictor;
         lc.backend_name        = to_string(config_.link);
         lc.backend.exec_template = config_.link_exec;
         lc.backend.inject_delay  = config_.inject_delay;

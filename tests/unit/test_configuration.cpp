@@ -369,3 +369,13 @@ TEST_CASE("UCX_SLIM_PACKING decides whether the transport steers UCP")
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PACKING", "maybe"}}),
                       Contains("UCX_SLIM_PACKING='maybe': accepted values are auto, on, off"));
 }
+
+TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, spps by default")
+{
+    CHECK(parse({}).predictor == slim::live::PredictorKind::spps);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "PPS"}}).predictor == slim::live::PredictorKind::pps);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor == slim::live::PredictorKind::timeout);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor == slim::live::PredictorKind::off);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_PREDICTOR", "oracle"}}),
+                      Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are spps, pps, timeout, off"));
+}
