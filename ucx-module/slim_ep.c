@@ -59,13 +59,12 @@ slim_record_status(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
     return slim_record_op(tl_ep, status, op, dir, 0, bytes, bytes);
 }
 
+/* A bcopy send returns the bytes it packed, or a negative status. */
 static UCS_F_ALWAYS_INLINE ssize_t
 slim_record_packed(uct_ep_h tl_ep, ssize_t packed, slim_op_t op, uint8_t am_id)
 {
-    if (packed >= 0) {
-        slim_core_traffic(op, SLIM_DIR_SEND, am_id, packed, packed,
-                          (uintptr_t)tl_ep);
-    }
+    slim_record_op(tl_ep, (packed >= 0) ? UCS_OK : (ucs_status_t)packed, op,
+                   SLIM_DIR_SEND, am_id, packed, packed);
     return packed;
 }
 

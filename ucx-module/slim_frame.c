@@ -71,8 +71,7 @@ ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
     /* Our frame memory is not registered: zero-copy frames only where the
      * inner transport needs no memory handle (tcp does not). */
     if ((attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) &&
-        !(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH) &&
-        (attr.cap.am.max_hdr == 0 || attr.cap.am.max_iov >= 1)) {
+        !(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH)) {
         frame->max_zcopy = attr.cap.am.max_zcopy;
     }
 
@@ -259,7 +258,6 @@ ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
     uint8_t *out              = frame->rx_busy ? NULL : frame->rx_scratch;
     size_t capacity           = frame->rx_busy ? 0 : frame->rx_scratch_size;
     uint8_t *grown;
-    ucs_status_t status;
     int64_t rebuilt;
     uint8_t am_id;
 
@@ -292,14 +290,12 @@ ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
     /* The rebuilt message is in our memory: the handler must copy what it
      * keeps, so it never gets the descriptor flag. */
     frame->rx_busy += (out == frame->rx_scratch);
-    status = slim_progress_deliver_am(iface, am_id, out, rebuilt,
-                                      flags & ~UCT_CB_PARAM_FLAG_DESC);
+    slim_progress_deliver_am(iface, am_id, out, rebuilt,
+                             flags & ~UCT_CB_PARAM_FLAG_DESC);
     if (out == frame->rx_scratch) {
         --frame->rx_busy;
     } else {
         ucs_free(out);
     }
-    /* The inner transport's descriptor was never kept. */
-    (void)status;
-    return UCS_OK;
+    return UCS_OK; /* the inner transport's descriptor was never kept */
 }

@@ -18,17 +18,15 @@ using pack::ByteSpan;
 using pack::FrameRequest;
 using pack::MarkedRun;
 
+// The registry only holds precisions of keep 2..7 (RegionRegistry::mark
+// refuses others), so every run it returns is marked data.
+
 // Marked runs a frame can describe. A message overlapping more marked
 // regions than this goes unframed (counted as missed): it is an unusual
 // marking (thousands of tiny regions) that the frame table would not pay for.
 constexpr std::size_t kMaxRuns = 64;
 constexpr std::size_t kMaxPieces = 16;
 constexpr std::uint8_t kAmIdLimit = 64;   // UCT_AM_ID_MAX
-
-bool valid_precision(const pack::Precision &p)
-{
-    return p.keep_bytes >= pack::kMinKeep && p.keep_bytes <= pack::kMaxKeep;
-}
 
 // Marked bytes in [ptr, ptr+len), however many runs there are: walks the
 // registry in batches (only for messages with more than kMaxRuns runs).
@@ -43,7 +41,7 @@ std::size_t count_marked(const pack::RegionRegistry &regions, const std::uint8_t
                                                kMaxRuns);
         const std::size_t n = found < kMaxRuns ? found : kMaxRuns;
         for (std::size_t i = 0; i < n; ++i) {
-            if (valid_precision(batch[i].precision)) marked += batch[i].end - batch[i].begin;
+            marked += batch[i].end - batch[i].begin;
         }
         if (found <= kMaxRuns) break;
         ptr = reinterpret_cast<const std::uint8_t *>(batch[kMaxRuns - 1].end);
@@ -123,7 +121,7 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
             marked += count_marked(regions, data, piece.length);
         } else {
             for (std::size_t r = run_count; r < run_count + found; ++r) {
-                if (valid_precision(runs[r].precision)) marked += runs[r].end - runs[r].begin;
+                marked += runs[r].end - runs[r].begin;
                 runs[r].begin       = runs[r].begin - addr + offset;
                 runs[r].end         = runs[r].end - addr + offset;
                 runs[r].region_base = runs[r].region_base - addr + offset;   // mod 2^64

@@ -113,16 +113,24 @@ std::string json_quote(std::string_view text)
 
 namespace {
 
+std::string fixed(double v, int decimals)
+{
+    // "-0.0" for a rounding-level negative reads like a loss; it is none.
+    if (v < 0.0 && v > -0.5 * std::pow(10.0, -decimals)) {
+        v = 0.0;
+    }
+    std::array<char, 48> text{};
+    std::snprintf(text.data(), text.size(), "%.*f", decimals, v);
+    return text.data();
+}
+
 // Wire bytes per original byte of the framed messages, as text ("0.52").
 std::string packing_ratio(const slim_packing_stats_t &p)
 {
-    std::array<char, 32> text{};
     if (p.payload_bytes == 0) {
         return "-";
     }
-    std::snprintf(text.data(), text.size(), "%.3f",
-                  static_cast<double>(p.wire_bytes) / static_cast<double>(p.payload_bytes));
-    return text.data();
+    return fixed(static_cast<double>(p.wire_bytes) / static_cast<double>(p.payload_bytes), 3);
 }
 
 std::string text_packing(const slim_packing_stats_t &p)
@@ -161,17 +169,6 @@ void append_json_packing(std::string &out, const slim_packing_stats_t &p)
         first = false;
     }
     out.append("}");
-}
-
-std::string fixed(double v, int decimals)
-{
-    // "-0.0" for a rounding-level negative reads like a loss; it is none.
-    if (v < 0.0 && v > -0.5 * std::pow(10.0, -decimals)) {
-        v = 0.0;
-    }
-    std::array<char, 48> text{};
-    std::snprintf(text.data(), text.size(), "%.*f", decimals, v);
-    return text.data();
 }
 
 std::string text_live(const live::LiveSummary *l)
