@@ -45,22 +45,11 @@ static void check_ints(const int32_t *got, size_t n, uint64_t tag,
     }
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-
-    if (p == NULL) {
-        mt_fail("cannot allocate %zu bytes", bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
 static void test_alltoall(int count)
 {
     const uint64_t tag = 1;
-    int32_t *sbuf = xmalloc(sizeof(int32_t) * (size_t)count * nranks);
-    int32_t *rbuf = xmalloc(sizeof(int32_t) * (size_t)count * nranks);
+    int32_t *sbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
+    int32_t *rbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
     char what[64];
 
     snprintf(what, sizeof(what), "Alltoall of %d ints per block", count);
@@ -91,10 +80,10 @@ static void test_alltoallv(int scale)
 {
     const uint64_t tag = 2;
     const int gap = 5; /* elements between blocks, must stay untouched */
-    int *scount = xmalloc(sizeof(int) * nranks);
-    int *sdispl = xmalloc(sizeof(int) * nranks);
-    int *rcount = xmalloc(sizeof(int) * nranks);
-    int *rdispl = xmalloc(sizeof(int) * nranks);
+    int *scount = mt_xmalloc(sizeof(int) * nranks);
+    int *sdispl = mt_xmalloc(sizeof(int) * nranks);
+    int *rcount = mt_xmalloc(sizeof(int) * nranks);
+    int *rdispl = mt_xmalloc(sizeof(int) * nranks);
     int stotal = 0, rtotal = 0;
     int32_t *sbuf, *rbuf;
     const int32_t poison = (int32_t)0xa5a5a5a5;
@@ -109,8 +98,8 @@ static void test_alltoallv(int scale)
         rdispl[j] = rtotal;
         rtotal += rcount[j] + gap;
     }
-    sbuf = xmalloc(sizeof(int32_t) * (size_t)stotal);
-    rbuf = xmalloc(sizeof(int32_t) * (size_t)rtotal);
+    sbuf = mt_xmalloc(sizeof(int32_t) * (size_t)stotal);
+    rbuf = mt_xmalloc(sizeof(int32_t) * (size_t)rtotal);
     for (int k = 0; k < stotal; ++k) {
         sbuf[k] = poison;
     }
@@ -154,8 +143,8 @@ static double dval(int rank, int k)
 
 static void test_allreduce_double(int count)
 {
-    double *in = xmalloc(sizeof(double) * (size_t)count);
-    double *out = xmalloc(sizeof(double) * (size_t)count);
+    double *in = mt_xmalloc(sizeof(double) * (size_t)count);
+    double *out = mt_xmalloc(sizeof(double) * (size_t)count);
     size_t bad = 0;
 
     for (int k = 0; k < count; ++k) {
@@ -192,8 +181,8 @@ static int32_t aval(int rank, int k)
 
 static void test_allreduce_int(int count)
 {
-    int32_t *in = xmalloc(sizeof(int32_t) * (size_t)count);
-    int32_t *out = xmalloc(sizeof(int32_t) * (size_t)count);
+    int32_t *in = mt_xmalloc(sizeof(int32_t) * (size_t)count);
+    int32_t *out = mt_xmalloc(sizeof(int32_t) * (size_t)count);
     size_t bad = 0;
 
     for (int k = 0; k < count; ++k) {
@@ -223,7 +212,7 @@ static void test_allreduce_int(int count)
 
 static void test_bcast(size_t bytes, int root)
 {
-    uint8_t *buf = xmalloc(bytes);
+    uint8_t *buf = mt_xmalloc(bytes);
     char what[64];
 
     snprintf(what, sizeof(what), "Bcast of %zu bytes from root %d", bytes,
@@ -244,8 +233,8 @@ static void test_bcast(size_t bytes, int root)
 static void test_allgather(int count)
 {
     const uint64_t tag = 4;
-    int32_t *sbuf = xmalloc(sizeof(int32_t) * (size_t)count);
-    int32_t *rbuf = xmalloc(sizeof(int32_t) * (size_t)count * nranks);
+    int32_t *sbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count);
+    int32_t *rbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
     char what[64];
 
     snprintf(what, sizeof(what), "Allgather of %d ints per rank", count);

@@ -8,6 +8,7 @@
 #ifndef SLIMLINK_MPI_TEST_UTIL_H
 #define SLIMLINK_MPI_TEST_UTIL_H
 
+#include <errno.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -207,6 +208,112 @@ static int mt_finish(const char *name)
         fflush(stdout);
     }
     return total == 0 ? 0 : 1;
+}
+
+/* ---- shared by the point-to-point tests (inline: not every test uses
+ * every helper, and unused static functions would warn). */
+
+enum { MT_MODE_BLOCKING = 1, MT_MODE_NONBLOCKING = 2, MT_MODE_SENDRECV = 3 };
+
+static inline const char *mt_mode_name(int mode)
+{
+    switch (mode) {
+    case MT_MODE_BLOCKING:    return "Send/Recv";
+    case MT_MODE_NONBLOCKING: return "Isend/Irecv";
+    default:                  return "Sendrecv";
+    }
+}
+
+/* malloc that aborts the job (after saying why) instead of returning NULL. */
+static inline void *mt_xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+
+    if (p == NULL) {
+        mt_fail("cannot allocate %zu bytes", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
+
+/* A comma-separated list of byte counts, each in [min, max] and a multiple
+ * of `multiple`; the number parsed, or -1 for a malformed list or more than
+ * max_count sizes. */
+static inline int mt_parse_sizes(const char *list, size_t *sizes, int max_count,
+                                 unsigned long long min, unsigned long long max,
+                                 unsigned long long multiple)
+{
+    int n = 0;
+    const char *p = list;
+
+    while (*p != '\0') {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(p, &end, 10);
+        if (errno != 0 || end == p || (*end != ',' && *end != '\0') ||
+            v < min || v > max || v % multiple != 0 || n == max_count) {
+            return -1;
+        }
+        sizes[n++] = (size_t)v;
+        p = (*end == ',') ? end + 1 : end;
+    }
+    return n;
+}
+
+static inline void mt_check_status(const MPI_Status *st, int source, int tag,
+                                   size_t bytes, const char *what)
+{
+    int count = -1;
+
+    MT_CHECK_MPI(MPI_Get_count(st, MPI_BYTE, &count));
+    if (st->MPI_SOURCE != source || st->MPI_TAG != tag ||
+        count != (int)bytes) {
+        mt_fail("%s: status source %d tag %d count %d, expected %d %d %zu",
+                what, st->MPI_SOURCE, st->MPI_TAG, count, source, tag, bytes);
+    }
+}
+
+/* `bytes` from sbuf to `peer` and from `peer` into rbuf (first filled with
+ * 0xa5), in `mode`; Send/Recv lets the lower rank send first. Checks the
+ * receive status. */
+static inline void mt_exchange(int mode, const void *sbuf, void *rbuf,
+                               size_t bytes, int peer, int tag,
+                               const char *what)
+{
+    MPI_Status st[2];
+    MPI_Request req[2];
+
+    memset(rbuf, 0xa5, bytes);
+    switch (mode) {
+    case MT_MODE_BLOCKING:
+        if (mt_rank < peer) {
+            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag,
+                                  MPI_COMM_WORLD));
+            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
+                                  MPI_COMM_WORLD, &st[0]));
+        } else {
+            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
+                                  MPI_COMM_WORLD, &st[0]));
+            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag,
+                                  MPI_COMM_WORLD));
+        }
+        break;
+    case MT_MODE_NONBLOCKING:
+        MT_CHECK_MPI(MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
+                               MPI_COMM_WORLD, &req[0]));
+        MT_CHECK_MPI(MPI_Isend(sbuf, (int)bytes, MPI_BYTE, peer, tag,
+                               MPI_COMM_WORLD, &req[1]));
+        MT_CHECK_MPI(MPI_Waitall(2, req, st));
+        break;
+    default:
+        MT_CHECK_MPI(MPI_Sendrecv(sbuf, (int)bytes, MPI_BYTE, peer, tag,
+                                  rbuf, (int)bytes, MPI_BYTE, peer, tag,
+                                  MPI_COMM_WORLD, &st[0]));
+        break;
+    }
+    mt_check_status(&st[0], peer, tag, bytes, what);
 }
 
 #endif /* SLIMLINK_MPI_TEST_UTIL_H */

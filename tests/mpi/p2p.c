@@ -15,100 +15,20 @@
  */
 #include "mpi_test_util.h"
 
-#include <errno.h>
-
 #define P2P_MAX_SIZES 64
 #define P2P_FULL_MAX  (4u << 20)
-
-enum { MODE_BLOCKING = 1, MODE_NONBLOCKING = 2, MODE_SENDRECV = 3 };
-
-static const char *mode_name(int mode)
-{
-    switch (mode) {
-    case MODE_BLOCKING:    return "Send/Recv";
-    case MODE_NONBLOCKING: return "Isend/Irecv";
-    default:               return "Sendrecv";
-    }
-}
-
-static int parse_sizes(const char *list, size_t *sizes, int max)
-{
-    int n = 0;
-    const char *p = list;
-
-    while (*p != '\0') {
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        v = strtoull(p, &end, 10);
-        if (errno != 0 || end == p || (*end != ',' && *end != '\0') ||
-            v > (1ULL << 30) || n == max) {
-            return -1;
-        }
-        sizes[n++] = (size_t)v;
-        p = (*end == ',') ? end + 1 : end;
-    }
-    return n;
-}
-
-static void check_status(const MPI_Status *st, int source, int tag,
-                         size_t size, const char *what)
-{
-    int count = -1;
-
-    MT_CHECK_MPI(MPI_Get_count(st, MPI_BYTE, &count));
-    if (st->MPI_SOURCE != source || st->MPI_TAG != tag ||
-        count != (int)size) {
-        mt_fail("%s: status source %d tag %d count %d, expected %d %d %zu",
-                what, st->MPI_SOURCE, st->MPI_TAG, count, source, tag, size);
-    }
-}
 
 /* One exchange of `size` bytes in both directions; returns the payload bytes
  * this rank sent. */
 static uint64_t exchange(int mode, size_t size, uint8_t *sbuf, uint8_t *rbuf)
 {
     const int peer = 1 - mt_rank;
-    const int tag  = mode;
-    MPI_Status st[2];
-    MPI_Request req[2];
     char what[96];
 
-    snprintf(what, sizeof(what), "%s of %zu bytes from rank %d", mode_name(mode),
+    snprintf(what, sizeof(what), "%s of %zu bytes from rank %d", mt_mode_name(mode),
              size, peer);
     mt_fill_bytes(sbuf, size, size, (uint64_t)mt_rank, (uint64_t)mode);
-    memset(rbuf, 0xa5, size);
-
-    switch (mode) {
-    case MODE_BLOCKING:
-        /* rank 0 → rank 1, then rank 1 → rank 0 */
-        if (mt_rank == 0) {
-            MT_CHECK_MPI(MPI_Send(sbuf, (int)size, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD));
-            MT_CHECK_MPI(MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-        } else {
-            MT_CHECK_MPI(MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-            MT_CHECK_MPI(MPI_Send(sbuf, (int)size, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD));
-        }
-        break;
-    case MODE_NONBLOCKING:
-        MT_CHECK_MPI(MPI_Irecv(rbuf, (int)size, MPI_BYTE, peer, tag,
-                               MPI_COMM_WORLD, &req[0]));
-        MT_CHECK_MPI(MPI_Isend(sbuf, (int)size, MPI_BYTE, peer, tag,
-                               MPI_COMM_WORLD, &req[1]));
-        MT_CHECK_MPI(MPI_Waitall(2, req, st));
-        break;
-    default:
-        MT_CHECK_MPI(MPI_Sendrecv(sbuf, (int)size, MPI_BYTE, peer, tag,
-                                  rbuf, (int)size, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-        break;
-    }
-    check_status(&st[0], peer, tag, size, what);
+    mt_exchange(mode, sbuf, rbuf, size, peer, mode, what);
     mt_check_bytes(rbuf, size, size, (uint64_t)peer, (uint64_t)mode, what);
     return size;
 }
@@ -128,7 +48,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
     if (argc == 3 && strcmp(argv[1], "--sizes") == 0) {
-        nsizes = parse_sizes(argv[2], sizes, P2P_MAX_SIZES);
+        nsizes = mt_parse_sizes(argv[2], sizes, P2P_MAX_SIZES, 0, 1ULL << 30, 1);
     } else if (argc == 1) {
         sizes[nsizes++] = 0;
         for (size_t s = 1; s <= P2P_FULL_MAX; s *= 2) {
@@ -157,7 +77,7 @@ int main(int argc, char **argv)
     }
 
     for (int i = 0; i < nsizes; ++i) {
-        for (int mode = MODE_BLOCKING; mode <= MODE_SENDRECV; ++mode) {
+        for (int mode = MT_MODE_BLOCKING; mode <= MT_MODE_SENDRECV; ++mode) {
             payload_sent += exchange(mode, sizes[i], sbuf, rbuf);
         }
     }

@@ -54,13 +54,11 @@
  */
 #include "mpi_test_util.h"
 
-#include <errno.h>
 #include <time.h>
 
 #define PK_MAX_SIZES 64
 #define PK_FULL_MAX  (4u << 20)
 
-enum { MODE_BLOCKING = 1, MODE_NONBLOCKING = 2, MODE_SENDRECV = 3 };
 
 typedef struct precision {
     int          keep;
@@ -80,50 +78,9 @@ static uint64_t raw_elements;
 /* Scratch for the receiver's expectations. */
 static double *orig_vals, *quant_vals;
 
-static const char *mode_name(int mode)
-{
-    switch (mode) {
-    case MODE_BLOCKING:    return "Send/Recv";
-    case MODE_NONBLOCKING: return "Isend/Irecv";
-    default:               return "Sendrecv";
-    }
-}
-
 static const char *round_name(slim_round_t mode)
 {
     return mode == SLIM_ROUND_NEAREST ? "round" : "truncate";
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-
-    if (p == NULL) {
-        mt_fail("cannot allocate %zu bytes", bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    return p;
-}
-
-static int parse_sizes(const char *list, size_t *sizes, int max)
-{
-    int n = 0;
-    const char *p = list;
-
-    while (*p != '\0') {
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        v = strtoull(p, &end, 10);
-        if (errno != 0 || end == p || (*end != ',' && *end != '\0') ||
-            v == 0 || v % 8 != 0 || v > (64ULL << 20) || n == max) {
-            return -1;
-        }
-        sizes[n++] = (size_t)v;
-        p = (*end == ',') ? end + 1 : end;
-    }
-    return n;
 }
 
 /* LABEL=keep:N[:truncate|round] */
@@ -432,60 +389,14 @@ static void check_exact(const uint8_t *got, const uint8_t *want, size_t bytes,
             (unsigned long long)bits_at(want + first / 8 * 8));
 }
 
-static void check_status(const MPI_Status *st, int source, int tag,
-                         size_t bytes, const char *what)
-{
-    int count = -1;
-
-    MT_CHECK_MPI(MPI_Get_count(st, MPI_BYTE, &count));
-    if (st->MPI_SOURCE != source || st->MPI_TAG != tag ||
-        count != (int)bytes) {
-        mt_fail("%s: status source %d tag %d count %d, expected %d %d %zu",
-                what, st->MPI_SOURCE, st->MPI_TAG, count, source, tag, bytes);
-    }
-}
-
 /* ---- point to point ---------------------------------------------------- */
 
 /* `bytes` from sbuf to the peer and from the peer into rbuf, in `mode`. */
 static void exchange(int mode, const uint8_t *sbuf, uint8_t *rbuf,
                      size_t bytes, const char *what)
 {
-    const int peer = mt_rank ^ 1;
-    const int tag  = (int)(case_id % 30000u);
-    MPI_Status st[2];
-    MPI_Request req[2];
-
-    memset(rbuf, 0xa5, bytes);
-    switch (mode) {
-    case MODE_BLOCKING:
-        /* the even rank sends first, then the odd one */
-        if (mt_rank % 2 == 0) {
-            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD));
-            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-        } else {
-            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD));
-        }
-        break;
-    case MODE_NONBLOCKING:
-        MT_CHECK_MPI(MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                               MPI_COMM_WORLD, &req[0]));
-        MT_CHECK_MPI(MPI_Isend(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                               MPI_COMM_WORLD, &req[1]));
-        MT_CHECK_MPI(MPI_Waitall(2, req, st));
-        break;
-    default:
-        MT_CHECK_MPI(MPI_Sendrecv(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-        break;
-    }
-    check_status(&st[0], peer, tag, bytes, what);
+    mt_exchange(mode, sbuf, rbuf, bytes, mt_rank ^ 1, (int)(case_id % 30000u),
+                what);
 }
 
 /* A marked buffer of `bytes`, then the same buffer unmarked. */
@@ -500,7 +411,7 @@ static void p2p_case(int mode, size_t bytes, uint8_t *sbuf, uint8_t *rbuf,
     char what[160];
 
     snprintf(what, sizeof(what), "case %u: %s of %zu marked bytes (keep %d %s) "
-             "from rank %d", this_case, mode_name(mode), bytes, theirs.keep,
+             "from rank %d", this_case, mt_mode_name(mode), bytes, theirs.keep,
              round_name(theirs.mode), peer);
     fill_values((double *)sbuf, n, mt_rank, 0, mine.keep);
     memcpy(copy, sbuf, bytes);
@@ -513,7 +424,7 @@ static void p2p_case(int mode, size_t bytes, uint8_t *sbuf, uint8_t *rbuf,
 
     /* The same values once more, unmarked: bit for bit. */
     snprintf(what, sizeof(what), "case %u: %s of %zu bytes, unmarked after "
-             "being marked, from rank %d", this_case, mode_name(mode), bytes,
+             "being marked, from rank %d", this_case, mt_mode_name(mode), bytes,
              peer);
     mark_unknown_label(sbuf, bytes, what);
     exchange(mode, sbuf, rbuf, bytes, what);
@@ -545,7 +456,7 @@ static void p2p_partial_case(size_t bytes, uint8_t *sbuf, uint8_t *rbuf,
     memcpy(sbuf + off, orig_vals, len);
     memcpy(copy, sbuf, total);
     mark(sbuf + off, len, mine, what);
-    exchange(MODE_BLOCKING, sbuf, rbuf, total, what);
+    exchange(MT_MODE_BLOCKING, sbuf, rbuf, total, what);
     unmark(sbuf + off, what);
     check_exact(sbuf, copy, total, "sender's buffer after a partly marked send");
 
@@ -591,7 +502,7 @@ static void p2p_overlay_case(size_t bytes, uint8_t *sbuf, uint8_t *rbuf,
                 slim_status_string(st));
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    exchange(MODE_SENDRECV, sbuf, rbuf, bytes, what);
+    exchange(MT_MODE_SENDRECV, sbuf, rbuf, bytes, what);
     unmark(sbuf, what);
     unmark(sbuf + 8 * x, what);
     unmark(sbuf + 8 * y, what);
@@ -641,7 +552,7 @@ static void p2p_burst_case(size_t bytes, uint8_t **sbufs, uint8_t **rbufs)
                  this_case, BURST, b, bytes, theirs.keep,
                  round_name(theirs.mode), peer);
         unmark(sbufs[b], what);
-        check_status(&st[b], peer, tag + b, bytes, what);
+        mt_check_status(&st[b], peer, tag + b, bytes, what);
         fill_values(orig_vals, n, mt_rank, 10 + b, mine.keep);
         check_exact(sbufs[b], (const uint8_t *)orig_vals, bytes,
                     "sender's buffer after a marked burst");
@@ -659,16 +570,16 @@ static void run_p2p(const size_t *sizes, int nsizes)
         max_size = sizes[i] > max_size ? sizes[i] : max_size;
     }
     max_size += 16; /* the partly marked case sends 13 more bytes */
-    sbuf = xmalloc(max_size);
-    rbuf = xmalloc(max_size);
-    copy = xmalloc(max_size);
+    sbuf = mt_xmalloc(max_size);
+    rbuf = mt_xmalloc(max_size);
+    copy = mt_xmalloc(max_size);
     for (int b = 0; b < BURST; ++b) {
-        sbufs[b] = xmalloc(max_size);
-        rbufs[b] = xmalloc(max_size);
+        sbufs[b] = mt_xmalloc(max_size);
+        rbufs[b] = mt_xmalloc(max_size);
     }
 
     for (int i = 0; i < nsizes; ++i) {
-        for (int mode = MODE_BLOCKING; mode <= MODE_SENDRECV; ++mode) {
+        for (int mode = MT_MODE_BLOCKING; mode <= MT_MODE_SENDRECV; ++mode) {
             p2p_case(mode, sizes[i], sbuf, rbuf, copy);
         }
         p2p_partial_case(sizes[i], sbuf, rbuf, copy);
@@ -692,9 +603,9 @@ static void coll_alltoall(int count)
 {
     const size_t block = (size_t)count * 8;
     const size_t total = block * (size_t)nranks;
-    double *sbuf = xmalloc(total);
-    double *rbuf = xmalloc(total);
-    double *copy = xmalloc(total);
+    double *sbuf = mt_xmalloc(total);
+    double *rbuf = mt_xmalloc(total);
+    double *copy = mt_xmalloc(total);
     const unsigned this_case = ++case_id;
     const precision_t mine = precision_of(mt_rank);
     char what[160];
@@ -752,8 +663,8 @@ static void coll_alltoall(int count)
 static void coll_bcast(int count, int root)
 {
     const size_t bytes = (size_t)count * 8;
-    double *buf = xmalloc(bytes);
-    double *copy = xmalloc(bytes);
+    double *buf = mt_xmalloc(bytes);
+    double *copy = mt_xmalloc(bytes);
     const unsigned this_case = ++case_id;
     const precision_t prec = precision_of(root);
     char what[160];
@@ -918,7 +829,7 @@ int main(int argc, char **argv)
         if (val == NULL) {
             usage = 1;
         } else if (strcmp(argv[i], "--sizes") == 0) {
-            nsizes = parse_sizes(val, sizes, PK_MAX_SIZES);
+            nsizes = mt_parse_sizes(val, sizes, PK_MAX_SIZES, 8, 64ULL << 20, 8);
             usage = nsizes <= 0;
         } else if (strcmp(argv[i], "--part") == 0) {
             do_p2p  = strcmp(val, "p2p") == 0 || strcmp(val, "all") == 0;
@@ -954,8 +865,8 @@ int main(int argc, char **argv)
         max_count = sizes[i] / 8 + 2 > max_count ? sizes[i] / 8 + 2 : max_count;
     }
     max_count = max_count < 131072 * 2 ? 131072 * 2 : max_count;
-    orig_vals  = xmalloc(max_count * 8);
-    quant_vals = xmalloc(max_count * 8);
+    orig_vals  = mt_xmalloc(max_count * 8);
+    quant_vals = mt_xmalloc(max_count * 8);
 
     t0 = MPI_Wtime();
     if (do_p2p) {
