@@ -63,6 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_options.h"
+
 #define ACCEPT_REL_ERROR 0.01 /* thesis: packed answer within 1 % */
 
 typedef struct cg_options {
@@ -135,18 +137,6 @@ static void usage_error(const char *fmt, ...)
     exit(2);
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 static int parse_double(const char *s, double min, double max, double *out)
 {
     char *end;
@@ -190,7 +180,7 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
         }
         const char *val = argv[++i];
         if (strcmp(opt, "--n") == 0) {
-            if (!parse_long(val, 8, 4096, &o->n)) {
+            if (!bench_parse_long(val, 8, 4096, &o->n)) {
                 usage_error("--n %s: expected an integer 8..4096", val);
             }
         } else if (strcmp(opt, "--tol") == 0) {
@@ -198,20 +188,16 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
                 usage_error("--tol %s: expected a number 1e-14..0.5", val);
             }
         } else if (strcmp(opt, "--max-iter") == 0) {
-            if (!parse_long(val, 1, 10000000, &max_iter)) {
+            if (!bench_parse_long(val, 1, 10000000, &max_iter)) {
                 usage_error("--max-iter %s: expected an integer 1..10000000", val);
             }
         } else if (strcmp(opt, "--keep") == 0) {
-            if (!parse_long(val, 0, 7, &v) || v == 1) {
+            if (!bench_parse_long(val, 0, 7, &v) || v == 1) {
                 usage_error("--keep %s: expected 0 (full precision only) or 2..7", val);
             }
             o->keep = (int)v;
         } else if (strcmp(opt, "--mode") == 0) {
-            if (strcmp(val, "truncate") == 0) {
-                o->mode = SLIM_ROUND_TRUNCATE;
-            } else if (strcmp(val, "round") == 0) {
-                o->mode = SLIM_ROUND_NEAREST;
-            } else {
+            if (!bench_parse_round(val, &o->mode)) {
                 usage_error("--mode %s: expected truncate or round", val);
             }
         } else if (strcmp(opt, "--wait") == 0) {
@@ -221,7 +207,7 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
                 usage_error("--wait %s: expected yield or block", val);
             }
         } else if (strcmp(opt, "--repeat") == 0) {
-            if (!parse_long(val, 1, 1000, &o->repeat)) {
+            if (!bench_parse_long(val, 1, 1000, &o->repeat)) {
                 usage_error("--repeat %s: expected an integer 1..1000", val);
             }
         } else {

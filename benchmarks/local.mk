@@ -47,7 +47,7 @@ EXTRA_DIST += benchmarks/run-codec-bench
 # solved at full precision and with the halo sends marked for lossy packing;
 # prints the iterations, residuals and the packed answer's error.
 bin_PROGRAMS += benchmarks/slimlink-cg
-benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c
+benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c benchmarks/bench_options.h
 benchmarks_slimlink_cg_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 
@@ -55,7 +55,7 @@ benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 # interleaved in one run, with the received data checked against
 # slim_quantize. Run with benchmarks/run-packing-bench. Not installed.
 noinst_PROGRAMS += benchmarks/packed-bw
-benchmarks_packed_bw_SOURCES = benchmarks/packed_bw.c
+benchmarks_packed_bw_SOURCES = benchmarks/packed_bw.c benchmarks/bench_options.h
 benchmarks_packed_bw_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_packed_bw_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 EXTRA_DIST += benchmarks/run-packing-bench

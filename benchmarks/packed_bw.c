@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_options.h"
+
 #define TAG_DATA   100
 #define TAG_ACK    101
 #define TAG_VERIFY 102
@@ -73,18 +75,6 @@ static void usage_error(const char *what, const char *val)
     exit(2);
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static void parse_options(int argc, char **argv, bw_options_t *o)
@@ -107,35 +97,31 @@ static void parse_options(int argc, char **argv, bw_options_t *o)
             usage_error("missing value for ", opt);
         }
         if (strcmp(opt, "--min") == 0) {
-            if (!parse_long(val, 8, 1L << 30, &o->min_size) || !is_pow2(o->min_size)) {
+            if (!bench_parse_long(val, 8, 1L << 30, &o->min_size) || !is_pow2(o->min_size)) {
                 usage_error("--min: expected a power of two 8..1073741824, got ", val);
             }
         } else if (strcmp(opt, "--max") == 0) {
-            if (!parse_long(val, 8, 1L << 30, &o->max_size) || !is_pow2(o->max_size)) {
+            if (!bench_parse_long(val, 8, 1L << 30, &o->max_size) || !is_pow2(o->max_size)) {
                 usage_error("--max: expected a power of two 8..1073741824, got ", val);
             }
         } else if (strcmp(opt, "--keep") == 0) {
-            if (!parse_long(val, 2, 7, &keep)) {
+            if (!bench_parse_long(val, 2, 7, &keep)) {
                 usage_error("--keep: expected 2..7, got ", val);
             }
         } else if (strcmp(opt, "--mode") == 0) {
-            if (strcmp(val, "truncate") == 0) {
-                o->mode = SLIM_ROUND_TRUNCATE;
-            } else if (strcmp(val, "round") == 0) {
-                o->mode = SLIM_ROUND_NEAREST;
-            } else {
+            if (!bench_parse_round(val, &o->mode)) {
                 usage_error("--mode: expected truncate or round, got ", val);
             }
         } else if (strcmp(opt, "--reps") == 0) {
-            if (!parse_long(val, 1, 1000, &o->reps)) {
+            if (!bench_parse_long(val, 1, 1000, &o->reps)) {
                 usage_error("--reps: expected 1..1000, got ", val);
             }
         } else if (strcmp(opt, "--window") == 0) {
-            if (!parse_long(val, 1, 1024, &o->window)) {
+            if (!bench_parse_long(val, 1, 1024, &o->window)) {
                 usage_error("--window: expected 1..1024, got ", val);
             }
         } else if (strcmp(opt, "--budget") == 0) {
-            if (!parse_long(val, 1, 65536, &o->budget_mib)) {
+            if (!bench_parse_long(val, 1, 65536, &o->budget_mib)) {
                 usage_error("--budget: expected 1..65536 (MiB), got ", val);
             }
         } else {

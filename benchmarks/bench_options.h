@@ -1,0 +1,41 @@
+/*
+ * Option parsing shared by the MPI benchmarks (slimlink-cg, packed-bw).
+ * Header-only, static inline: each benchmark is one C program.
+ */
+#ifndef SLIMLINK_BENCH_OPTIONS_H
+#define SLIMLINK_BENCH_OPTIONS_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slimlink.h>
+
+/* All of `s` as a decimal long in [min, max]: 1 and *out set, else 0. */
+static inline int bench_parse_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* "truncate" or "round": 1 and *out set, else 0. */
+static inline int bench_parse_round(const char *s, slim_round_t *out)
+{
+    if (strcmp(s, "truncate") == 0) {
+        *out = SLIM_ROUND_TRUNCATE;
+        return 1;
+    }
+    if (strcmp(s, "round") == 0) {
+        *out = SLIM_ROUND_NEAREST;
+        return 1;
+    }
+    return 0;
+}
+
+#endif
