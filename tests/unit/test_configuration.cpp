@@ -379,3 +379,10 @@ TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, spps by default")
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PREDICTOR", "oracle"}}),
                       Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are spps, pps, timeout, off"));
 }
+
+TEST_CASE("UCX_SLIM_TRACE names a directory; empty means no trace")
+{
+    CHECK(parse({}).trace_dir.empty());
+    CHECK(parse({{"UCX_SLIM_TRACE", ""}}).trace_dir.empty());
+    CHECK(parse({{"UCX_SLIM_TRACE", "/tmp/traces"}}).trace_dir == "/tmp/traces");
+}
