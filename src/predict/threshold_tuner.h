@@ -32,7 +32,8 @@ struct AdgtResult {
     double                final_idle_share = 0.0;  // demCumIdleTime used
 };
 
-// One ADGT run over `samples` (idle interval lengths, any order).
+// One ADGT run over `samples` (idle interval lengths, any order); those
+// shorter than histogram_min_ns are ignored (thesis §5.3.2).
 AdgtResult run_adgt(const std::vector<TimeNs>& samples, const TunerConfig& config);
 
 // Feeds idle intervals; after skip + sample intervals it runs ADGT once.
@@ -43,7 +44,8 @@ public:
     enum class State { skipping, sampling, tuned, gave_up };
 
     // Returns the state after this interval. Becomes `tuned` or `gave_up`
-    // on the interval that completes the sample.
+    // on the interval that completes the sample. While sampling, intervals
+    // shorter than histogram_min_ns are ignored; while skipping they count.
     State add_idle(TimeNs idle_ns);
 
     // Start over. A restart (dangerous zone) samples again without skipping.

@@ -191,16 +191,34 @@ TEST_CASE("adgt does not choose a bin again once its gap search failed", "[adgt]
 
 TEST_CASE("adgt handles degenerate samples", "[adgt]")
 {
-    SECTION("all intervals below 20 us sit in bin 0: no GT")
+    SECTION("all intervals below 20 us are ignored: no bins, no GT")
     {
         std::vector<TimeNs> samples;
         for (int i = 0; i < 400; ++i) {
             samples.push_back(1'000 + 45 * i);  // 1 us .. 19 us
         }
         const AdgtResult result = run_adgt(samples, TunerConfig{});
-        REQUIRE(result.bins == 20);
+        REQUIRE(result.bins == 0);
         REQUIRE_FALSE(result.gt_ns);
-        REQUIRE(result.final_idle_share == Approx(0.90));  // line 14, first pass
+    }
+    SECTION("intervals below 20 us do not change the GT")
+    {
+        // Two clusters, 30-40 us and 1 ms, with an empty range between them;
+        // then the same plus as many 5 us gaps.
+        std::vector<TimeNs> samples;
+        for (int i = 0; i < 200; ++i) {
+            samples.push_back(30'000 + 50 * i);
+            samples.push_back(1'000'000 + 100 * i);
+        }
+        const AdgtResult clean = run_adgt(samples, TunerConfig{});
+        REQUIRE(clean.gt_ns);
+        std::vector<TimeNs> noisy = samples;
+        for (int i = 0; i < 400; ++i) {
+            noisy.push_back(5'000 + (i % 7) * 100);
+        }
+        const AdgtResult result = run_adgt(noisy, TunerConfig{});
+        REQUIRE(result.bins == clean.bins);
+        REQUIRE(result.gt_ns == clean.gt_ns);
     }
     SECTION("all intervals equal: GT in the empty bin just below them")
     {
@@ -259,6 +277,16 @@ TEST_CASE("threshold tuner skips 100 intervals, samples 400, then tunes once", "
         REQUIRE_FALSE(tuner.gt_ns());
         for (std::size_t i = 0; i + 1 < peaks.size(); ++i) {
             REQUIRE(tuner.add_idle(peaks[i]) == State::sampling);
+        }
+        REQUIRE(tuner.add_idle(peaks.back()) == State::tuned);
+        REQUIRE(tuner.gt_ns() == expected.gt_ns);
+    }
+    SECTION("while sampling, intervals under 20 us are ignored")
+    {
+        tuner.restart(false);
+        for (std::size_t i = 0; i + 1 < peaks.size(); ++i) {
+            REQUIRE(tuner.add_idle(peaks[i]) == State::sampling);
+            REQUIRE(tuner.add_idle(19'999) == State::sampling);  // not sampled
         }
         REQUIRE(tuner.add_idle(peaks.back()) == State::tuned);
         REQUIRE(tuner.gt_ns() == expected.gt_ns);
