@@ -72,6 +72,8 @@ public:
     Status restore_full_width();
 
     unsigned width() const { return applied_; }   // last width commanded
+    // When the live low-power request expires (a timer may act on it then).
+    std::optional<TimeNs> low_until() const { return low_until_; }
     unsigned full_width() const { return full_; }
     bool failed() const { return failed_; }
     const std::string& error() const { return error_; }

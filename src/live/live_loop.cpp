@@ -130,6 +130,9 @@ void LiveLoop::on_traffic(const Traffic& traffic)
         open_->event.start_ns = t;
         open_->event.id       = event_id(traffic);
     }
+    if (traffic.send && !open_->send_id) {
+        open_->send_id = event_id(traffic);
+    }
     open_->event.bytes += traffic.orig_bytes;
     open_->event.packed_bytes += traffic.wire_bytes;
     last_op_ns_ = std::max(t, last_op_ns_);
@@ -179,9 +182,30 @@ void LiveLoop::poll()
     controller_->tick();
 }
 
+std::optional<TimeNs> LiveLoop::next_deadline() const
+{
+    if (finished_) return std::nullopt;
+    std::optional<TimeNs> deadline;
+    const auto earliest = [&](TimeNs t) { deadline = deadline ? std::min(*deadline, t) : t; };
+    if (open_) {
+        earliest(last_op_ns_ + config_.burst_gap_ns + 1);
+    }
+    if (low_pending_) {
+        if (const std::optional<TimeNs> until = controller_->low_until()) {
+            earliest(*until);
+        }
+    }
+    if (!open_ && config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0) {
+        earliest(prev_end_ns_ + config_.timeout_ns);
+    }
+    return deadline;
+}
+
 void LiveLoop::close_burst(TimeNs now_ns)
 {
     predict::Event event = open_->event;
+    const predict::EventId start_id = event.id;  // what on_traffic looks up
+    event.id = open_->send_id.value_or(event.id);
     open_.reset();
     event.end_ns = std::max(now_ns, event.start_ns);
     // Unpacked bursts: packed_bytes 0 means "same as bytes" in traces.
@@ -197,10 +221,10 @@ void LiveLoop::close_burst(TimeNs now_ns)
                                      ? static_cast<double>(event.packed_bytes) /
                                                static_cast<double>(event.bytes)
                                      : 1.0;
-        if (ratio < 1.0 && (last_ratio_.size() < kMaxRemembered || last_ratio_.count(event.id))) {
-            last_ratio_[event.id] = ratio;
+        if (ratio < 1.0 && (last_ratio_.size() < kMaxRemembered || last_ratio_.count(start_id))) {
+            last_ratio_[start_id] = ratio;
         } else if (ratio >= 1.0) {
-            last_ratio_.erase(event.id);
+            last_ratio_.erase(start_id);
         }
         if (burst_demand_ && !in_region_) {
             controller_->end_burst();

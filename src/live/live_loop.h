@@ -6,11 +6,16 @@
 //
 // Bursts: operations closer than `burst_gap_ns` form one event. Below MPI
 // nobody says when a call ends, so an event ends when the loop notices the
-// gap (poll() from the transport's progress, or the next operation); that
+// gap (poll() from the LiveTimer thread, from the transport's progress, or
+// the next operation); that
 // moment is the event's end, in the trace too, so the trace replays what the
 // live controller really did. Event identity: a stable hash of what the
-// first operation of the burst shows on the wire — operation class, AM id,
-// size class (log2), peer — so repeated MPI calls give repeated ids.
+// burst's first send shows on the wire — operation class, AM id, size class
+// (log2), peer — so repeated MPI calls give repeated ids; of its first
+// receive when it sent nothing. Sends come in program order; receives come
+// when peers send, and with more ranks than cores which of two neighbours'
+// halos arrives first is chance, so a receive naming the burst would make
+// the same MPI call look like different events.
 //
 // Not thread-safe: the Engine serialises calls.
 #pragma once
@@ -52,6 +57,7 @@ struct Traffic {
     std::uint64_t wire_bytes = 0; // bytes that crossed the link
     std::uint64_t orig_bytes = 0; // before packing (== wire when not packed)
     std::uintptr_t peer    = 0;   // identifies the endpoint
+    bool          send     = true; // false: received
 };
 
 struct LiveSummary {
@@ -100,6 +106,12 @@ public:
                (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0);
     }
 
+    // The next time poll() has work to do at the latest: the open burst's
+    // gap, the low-power request's expiry (a real port must be woken then),
+    // the timeout policy's firing time. None when only traffic can change
+    // anything. The LiveTimer sleeps until then.
+    std::optional<TimeNs> next_deadline() const;
+
     // Regions (thesis §4.5.2, slim_region_begin/end): the link is raised now
     // to the width a region sending at `ratio` of its original bytes needs
     // (1.0: full width) and held there until region_end(), after which it
@@ -114,7 +126,8 @@ public:
 
 private:
     struct OpenBurst {
-        predict::Event event;
+        predict::Event event;                     // id: the first operation's
+        std::optional<predict::EventId> send_id;  // the first send's
     };
 
     void close_burst(TimeNs now);

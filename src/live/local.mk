@@ -1,7 +1,8 @@
 # src/live — the live loop: slim's traffic -> events -> predictor -> link
 # controller -> backend, and the per-rank event trace (issue 6).
 src_libslimcore_la_SOURCES += \
-	src/live/live_loop.h src/live/live_loop.cpp src/live/predictor_kind.h
+	src/live/live_loop.h src/live/live_loop.cpp src/live/predictor_kind.h \
+	src/live/live_timer.h src/live/live_timer.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_live_loop.cpp

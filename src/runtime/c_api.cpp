@@ -217,6 +217,7 @@ void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire
         t.wire_bytes = wire_bytes;
         t.orig_bytes = orig_bytes;
         t.peer       = peer;
+        t.send       = dir == SLIM_DIR_SEND;
         engine->on_traffic(t);
     }
 }

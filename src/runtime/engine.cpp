@@ -37,6 +37,7 @@ LogLevel log_level_for_errors(const EnvLookup &lookup)
 void report_at_exit()
 {
     if (Engine *engine = Engine::get()) {
+        engine->stop_timer();
         engine->report();
     }
 }
@@ -108,6 +109,17 @@ void Engine::start_live() noexcept
                             ".trace";
         }
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
+        if (config_.predictor != live::PredictorKind::off) {
+            try {
+                timer_ = std::make_unique<live::LiveTimer>(live_mutex_, *live_);
+            } catch (const std::exception &e) {
+                // Bursts then end at the next operation or transport
+                // progress: the loop still works, it just sees less idle time.
+                logger().warn("the live loop's timer thread cannot start ({}); idle periods "
+                              "are seen only when MPI calls into the transport",
+                              e.what());
+            }
+        }
     } catch (const std::exception &e) {
         live_.reset();
         try {
@@ -129,6 +141,9 @@ void Engine::on_traffic(const live::Traffic &traffic) noexcept
         const std::lock_guard<std::mutex> lock(live_mutex_);
         live_->on_traffic(traffic);
         poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
+        if (timer_) {
+            timer_->kick();
+        }
     } catch (...) {
     }
 }
@@ -145,6 +160,9 @@ void Engine::region_begin(double ratio) noexcept
         if (live_) {
             live_->region_begin(ratio);
             poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
+            if (timer_) {
+                timer_->kick();
+            }
         }
     } catch (...) {
     }
@@ -175,9 +193,22 @@ void Engine::poll_slow() noexcept
     try {
         live_->poll();
         poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
+        if (timer_) {
+            timer_->kick();
+        }
     } catch (...) {
     }
     live_mutex_.unlock();
+}
+
+void Engine::stop_timer() noexcept
+{
+    try {
+        if (timer_) {
+            timer_->stop();
+        }
+    } catch (...) {
+    }
 }
 
 std::optional<live::LiveSummary> Engine::finish_live() noexcept
@@ -185,6 +216,7 @@ std::optional<live::LiveSummary> Engine::finish_live() noexcept
     if (!live_) {
         return std::nullopt;
     }
+    stop_timer();
     try {
         const std::lock_guard<std::mutex> lock(live_mutex_);
         if (!final_live_) {

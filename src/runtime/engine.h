@@ -6,6 +6,7 @@
 
 #include "configuration.h"
 #include "live/live_loop.h"
+#include "live/live_timer.h"
 #include "pack/region_registry.h"
 #include "slimlink.h"
 
@@ -53,8 +54,12 @@ public:
     void region_begin(double ratio) noexcept;
     bool region_end() noexcept;
 
+    // Ends the live loop's timer thread (at exit, before static objects it
+    // may use are destroyed); idempotent.
+    void stop_timer() noexcept;
+
     // Final live totals (the link goes back to full width); none when the
-    // live loop could not start.
+    // live loop could not start. Stops the timer first.
     std::optional<live::LiveSummary> finish_live() noexcept;
 
     // Writes the report the configuration asks for; only the first call in
@@ -72,6 +77,7 @@ private:
 
     std::mutex                      live_mutex_;
     std::unique_ptr<live::LiveLoop> live_;
+    std::unique_ptr<live::LiveTimer> timer_;   // after live_: stops first
     std::atomic<bool>               poll_wanted_{false};
     int                             region_depth_ = 0;   // under live_mutex_
     std::optional<live::LiveSummary> final_live_;

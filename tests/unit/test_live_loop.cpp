@@ -2,12 +2,18 @@
 // driving the emulated link, and a trace that replays to the same savings.
 #include "link/replay.h"
 #include "live/live_loop.h"
+#include "live/live_timer.h"
 #include "predict/trace.h"
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -90,6 +96,75 @@ TEST_CASE("operations closer than the burst gap form one event, identified by th
     CHECK(s.predictor == "off");
     CHECK(s.energy_savings_pct.has_value());
     CHECK(*s.energy_savings_pct == Approx(0.0).margin(1e-9));
+}
+
+TEST_CASE("a burst is named by its first send, whichever neighbour's message arrived first")
+{
+    const std::string path = temp_path("send-id.trace");
+    ManualClock clock;
+    {
+        LiveLoop loop(config_for(clock, PredictorKind::off, path));
+        Traffic received = op(5, 4096, 2);
+        received.send    = false;
+        loop.on_traffic(received);
+        clock.now += 1'000;
+        loop.on_traffic(op(0, 4096, 1));
+        clock.now += 10'000;
+        loop.poll();
+        loop.on_traffic(received);  // a burst of receives only
+        clock.now += 10'000;
+        loop.poll();
+        loop.summary(true);
+    }
+    std::ifstream in(path);
+    std::string   line;
+    std::vector<std::uint64_t> ids;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream fields(line);
+        std::uint64_t start = 0, end = 0, id = 0;
+        fields >> start >> end >> id;
+        ids.push_back(id);
+    }
+    std::remove(path.c_str());
+    Traffic received = op(5, 4096, 2);
+    received.send    = false;
+    REQUIRE(ids.size() == 2);
+    CHECK(ids[0] == slim::live::event_id(op(0, 4096, 1)));
+    CHECK(ids[1] == slim::live::event_id(received));
+}
+
+TEST_CASE("the live timer ends a burst a gap after its last operation, with nobody polling")
+{
+    // Below MPI nobody calls the transport while the application computes:
+    // without the timer this burst would stay open until the next operation.
+    LiveConfig c;
+    c.kind            = PredictorKind::spps;
+    c.safety_handlers = false;
+    LiveLoop   loop(c);
+    std::mutex mutex;
+    slim::live::LiveTimer timer(mutex, loop);
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        loop.on_traffic(op(0, 4096, 1));
+        REQUIRE(loop.burst_open());
+        timer.kick();
+    }
+    const auto started = std::chrono::steady_clock::now();
+    bool closed = false;
+    for (int i = 0; i < 2000 && !closed; ++i) {  // up to 2 s on a loaded machine
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const std::lock_guard<std::mutex> lock(mutex);
+        closed = !loop.burst_open();
+    }
+    CHECK(closed);
+    timer.stop();
+    const auto waited = std::chrono::steady_clock::now() - started;  // >= 1 ms
+    const auto s      = loop.summary(true);
+    CHECK(s.events == 1);
+    // It ended a gap (5 us) after the operation, give or take the wake-up,
+    // not when we looked (the first look was 1 ms later).
+    CHECK(s.span_ns < std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count());
 }
 
 TEST_CASE("event identity depends on what the wire shows, not on when")
