@@ -16,8 +16,17 @@
 // prediction is active, else the size the PPA is working on (patSize, at
 // least 2). A restart forgets grams, patterns and prediction and samples
 // again without skipping; the interval that triggered it is the first of the
-// new sample, since it belongs to the new behaviour. A tuner that gives up
-// leaves the predictor without prediction for the rest of the run.
+// new sample, since it belongs to the new behaviour.
+//
+// A tuner that gives up leaves the predictor without prediction (the thesis
+// stops there) until retry_after_intervals idle intervals later, when it
+// samples again (0: never). So does a GT under which no low-power request
+// was issued for that many intervals: on a noisy sample ADGT can pick a GT
+// above every useful interval (16 ms was seen on a loaded 2-core node,
+// where the CG mini-app's intervals are 20-500 us), which groups everything
+// into one gram and predicts nothing. Applications change phase — setup,
+// then a solver; a solve, then another — and one noisy sample would
+// otherwise cost the whole run.
 #include "predictor.h"
 
 #include "gram_former.h"
@@ -84,6 +93,8 @@ struct Predictor::Impl {
     Decision    on_event(const Event& event);
     Step        front_end(std::optional<TimeNs> idle);
     void        restart();
+    void        retune();  // no GT, or no prediction under it: sample again
+    void        sample_again();  // forget grams, patterns and GT; tune anew
     std::size_t current_pattern_size() const;
     void        issue(const std::optional<LowPowerRequest>& request, Decision& decision);
 
@@ -95,8 +106,10 @@ struct Predictor::Impl {
     ThresholdTuner   tuner;
     PredictorStats   stats;
 
-    Mode   mode = Mode::tuning;
-    TimeNs gt   = 0;
+    Mode          mode = Mode::tuning;
+    TimeNs        gt   = 0;
+    std::uint64_t idle_since_give_up = 0;
+    std::uint64_t idle_without_prediction = 0;  // while running (SPPS)
 
     bool   has_previous = false;
     TimeNs previous_end = 0;
@@ -175,13 +188,19 @@ void Predictor::Impl::issue(const std::optional<LowPowerRequest>& request, Decis
     decision.low_power = request;
     pending            = request;
     ++stats.predictions;
+    idle_without_prediction = 0;
 }
 
 Predictor::Impl::Step Predictor::Impl::front_end(std::optional<TimeNs> idle)
 {
     switch (mode) {
     case Mode::gave_up:
-        return Step::skip;
+        if (!idle || config.retry_after_intervals == 0 ||
+            ++idle_since_give_up < config.retry_after_intervals) {
+            return Step::skip;
+        }
+        retune();
+        return Step::skip;  // the sample starts with the next interval
     case Mode::tuning:
         if (!idle) {
             return Step::skip;
@@ -192,16 +211,23 @@ Predictor::Impl::Step Predictor::Impl::front_end(std::optional<TimeNs> idle)
             stats.gt_ns = gt;
             mode        = Mode::running;
             danger_seen = false;
+            idle_without_prediction = 0;
             return Step::first_event;
         case ThresholdTuner::State::gave_up:
-            stats.gave_up = true;
-            mode          = Mode::gave_up;
+            stats.gave_up      = true;
+            mode               = Mode::gave_up;
+            idle_since_give_up = 0;
             return Step::skip;
         default:
             return Step::skip;
         }
     case Mode::running:
         break;
+    }
+    if (idle && config.policy == Policy::spps && config.retry_after_intervals > 0 &&
+        ++idle_without_prediction >= config.retry_after_intervals) {
+        retune();
+        return Step::skip;
     }
     if (idle && tuner.in_dangerous_zone(*idle)) {
         const std::uint64_t window = config.restart_window_patterns * current_pattern_size();
@@ -220,14 +246,25 @@ std::size_t Predictor::Impl::current_pattern_size() const
     return pmcc.active() ? pmcc.pattern_size() : ppa.current_pattern_size();
 }
 
+void Predictor::Impl::retune()
+{
+    ++stats.tuning_retries;
+    sample_again();
+}
+
 void Predictor::Impl::restart()
+{
+    ++stats.restarts;
+    sample_again();
+}
+
+void Predictor::Impl::sample_again()
 {
     pmcc.deactivate();
     ppa.clear();
     former.clear();
     grams.clear();
     tuner.restart(false);
-    ++stats.restarts;
     stats.gt_ns.reset();
     mode        = Mode::tuning;
     danger_seen = false;

@@ -29,6 +29,9 @@ struct PredictorConfig {
     std::size_t max_gram_events   = 64;       // events kept per gram
     double      idle_tolerance    = 0.10;     // idle intervals within +-10 % are equal
     std::size_t restart_window_patterns = 3;  // second dangerous hit within 3 pattern lengths
+    std::size_t retry_after_intervals = 1000; // SPPS samples again this many idle
+                                              // intervals after ADGT gave up, or with
+                                              // no prediction under its GT (0: never)
     TunerConfig tuner;
     std::size_t gram_kinds_capacity   = 2048; // distinct grams alive (gram array + pattern list)
     std::size_t positions_per_pattern = 8;    // most recent positions kept per pattern
@@ -52,7 +55,9 @@ struct PredictorStats {
     TimeNs        predicted_idle_ns = 0;   // sum of requested low-power spans, each clipped
                                            // to the idle interval that followed it
     std::optional<TimeNs> gt_ns;           // current grouping threshold (none while SPPS tunes)
-    bool          gave_up           = false;  // SPPS found no GT
+    bool          gave_up           = false;  // SPPS found no GT (at least once)
+    std::uint64_t tuning_retries    = 0;   // samples taken again: no GT, or no
+                                           // prediction under it
     std::uint64_t ppa_invocations   = 0;   // PPA steps run (Algorithm 1, line 8)
     std::uint64_t idle_matches      = 0;   // predicted grams whose idle came within idle_tolerance
 };

@@ -476,6 +476,46 @@ TEST_CASE("SPPS without a usable grouping threshold predicts nothing", "[predict
     CHECK(p.stats().grams == 0);
 }
 
+TEST_CASE("SPPS samples again after giving up, and finds a later regular phase", "[predict]")
+{
+    // 600 intervals of noise (ADGT gives up), then a regular CG-like phase.
+    const auto run = [](std::size_t retry_after) {
+        std::mt19937_64                        rng(19);
+        std::uniform_real_distribution<double> exponent(std::log(20e3), std::log(1e9));
+        TraceBuilder                           t(20, 0.10);
+        for (int i = 0; i < 600; ++i) {
+            t.add(static_cast<EventId>(i % 3), static_cast<TimeNs>(std::exp(exponent(rng))), kUs,
+                  0.0);
+        }
+        for (int i = 0; i < 3000; ++i) {
+            t.cg_iteration();
+        }
+        PredictorConfig c = spps();
+        c.retry_after_intervals = retry_after;
+        Predictor p(c);
+        for (const Event& e : t.events) {
+            p.on_event(e);
+        }
+        return p.stats();
+    };
+    SECTION("by default, 1000 idle intervals later")
+    {
+        const PredictorStats s = run(1000);
+        CHECK(s.gave_up);
+        CHECK(s.tuning_retries >= 1);
+        REQUIRE(s.gt_ns);
+        CHECK(s.hits > 1000);
+    }
+    SECTION("never, as the thesis does, with 0")
+    {
+        const PredictorStats s = run(0);
+        CHECK(s.gave_up);
+        CHECK(s.tuning_retries == 0);
+        CHECK_FALSE(s.gt_ns);
+        CHECK(s.hits == 0);
+    }
+}
+
 TEST_CASE("the predictor allocates nothing per event once constructed", "[predict]")
 {
     // A regular phase, a phase of churn that fills and evicts the pattern
