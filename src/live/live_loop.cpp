@@ -96,9 +96,13 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     // The link carries this operation: wake it first (a late wake-up is
     // what the wait measures).
     timeout_fired_ = false;
-    low_pending_   = false;
-    if (!open_ && config_.compression_aware && !in_region_) {
-        // A packed burst keeps its speed on fewer lanes (thesis §4.5.2).
+    const bool waking = low_pending_ || controller_->width() < controller_->full_width();
+    low_pending_      = false;
+    if (!open_ && waking && config_.compression_aware && !in_region_) {
+        // A packed burst keeps its speed on fewer lanes (thesis §4.5.2), so
+        // a link in low power wakes only to those. A link at full width is
+        // not narrowed for a burst: a width change takes tau (10 us), longer
+        // than most bursts; slim-replay --packed models the same rule.
         double ratio = 1.0;
         const auto known = last_ratio_.find(event_id(traffic));
         if (known != last_ratio_.end()) {

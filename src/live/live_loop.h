@@ -44,7 +44,8 @@ struct LiveConfig {
     TimeNs                    burst_gap_ns = 5'000;
     std::string               trace_path;         // empty: no trace
     bool                      safety_handlers = true;
-    // Thesis §4.5.2: a burst that carries packed data needs only
+    // Thesis §4.5.2: a burst that carries packed data and finds the link in
+    // low power wakes it only to
     // max(1, ceil(L * wire/original)) lanes; the ratio is the one the same
     // event id had last time (or its first operation's, the first time).
     bool                      compression_aware = true;

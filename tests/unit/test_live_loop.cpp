@@ -239,32 +239,50 @@ TEST_CASE("an unwritable trace path is reported, and the loop goes on")
     CHECK_FALSE(s.trace_error.empty());
 }
 
-TEST_CASE("bursts that carry packed data run on fewer lanes, from the id's last ratio")
+// Bursts of 200 us of packed traffic (wire 0.5 of the original), 50 us apart.
+slim::live::LiveSummary packed_bursts(PredictorKind kind)
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::off));
-    // Bursts of 200 us (a width change takes tau = 10 us: shorter bursts
-    // could not use the narrower width).
+    LiveConfig  c = config_for(clock, kind);
+    c.timeout_ns  = 20'000;
+    LiveLoop loop(c);
     for (int i = 0; i < 20; ++i) {
         for (int k = 0; k < 100; ++k) {
             Traffic packed = op(0, 2048, 1);
-            packed.orig_bytes = 4096;   // wire 0.5 of the original: 2 of 4 lanes
+            packed.orig_bytes = 4096;   // 2 of 4 lanes
             loop.on_traffic(packed);
             clock.now += 2'000;
         }
         idle(loop, clock, 50'000);
     }
-    const auto s = loop.summary(true);
-    CHECK(s.time_at_width_ns[2] > 0);
-    CHECK(s.time_at_width_ns[1] == 0);
-    REQUIRE(s.energy_savings_pct.has_value());
-    CHECK(*s.energy_savings_pct > 10.0);
+    return loop.summary(true);
 }
 
-TEST_CASE("unpacked bursts keep the full width")
+TEST_CASE("packed bursts wake a low link only to the lanes they fill")
+{
+    const auto s = packed_bursts(PredictorKind::timeout);
+    CHECK(s.time_at_width_ns[2] > 0);
+    CHECK(s.time_at_width_ns[3] == 0);
+    CHECK(s.time_at_width_ns[4] < s.time_at_width_ns[2]);  // only before the first low
+    REQUIRE(s.energy_savings_pct.has_value());
+    CHECK(*s.energy_savings_pct > 40.0);
+}
+
+TEST_CASE("a link at full width is not narrowed for a packed burst")
+{
+    // A width change takes tau: narrowing for each burst would cost
+    // transitions and late wake-ups for the unpacked traffic after it.
+    const auto s = packed_bursts(PredictorKind::off);
+    CHECK(s.time_at_width_ns[2] == 0);
+    CHECK(s.transitions == 0);
+}
+
+TEST_CASE("unpacked bursts wake a low link to full width")
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::off));
+    LiveConfig  c = config_for(clock, PredictorKind::timeout);
+    c.timeout_ns  = 20'000;
+    LiveLoop loop(c);
     for (int i = 0; i < 20; ++i) {
         for (int k = 0; k < 100; ++k) {
             loop.on_traffic(op(0, 4096, 1));
@@ -273,8 +291,10 @@ TEST_CASE("unpacked bursts keep the full width")
         idle(loop, clock, 50'000);
     }
     const auto s = loop.summary(true);
+    CHECK(s.time_at_width_ns[1] > 0);
     CHECK(s.time_at_width_ns[2] == 0);
-    CHECK(*s.energy_savings_pct == Approx(0.0).margin(1e-9));
+    CHECK(s.time_at_width_ns[3] == 0);
+    CHECK(s.time_at_width_ns[4] > 10 * s.time_at_width_ns[1]);
 }
 
 TEST_CASE("a region holds the width its packing needs until it ends")
