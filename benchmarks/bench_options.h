@@ -1,5 +1,5 @@
 /*
- * Option parsing shared by the MPI benchmarks (slimlink-cg, packed-bw).
+ * Option parsing shared by the MPI benchmarks (slimlink-cg, slimlink-fft, packed-bw).
  * Header-only, static inline: each benchmark is one C program.
  */
 #ifndef SLIMLINK_BENCH_OPTIONS_H

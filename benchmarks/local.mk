@@ -51,6 +51,15 @@ benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c benchmarks/bench_options.h
 benchmarks_slimlink_cg_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 
+# slimlink-fft: a distributed 3-D FFT (slabs, all-to-all transposes: GROMACS
+# PME's shape) in a small MD loop of Gaussian charges, run at full precision
+# and with both transposes' sends marked for lossy packing; prints the
+# FFT's self-checks, the times and the packed potential's error.
+bin_PROGRAMS += benchmarks/slimlink-fft
+benchmarks_slimlink_fft_SOURCES = benchmarks/fft3d.c benchmarks/bench_options.h
+benchmarks_slimlink_fft_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
+benchmarks_slimlink_fft_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
+
 # packed-bw: 2-rank bandwidth of the same buffer unmarked and marked (keep 4),
 # interleaved in one run, with the received data checked against
 # slim_quantize. Run with benchmarks/run-packing-bench. Not installed.
