@@ -8,7 +8,9 @@
 
 namespace slim::link {
 
-Replay::Replay(const ReplayConfig& config) : config_(config)
+Replay::Replay(const ReplayConfig& config)
+    : config_(config),
+      recording_flips_at_(config.timeline_events > 0 ? config.timeline_first_event : UINT64_MAX)
 {
     if (config_.policy.kind == PolicyKind::predictor) {
         predictor_.emplace(config_.policy.predictor);
@@ -27,7 +29,6 @@ unsigned Replay::required_width(const Event& event) const
 
 void Replay::act_on_gap(TimeNs gap_end)
 {
-    LinkModel&     model = *model_;
     const TimeNs   gap_start = actual_end_ns_;
     const unsigned low  = config_.link.low_width;
     const unsigned full = config_.link.lanes;
@@ -40,7 +41,7 @@ void Replay::act_on_gap(TimeNs gap_end)
         // Only when the link has been idle that long; the wake-up is paid
         // by traffic().
         if (at < gap_end) {
-            model.request_width(at, low);
+            request_width(at, low);
         }
         return;
     }
@@ -48,8 +49,8 @@ void Replay::act_on_gap(TimeNs gap_end)
         // Down and back up take tau each: a shorter gap cannot be used
         // without a late wake-up.
         if (gap_end - gap_start >= 2 * tau) {
-            model.request_width(gap_start, low);
-            model.request_width(gap_end - tau, full);
+            request_width(gap_start, low);
+            request_width(gap_end - tau, full);
         }
         return;
     case PolicyKind::predictor: {
@@ -63,11 +64,11 @@ void Replay::act_on_gap(TimeNs gap_end)
         if (until <= from || from >= gap_end) {
             return;
         }
-        model.request_width(from, low);
+        request_width(from, low);
         // When the next event comes first (a misprediction, or an until
         // within tau of it), traffic() pays the late wake-up.
         if (until < gap_end) {
-            model.request_width(until, full);
+            request_width(until, full);
         }
         return;
     }
@@ -77,15 +78,25 @@ void Replay::act_on_gap(TimeNs gap_end)
 const predict::Decision& Replay::on_event(const Event& event)
 {
     const TimeNs start = event.start_ns + delay_ns_;
+    if (events_ == recording_flips_at_) {
+        recording_          = !recording_;
+        recording_flips_at_ = recording_ ? events_ + config_.timeline_events : UINT64_MAX;
+    }
     if (!model_) {
         model_.emplace(config_.link, start);
         first_start_ns_ = event.start_ns;
+        if (recording_) {
+            timeline_.widths.push_back({start, config_.link.lanes});
+        }
     } else {
+        if (recording_ && timeline_.widths.empty()) {
+            // A window after the first event opens with the gap before it.
+            timeline_.widths.push_back({actual_end_ns_, model_->width_at(actual_end_ns_)});
+        }
         act_on_gap(start);
     }
-    LinkModel&     model = *model_;
     const unsigned width = required_width(event);
-    const TimeNs   wait  = model.traffic(start, width);
+    const TimeNs   wait  = traffic(start, width);
     delay_ns_ += wait;
     wakeup_delay_ns_ += wait;
 
@@ -101,6 +112,10 @@ const predict::Decision& Replay::on_event(const Event& event)
     ++events_;
     last_end_ns_   = event.end_ns;
     actual_end_ns_ = event.end_ns + delay_ns_;
+    if (recording_) {
+        timeline_.bursts.push_back({start + wait, actual_end_ns_, width});
+        follow_width(actual_end_ns_);
+    }
 
     if (predictor_) {
         // The predictor sees the trace as recorded: what it predicts does
@@ -109,6 +124,61 @@ const predict::Decision& Replay::on_event(const Event& event)
         pending_low_ = decision_.low_power;
     }
     return decision_;
+}
+
+void Replay::request_width_recorded(TimeNs t, unsigned width)
+{
+    follow_width(t);
+    model_->request_width(t, width);
+    note_width(t);
+}
+
+TimeNs Replay::traffic_recorded(TimeNs t, unsigned width)
+{
+    follow_width(t);
+    const TimeNs wait = model_->traffic(t, width);
+    note_width(t);
+    return wait;
+}
+
+// Records the width changes in (last recorded change, t], before a call can
+// change the model. Between two calls the width moves only through the
+// transition in progress and at most one pending behind it, so it is
+// monotone there (up, up; or one step either way): the first time it
+// differs from the last recorded width can be found by bisection on
+// width_at(), which runs a copy of the model forward and leaves it alone.
+void Replay::follow_width(TimeNs t)
+{
+    WidthChange last = timeline_.widths.back();
+    while (t > last.at_ns && model_->width_at(t) != last.width) {
+        TimeNs lo = last.at_ns;  // width_at(lo) == last.width
+        TimeNs hi = t;           // width_at(hi) != last.width
+        while (hi - lo > 1) {
+            const TimeNs mid = lo + (hi - lo) / 2;
+            (model_->width_at(mid) == last.width ? lo : hi) = mid;
+        }
+        last = {hi, model_->width_at(hi)};
+        timeline_.widths.push_back(last);
+    }
+}
+
+// After a call at t: a falling transition lowers the usable width at once.
+void Replay::note_width(TimeNs t)
+{
+    std::vector<WidthChange>& widths = timeline_.widths;
+    const unsigned            width  = model_->width_at(t);
+    if (width == widths.back().width) {
+        return;
+    }
+    if (widths.back().at_ns < t) {
+        widths.push_back({t, width});
+        return;
+    }
+    // A change already recorded at t: the call overrides it.
+    widths.back().width = width;
+    if (widths.size() > 1 && widths[widths.size() - 2].width == width) {
+        widths.pop_back();
+    }
 }
 
 ReplayResult Replay::result()

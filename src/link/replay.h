@@ -39,6 +39,35 @@ struct ReplayConfig {
     // bytes (events with bytes and packed_bytes both non-zero); otherwise
     // every burst needs the full width.
     bool packed = false;
+    // Record Replay::timeline() over `timeline_events` events from event
+    // index `timeline_first_event` (0-based) on: slim-replay --plot. 0
+    // events, the default, records nothing and costs a test of a flag per
+    // width request.
+    std::uint64_t timeline_first_event = 0;
+    std::uint64_t timeline_events      = 0;
+};
+
+// The link's usable width (LinkModel::width_at) from `at_ns` on, in
+// replayed time.
+struct WidthChange {
+    TimeNs   at_ns = 0;
+    unsigned width = 0;
+};
+
+// A burst as replayed: on the wire from start_ns (after any wait for the
+// link) to end_ns, needing `width` lanes.
+struct ReplayedBurst {
+    TimeNs   start_ns = 0;
+    TimeNs   end_ns   = 0;
+    unsigned width    = 0;
+};
+
+// The events ReplayConfig asks for: the width when the window opens (the
+// first event's start, or the end of the event before the window), every
+// change of width up to the last recorded end, and the bursts.
+struct WidthTimeline {
+    std::vector<WidthChange>   widths;
+    std::vector<ReplayedBurst> bursts;
 };
 
 struct ReplayResult {
@@ -93,8 +122,30 @@ public:
     // The width `event` needs: the full width, or burst_width() with packing.
     unsigned required_width(const Event& event) const;
 
+    // Empty unless config().timeline_events > 0 and the trace reached the
+    // window.
+    const WidthTimeline& timeline() const { return timeline_; }
+
 private:
     void act_on_gap(TimeNs gap_end);
+    // The model's request_width() and traffic(), keeping the timeline when
+    // recording (out of line: the common path stays a flag test).
+    void request_width(TimeNs t, unsigned width)
+    {
+        if (recording_) {
+            request_width_recorded(t, width);
+        } else {
+            model_->request_width(t, width);
+        }
+    }
+    TimeNs traffic(TimeNs t, unsigned width)
+    {
+        return recording_ ? traffic_recorded(t, width) : model_->traffic(t, width);
+    }
+    void   request_width_recorded(TimeNs t, unsigned width);
+    TimeNs traffic_recorded(TimeNs t, unsigned width);
+    void   follow_width(TimeNs t);
+    void   note_width(TimeNs t);
 
     ReplayConfig                      config_;
     std::optional<LinkModel>          model_;       // built at the first event
@@ -108,6 +159,11 @@ private:
     TimeNs        delay_ns_        = 0;   // D
     TimeNs        wakeup_delay_ns_ = 0;
     TimeNs        stretch_ns_      = 0;
+    WidthTimeline timeline_;
+    bool          recording_ = false;  // the current event is in the timeline's window
+    // The event index at which recording_ flips next (never: UINT64_MAX):
+    // one comparison per event when no timeline is asked for.
+    std::uint64_t recording_flips_at_;
 };
 
 // The whole trace at once (tests, small traces).
