@@ -44,6 +44,7 @@ typedef struct slim_md_config {
     uct_md_config_t super;
     char            *inner;      /* UCX_SLIM_INNER */
     char            *report;     /* UCX_SLIM_REPORT */
+    char            *report_wait; /* UCX_SLIM_REPORT_WAIT */
     char            *log_level;  /* UCX_SLIM_LOG_LEVEL */
     char            *link;       /* UCX_SLIM_LINK */
     char            *link_exec;  /* UCX_SLIM_LINK_EXEC */

@@ -23,9 +23,16 @@ static ucs_config_field_t slim_md_config_table[] = {
      ucs_offsetof(slim_md_config_t, inner), UCS_CONFIG_TYPE_STRING},
 
     {"REPORT", "none",
-     "Per-rank slimlink report written at exit: none, stdout, or a path\n"
-     "ending in .json (JSON Lines: one object per rank is appended).",
+     "slimlink report written at exit: none, stdout (each node's local rank\n"
+     "0 prints its own block and a table of the node's ranks), or a path\n"
+     "ending in .json (JSON Lines: one object per rank and one per node).",
      ucs_offsetof(slim_md_config_t, report), UCS_CONFIG_TYPE_STRING},
+
+    {"REPORT_WAIT", "10s",
+     "How long the node leader (local rank 0) waits at exit for the other\n"
+     "local ranks' numbers before writing the node report without them\n"
+     "(0s..600s); ranks still missing are listed as such.",
+     ucs_offsetof(slim_md_config_t, report_wait), UCS_CONFIG_TYPE_STRING},
 
     {"LOG_LEVEL", "warn",
      "slimlink's own log level: off, error, warn, info, debug, trace.",

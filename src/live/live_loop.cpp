@@ -278,7 +278,9 @@ LiveSummary LiveLoop::summary(bool final)
         s.energy_joules   = energy_at_last_end_ - energy_at_first_;
         s.baseline_joules = static_cast<double>(config_.backend.link.lanes) *
                             config_.backend.link.lane_watts * (static_cast<double>(s.span_ns) * 1e-9);
-        if (s.baseline_joules > 0.0) {
+        // Only a backend that accounts energy (the emulated port) has any:
+        // a real port's power is not measured, and 0 J would read as 100 %.
+        if (s.baseline_joules > 0.0 && controller_->backend().stats() != nullptr) {
             s.energy_savings_pct = 100.0 * (1.0 - s.energy_joules / s.baseline_joules);
         }
         s.time_penalty_pct = 100.0 * static_cast<double>(wakeup_delay_ns_) /

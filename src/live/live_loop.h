@@ -68,7 +68,8 @@ struct LiveSummary {
     TimeNs        span_ns = 0;               // first event start to last end
     double        energy_joules   = 0.0;     // over the span
     double        baseline_joules = 0.0;     // always on over the span
-    std::optional<double> energy_savings_pct;
+    std::optional<double> energy_savings_pct; // none: no span, or the backend
+                                              // does not account energy
     std::optional<double> time_penalty_pct;  // late wake-up waits / span
     std::uint64_t late_wakeups = 0;
     TimeNs        wakeup_delay_ns = 0;

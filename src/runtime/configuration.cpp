@@ -295,6 +295,13 @@ live::PredictorKind parse_predictor(const std::string &value)
 // that cannot be written is reported by the trace itself, in the report.
 std::string parse_trace_dir(const std::string &value) { return value; }
 
+// 0s: the leader takes what is there at exit; 600s bounds a hung job's exit.
+std::chrono::nanoseconds parse_report_wait(const std::string &value)
+{
+    return parse::duration(Config::report_wait_var, value, std::chrono::seconds(0),
+                           std::chrono::seconds(600));
+}
+
 bool parse_inject_delay(const std::string &value)
 {
     return parse::yes_no(Config::inject_delay_var, value);
@@ -341,6 +348,7 @@ Config Config::from_lookup(const EnvLookup &lookup)
     read(packing_var, config.packing, parse_packing);
     read(predictor_var, config.predictor, parse_predictor);
     read(trace_var, config.trace_dir, parse_trace_dir);
+    read(report_wait_var, config.report_wait, parse_report_wait);
     if (config.link == LinkBackendKind::exec && !lookup(link_exec_var)) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

@@ -65,6 +65,7 @@ struct Config {
     static constexpr const char *packing_var      = "UCX_SLIM_PACKING";
     static constexpr const char *predictor_var    = "UCX_SLIM_PREDICTOR";
     static constexpr const char *trace_var        = "UCX_SLIM_TRACE";
+    static constexpr const char *report_wait_var  = "UCX_SLIM_REPORT_WAIT";
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -82,6 +83,9 @@ struct Config {
     live::PredictorKind predictor = live::PredictorKind::spps;
     // Directory for per-rank event traces (slim-replay's format); empty: none.
     std::string  trace_dir;
+    // How long the node leader waits at exit for the other local ranks'
+    // numbers before writing the node report without them.
+    std::chrono::nanoseconds report_wait = std::chrono::seconds(10);
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

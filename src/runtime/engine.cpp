@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include "log.h"
+#include "node_report.h"
 #include "packing_monitor.h"
 #include "no_destructor.h"
 #include "process_identity.h"
@@ -39,6 +40,10 @@ void report_at_exit()
     if (Engine *engine = Engine::get()) {
         engine->stop_timer();
         engine->report();
+        // The node leader waits for the other local ranks here, at exit, and
+        // not in report(), which the transport may call inside MPI_Finalize.
+        node_report_finish(engine->config().report, this_process(),
+                           engine->config().report_wait);
     }
 }
 
@@ -77,6 +82,8 @@ slim_status_t create_engine()
         logger().warn("cannot register the exit report (atexit failed); "
                       "the report is written only when the slim transport closes");
     }
+    // Now, inside MPI_Init: the node leader learns who to wait for at exit.
+    node_report_join(this_process(), engine->config().report);
     const Config &c = engine->config();
     logger().debug("slimlink {} started: inner transport {}, report {}, log level {}, "
                    "lossy packing {} (UCX_SLIM_PACKING={}, steering UCP: {})",
@@ -257,8 +264,20 @@ void Engine::report() noexcept
     }
     try {
         const std::optional<live::LiveSummary> live = finish_live();
-        write_report(config_.report, this_process(), process_traffic().snapshot(),
-                     process_packing().snapshot(), live ? &*live : nullptr);
+        const ProcessIdentity     &who     = this_process();
+        const slim_traffic_t       traffic = process_traffic().snapshot();
+        const slim_packing_stats_t packing = process_packing().snapshot();
+        const ErrorBound           bound   = process_packing().error_bound();
+        const live::LiveSummary   *summary = live ? &*live : nullptr;
+        const bool shown_by_leader =
+                node_report_deposit(make_rank_record(who, traffic, packing, bound, summary));
+        // On stdout the node leader prints every local rank's row; the other
+        // ranks keep quiet unless the leader cannot show them.
+        if (shown_by_leader && who.local.local_rank > 0 &&
+            config_.report.kind == ReportTarget::Kind::stdout_text) {
+            return;
+        }
+        write_report(config_.report, who, traffic, packing, summary, bound);
     } catch (const std::exception &e) {
         try {
             logger().error("cannot write the report ({}): {}",

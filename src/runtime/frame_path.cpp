@@ -169,6 +169,11 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
     info->frame_length = result.size();
     info->marked_bytes = marked;
     info->packed_bytes = result.stats.packed_elements * 8;
+    // For the report's error bound: noted when built, so a frame the
+    // transport then fails to send still counts (it is a bound).
+    for (std::size_t r = 0; r < run_count && result.stats.packed_elements > 0; ++r) {
+        process_packing().packed_with(runs[r].precision);
+    }
     return SLIM_FRAME_READY;
 }
 

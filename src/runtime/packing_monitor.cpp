@@ -1,6 +1,31 @@
 #include "packing_monitor.h"
 
+#include <cmath>
+
 namespace slim {
+
+double ErrorBound::relative() const noexcept
+{
+    return packed() ? std::ldexp(1.0, -min_bits) : 0.0;
+}
+
+void PackingMonitor::packed_with(pack::Precision precision) noexcept
+{
+    if (precision.keep_bytes < pack::kMinKeep || precision.keep_bytes > pack::kMaxKeep) {
+        return; // sent raw (encode_frame packs keep 2..7 only)
+    }
+    const int bits = guaranteed_bits(precision);
+    // Relaxed min: one load per frame once the coarsest precision is known.
+    int seen = min_bits_.load(std::memory_order_relaxed);
+    while ((seen == 0 || bits < seen) &&
+           !min_bits_.compare_exchange_weak(seen, bits, std::memory_order_relaxed)) {
+    }
+}
+
+ErrorBound PackingMonitor::error_bound() const noexcept
+{
+    return ErrorBound{min_bits_.load(std::memory_order_relaxed)};
+}
 
 void PackingMonitor::frame_sent(std::uint64_t payload_bytes, std::uint64_t wire_bytes,
                                 std::uint64_t marked_bytes, std::uint64_t packed_bytes) noexcept

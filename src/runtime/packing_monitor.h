@@ -4,13 +4,35 @@
 #ifndef SLIM_RUNTIME_PACKING_MONITOR_H
 #define SLIM_RUNTIME_PACKING_MONITOR_H
 
+#include "pack/codec.h"
 #include "slimlink.h"
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 namespace slim {
+
+// Mantissa bits a packed double keeps for sure (codec.h: relative error of a
+// normal value <= 2^-(8k-12) truncated, <= 2^-(8k-11) rounded to nearest).
+// This orders precisions from coarsest to finest: keep 3 rounded (13) lies
+// between keep 3 truncated (12) and keep 4 truncated (20).
+constexpr int guaranteed_bits(pack::Precision p) noexcept
+{
+    return 8 * p.keep_bytes - (p.mode == pack::Rounding::truncate ? 12 : 11);
+}
+
+// The worst relative error packing can have introduced into a normal double:
+// 2^-min_bits over the coarsest precision anything was packed with. A bound
+// from the precisions used, not a measurement; subnormals (|x| < 2^-1022)
+// keep fewer bits and may lose more.
+struct ErrorBound {
+    int min_bits = 0; // 0: nothing was packed
+
+    bool   packed() const noexcept { return min_bits > 0; }
+    double relative() const noexcept; // 2^-min_bits; 0 when nothing was packed
+};
 
 class PackingMonitor {
 public:
@@ -27,8 +49,11 @@ public:
     void marked_unsent(std::uint64_t marked_bytes) noexcept;
     void frame_received() noexcept { add(frames_received_, 1); }
     void frame_rejected() noexcept { add(frames_rejected_, 1); }
+    // Values were packed at `precision` (the frame path, per packed run).
+    void packed_with(pack::Precision precision) noexcept;
 
     slim_packing_stats_t snapshot() const noexcept;
+    ErrorBound           error_bound() const noexcept;
 
 private:
     static void add(std::atomic<std::uint64_t> &c, std::uint64_t v) noexcept
@@ -45,6 +70,7 @@ private:
     std::atomic<std::uint64_t> missed_bytes_{0};
     std::atomic<std::uint64_t> frames_received_{0};
     std::atomic<std::uint64_t> frames_rejected_{0};
+    std::atomic<int>           min_bits_{0}; // ErrorBound::min_bits
 };
 
 static_assert(std::is_trivially_destructible_v<PackingMonitor>);

@@ -111,9 +111,7 @@ std::string json_quote(std::string_view text)
     return out;
 }
 
-namespace {
-
-std::string fixed(double v, int decimals)
+std::string format_fixed(double v, int decimals)
 {
     // "-0.0" for a rounding-level negative reads like a loss; it is none.
     if (v < 0.0 && v > -0.5 * std::pow(10.0, -decimals)) {
@@ -124,6 +122,40 @@ std::string fixed(double v, int decimals)
     return text.data();
 }
 
+std::string json_error_bound(ErrorBound bound)
+{
+    if (!bound.packed()) {
+        return "null";
+    }
+    // 17 significant digits: the power of two exactly, never rounded below it.
+    std::array<char, 48> text{};
+    std::snprintf(text.data(), text.size(), "%.17g", bound.relative());
+    return text.data();
+}
+
+std::string text_error_bound(ErrorBound bound)
+{
+    if (!bound.packed()) {
+        return "-";
+    }
+    // Two digits, rounded up: a bound must not read smaller than it is.
+    const double v        = bound.relative();
+    int          exponent = static_cast<int>(std::floor(std::log10(v)));
+    double       mantissa = std::ceil(v / std::pow(10.0, exponent - 1)) / 10.0;
+    if (mantissa >= 10.0) {
+        mantissa /= 10.0;
+        ++exponent;
+    }
+    std::array<char, 48> text{};
+    std::snprintf(text.data(), text.size(), "2^-%d (%.1fe%03d)", bound.min_bits, mantissa,
+                  exponent);
+    return text.data();
+}
+
+namespace {
+
+std::string fixed(double v, int decimals) { return format_fixed(v, decimals); }
+
 // Wire bytes per original byte of the framed messages, as text ("0.52").
 std::string packing_ratio(const slim_packing_stats_t &p)
 {
@@ -133,7 +165,7 @@ std::string packing_ratio(const slim_packing_stats_t &p)
     return fixed(static_cast<double>(p.wire_bytes) / static_cast<double>(p.payload_bytes), 3);
 }
 
-std::string text_packing(const slim_packing_stats_t &p)
+std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound)
 {
     if (p.marked_bytes == 0 && p.frames_sent == 0 && p.frames_received == 0 &&
         p.frames_rejected == 0) {
@@ -150,10 +182,15 @@ std::string text_packing(const slim_packing_stats_t &p)
                   p.frames_sent, p.payload_bytes, p.wire_bytes, packing_ratio(p).c_str(), saved,
                   p.marked_bytes, p.packed_bytes, p.edge_bytes, p.missed_bytes,
                   p.frames_received, p.frames_rejected);
-    return block.data();
+    std::string out = block.data();
+    if (bound.packed()) {
+        out += "           max relative error <= " + text_error_bound(bound) +
+               " (a bound from the coarsest precision packed, not a measurement)\n";
+    }
+    return out;
 }
 
-void append_json_packing(std::string &out, const slim_packing_stats_t &p)
+void append_json_packing(std::string &out, const slim_packing_stats_t &p, ErrorBound bound)
 {
     const std::pair<const char *, std::uint64_t> fields[] = {
             {"frames_sent", p.frames_sent},         {"payload_bytes", p.payload_bytes},
@@ -168,6 +205,7 @@ void append_json_packing(std::string &out, const slim_packing_stats_t &p)
         out.append(first ? "\"" : ",\"").append(name).append("\":").append(std::to_string(value));
         first = false;
     }
+    out.append(",\"max_rel_error_bound\":").append(json_error_bound(bound));
     out.append("}");
 }
 
@@ -178,11 +216,14 @@ std::string text_live(const live::LiveSummary *l)
     }
     std::string out = "  link (" + l->backend + ", " + std::to_string(l->lanes) +
                       " lanes, predictor " + l->predictor + "): ";
-    if (!l->energy_savings_pct) {
+    if (l->span_ns == 0) {
         return out + "no traffic to account\n";
     }
-    out += "energy saved " + fixed(*l->energy_savings_pct, 1) + "% vs always on (" +
-           fixed(l->energy_joules, 6) + " J of " + fixed(l->baseline_joules, 6) + " J over " +
+    out += (l->energy_savings_pct
+                    ? "energy saved " + fixed(*l->energy_savings_pct, 1) + "% vs always on (" +
+                              fixed(l->energy_joules, 6) + " J of " +
+                              fixed(l->baseline_joules, 6) + " J over "
+                    : std::string("energy not measured by this backend (over ")) +
            fixed(static_cast<double>(l->span_ns) * 1e-9, 3) + " s), time penalty " +
            fixed(l->time_penalty_pct.value_or(0.0), 2) + "%\n";
     out += "           " + std::to_string(l->events) + " events, " +
@@ -259,7 +300,7 @@ void append_json_live(std::string &out, const live::LiveSummary &l)
 
 std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live)
+                               const live::LiveSummary *live, ErrorBound bound)
 {
     const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
     std::string out = "slimlink report: rank " + rank + ", host " + who.host +
@@ -283,14 +324,14 @@ std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t 
         out.append("  (no traffic passed through slim)\n");
     }
     out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
-    out.append(text_packing(packing));
+    out.append(text_packing(packing, bound));
     out.append(text_live(live));
     return out;
 }
 
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live)
+                               const live::LiveSummary *live, ErrorBound bound)
 {
     std::string out;
     out.reserve(1024);
@@ -309,7 +350,7 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
     out.append("},\"totals\":");
     append_directions(out, total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV));
     out.append(",\"packing\":");
-    append_json_packing(out, packing);
+    append_json_packing(out, packing, bound);
     out.append(",\"link\":");
     if (live != nullptr) {
         append_json_live(out, *live);
@@ -322,7 +363,21 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
 
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
                   const slim_traffic_t &traffic, const slim_packing_stats_t &packing,
-                  const live::LiveSummary *live)
+                  const live::LiveSummary *live, ErrorBound bound)
+{
+    switch (target.kind) {
+    case ReportTarget::Kind::none:
+        return;
+    case ReportTarget::Kind::stdout_text:
+        write_report_content(target, format_text_report(who, traffic, packing, live, bound));
+        return;
+    case ReportTarget::Kind::json_file:
+        write_report_content(target, format_json_report(who, traffic, packing, live, bound));
+        return;
+    }
+}
+
+void write_report_content(const ReportTarget &target, const std::string &content)
 {
     switch (target.kind) {
     case ReportTarget::Kind::none:
@@ -330,16 +385,16 @@ void write_report(const ReportTarget &target, const ProcessIdentity &who,
     case ReportTarget::Kind::stdout_text: {
         // The application's buffered output comes first.
         std::fflush(stdout);
-        write_all(STDOUT_FILENO, format_text_report(who, traffic, packing, live));
+        write_all(STDOUT_FILENO, content);
         return;
     }
     case ReportTarget::Kind::json_file: {
-        // O_APPEND: every rank appends its one line atomically to a shared file.
+        // O_APPEND: every rank appends its lines atomically to a shared file.
         const Fd fd{::open(target.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
         if (fd.get() < 0) {
             throw std::system_error(errno, std::generic_category(), "open " + target.path);
         }
-        write_all(fd.get(), format_json_report(who, traffic, packing, live));
+        write_all(fd.get(), content);
         return;
     }
     }

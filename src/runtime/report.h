@@ -5,6 +5,7 @@
 
 #include "configuration.h"
 #include "live/live_loop.h"
+#include "packing_monitor.h"
 #include "process_identity.h"
 #include "slimlink.h"
 
@@ -17,25 +18,41 @@ inline constexpr const char *report_schema = "slimlink.report.v1";
 
 // Text block for UCX_SLIM_REPORT=stdout: rank, host, pid, then one row per
 // operation kind with non-zero counters, then totals.
-// A packing block follows when anything marked was sent or a frame arrived.
+// A packing block follows when anything marked was sent or a frame arrived;
+// it ends with the bound on the relative error packing introduced, when
+// anything was packed.
 std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing = {},
-                               const live::LiveSummary *live = nullptr);
+                               const live::LiveSummary *live = nullptr, ErrorBound bound = {});
 
 // One JSON Lines record (schema slimlink.report.v1, documented in README.md),
 // terminated by '\n'. Every operation kind is present, zero or not.
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing = {},
-                               const live::LiveSummary *live = nullptr);
+                               const live::LiveSummary *live = nullptr, ErrorBound bound = {});
 
 // JSON string literal for `text`, quotes included.
 std::string json_quote(std::string_view text);
+
+// `v` with `decimals` decimals ("12.50"); a rounding-level negative prints
+// as zero, not "-0.0".
+std::string format_fixed(double v, int decimals);
+
+// The error bound as a JSON value: the exact power of two, or null.
+std::string json_error_bound(ErrorBound bound);
+
+// The error bound for people: "2^-28 (3.7e-09)", or "-" when nothing was packed.
+std::string text_error_bound(ErrorBound bound);
 
 // Writes the report to its target: stdout (text) or appends to the JSON file
 // (O_APPEND, created 0644). Throws std::system_error on I/O errors.
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
                   const slim_traffic_t &traffic, const slim_packing_stats_t &packing = {},
-                  const live::LiveSummary *live = nullptr);
+                  const live::LiveSummary *live = nullptr, ErrorBound bound = {});
+
+// Writes already formatted text (stdout target) or JSON lines (JSON target)
+// with one write(), as write_report does; nothing for none.
+void write_report_content(const ReportTarget &target, const std::string &content);
 
 } // namespace slim
 

@@ -79,3 +79,20 @@ TESTS += \
 EXTRA_DIST += \
 	tests/mpi/packing.test \
 	tests/mpi/packing-multirail.test
+
+# Issue 6 end to end: slimlink-cg with packing, the live loop, the JSON report
+# (validated against the installed schema) and its traces replayed.
+TESTS += tests/mpi/end-to-end.test
+EXTRA_DIST += tests/mpi/end-to-end.test tests/tools/validate-json-lines
+
+# A rank crashes: survivors' reports, the node report's missing rank, and the
+# link restored to full width (exec backend with a logging stand-in).
+check_PROGRAMS += tests/mpi/crash
+
+tests_mpi_crash_SOURCES = tests/mpi/crash.c
+tests_mpi_crash_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_crash_LDADD = $(MPICH_LIBS)
+tests_mpi_crash_LDFLAGS = -no-install
+
+TESTS += tests/mpi/crash.test
+EXTRA_DIST += tests/mpi/crash.test

@@ -386,3 +386,16 @@ TEST_CASE("UCX_SLIM_TRACE names a directory; empty means no trace")
     CHECK(parse({{"UCX_SLIM_TRACE", ""}}).trace_dir.empty());
     CHECK(parse({{"UCX_SLIM_TRACE", "/tmp/traces"}}).trace_dir == "/tmp/traces");
 }
+
+TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node leader's wait, 10s by default")
+{
+    CHECK(parse({}).report_wait == 10s);
+    CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "0s"}}).report_wait == 0s);
+    CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "250ms"}}).report_wait == 250ms);
+    CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "600s"}}).report_wait == 600s);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "601s"}}),
+                      Contains("UCX_SLIM_REPORT_WAIT='601s': accepted values are durations from "
+                               "0ns to 600s"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "10"}}), Contains("UCX_SLIM_REPORT_WAIT='10'"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "-1s"}}), Contains("UCX_SLIM_REPORT_WAIT='-1s'"));
+}

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -221,7 +222,7 @@ TEST_CASE("the JSON report carries every packing counter")
     CHECK(p.keys == std::vector<std::string>{"frames_sent", "payload_bytes", "wire_bytes",
                                              "marked_bytes", "packed_bytes", "edge_bytes",
                                              "missed_bytes", "frames_received",
-                                             "frames_rejected"});
+                                             "frames_rejected", "max_rel_error_bound"});
     CHECK(p["frames_sent"].integer() == 5);
     CHECK(p["wire_bytes"].integer() == 40208);
     CHECK(p["missed_bytes"].integer() == 100);
@@ -237,4 +238,32 @@ TEST_CASE("the text report shows packing only when something was marked or frame
     CHECK_THAT(text, Contains("ratio 0.502"));
     CHECK_THAT(text, Contains("missed 100"));
     CHECK_THAT(text, Contains("rejected 1"));
+}
+
+TEST_CASE("the error bound is null until something is packed, then the exact power of two")
+{
+    CHECK(parse_json(slim::format_json_report(sample_process(), sample_traffic(), sample_packing()))
+                  ["packing"]["max_rel_error_bound"]
+                          .type == Json::Type::null);
+    // keep 4 bytes, truncated: 20 mantissa bits survive.
+    const slim::ErrorBound bound{slim::guaranteed_bits({4, slim::pack::Rounding::truncate})};
+    REQUIRE(bound.min_bits == 20);
+    const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic(),
+                                                       sample_packing(), nullptr, bound));
+    CHECK(std::stod(j["packing"]["max_rel_error_bound"].text) == std::ldexp(1.0, -20));
+}
+
+TEST_CASE("the text report states the error bound, rounded up, as a bound")
+{
+    const slim::ErrorBound bound{slim::guaranteed_bits({5, slim::pack::Rounding::nearest_even})};
+    REQUIRE(bound.min_bits == 29);
+    const std::string text = slim::format_text_report(sample_process(), sample_traffic(),
+                                                      sample_packing(), nullptr, bound);
+    // 2^-29 = 1.86e-09
+    CHECK_THAT(text, Contains("max relative error <= 2^-29 (1.9e-09)"));
+    CHECK_THAT(text, Contains("not a measurement"));
+    CHECK_THAT(slim::format_text_report(sample_process(), sample_traffic(), sample_packing()),
+               !Contains("max relative error"));
+    CHECK(slim::text_error_bound({}) == "-");
+    CHECK(slim::text_error_bound({4}) == "2^-4 (6.3e-02)");
 }

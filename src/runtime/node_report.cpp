@@ -1,0 +1,867 @@
+#include "node_report.h"
+
+#include "link/node_arbiter.h"
+#include "log.h"
+#include "no_destructor.h"
+#include "report.h"
+#include "traffic_monitor.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace slim {
+
+// ---- records and totals -----------------------------------------------------
+
+RankRecord make_rank_record(const ProcessIdentity &who, const slim_traffic_t &traffic,
+                            const slim_packing_stats_t &packing, ErrorBound bound,
+                            const live::LiveSummary *live)
+{
+    RankRecord r;
+    r.rank       = who.rank;
+    r.local_rank = who.local.local_rank;
+    r.pid        = who.pid;
+    r.bytes_sent       = total(traffic, SLIM_DIR_SEND).bytes;
+    r.payload_bytes    = packing.payload_bytes;
+    r.wire_bytes       = packing.wire_bytes;
+    r.packed_bytes     = packing.packed_bytes;
+    r.missed_bytes     = packing.missed_bytes;
+    r.error_bound_bits = bound.min_bits;
+    if (live == nullptr) {
+        return r;
+    }
+    r.has_link           = true;
+    r.has_savings        = live->energy_savings_pct.has_value();
+    r.has_penalty        = live->time_penalty_pct.has_value();
+    r.has_gt             = live->gt_ns.has_value();
+    r.controller_failed  = live->controller_failed;
+    r.lanes              = std::min<unsigned>(live->lanes, link::kMaxLanes);
+    r.events             = live->events;
+    r.span_ns            = live->span_ns;
+    r.energy_joules      = live->energy_joules;
+    r.baseline_joules    = live->baseline_joules;
+    r.energy_savings_pct = live->energy_savings_pct.value_or(0.0);
+    r.time_penalty_pct   = live->time_penalty_pct.value_or(0.0);
+    r.late_wakeups       = live->late_wakeups;
+    r.wakeup_delay_ns    = live->wakeup_delay_ns;
+    r.predictions        = live->predictions;
+    r.hits               = live->hits;
+    r.restarts           = live->restarts;
+    r.gt_ns              = live->gt_ns.value_or(0);
+    for (std::size_t w = 0; w < live->time_at_width_ns.size() && w <= link::kMaxLanes; ++w) {
+        r.time_at_width_ns[w] = live->time_at_width_ns[w];
+    }
+    return r;
+}
+
+const char *to_string(MissingRank::Reason reason) noexcept
+{
+    switch (reason) {
+    case MissingRank::Reason::never_started: return "never_started";
+    case MissingRank::Reason::died:          return "died";
+    case MissingRank::Reason::timed_out:     return "timed_out";
+    }
+    return "?";
+}
+
+NodeTotals node_totals(const std::vector<RankRecord> &ranks)
+{
+    NodeTotals t;
+    double     penalty_sum   = 0.0;
+    std::size_t penalty_ranks = 0;
+    for (const RankRecord &r : ranks) {
+        t.bytes_sent   += r.bytes_sent;
+        t.packed_bytes += r.packed_bytes;
+        t.saved_bytes  += r.saved_bytes();
+        t.missed_bytes += r.missed_bytes;
+        if (r.error_bound_bits > 0 &&
+            (!t.error_bound.packed() || r.error_bound_bits < t.error_bound.min_bits)) {
+            t.error_bound.min_bits = r.error_bound_bits;
+        }
+        if (!r.has_link) {
+            continue;
+        }
+        ++t.ranks_with_link;
+        t.events          += r.events;
+        t.energy_joules   += r.energy_joules;
+        t.baseline_joules += r.baseline_joules;
+        t.late_wakeups    += r.late_wakeups;
+        t.wakeup_delay_ns += r.wakeup_delay_ns;
+        t.predictions     += r.predictions;
+        t.hits            += r.hits;
+        t.restarts        += r.restarts;
+        t.lanes = std::max<unsigned>(t.lanes, r.lanes);
+        t.controllers_failed += r.controller_failed ? 1 : 0;
+        for (std::size_t w = 0; w <= link::kMaxLanes; ++w) {
+            t.time_at_width_ns[w] += r.time_at_width_ns[w];
+        }
+        if (r.has_penalty) {
+            t.time_penalty_pct_max = std::max(t.time_penalty_pct_max.value_or(r.time_penalty_pct),
+                                              r.time_penalty_pct);
+            penalty_sum += r.time_penalty_pct;
+            ++penalty_ranks;
+        }
+    }
+    // Over the sums, not a mean of percentages: a rank that ran longer weighs more.
+    if (t.baseline_joules > 0.0) {
+        t.energy_savings_pct = 100.0 * (1.0 - t.energy_joules / t.baseline_joules);
+    }
+    if (penalty_ranks > 0) {
+        t.time_penalty_pct_mean = penalty_sum / static_cast<double>(penalty_ranks);
+    }
+    // Hits per event, as the per-rank report counts its hit rate.
+    if (t.events > 0) {
+        t.hit_rate_pct = 100.0 * static_cast<double>(t.hits) / static_cast<double>(t.events);
+    }
+    return t;
+}
+
+// ---- formatting -------------------------------------------------------------
+
+namespace {
+
+std::string u64(std::uint64_t v) { return std::to_string(v); }
+
+std::optional<double> hit_rate(const RankRecord &r)
+{
+    if (!r.has_link || r.events == 0) {
+        return std::nullopt;
+    }
+    return 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.events);
+}
+
+std::string text_or_dash(const std::optional<double> &v, int decimals)
+{
+    return v ? format_fixed(*v, decimals) : std::string("-");
+}
+
+std::string json_or_null(const std::optional<double> &v)
+{
+    return v ? format_fixed(*v, 4) : std::string("null");
+}
+
+std::string describe_missing(const MissingRank &m)
+{
+    std::string who = m.rank >= 0 ? "rank " + std::to_string(m.rank) + " (local " +
+                                            std::to_string(m.local_rank)
+                                  : "local rank " + std::to_string(m.local_rank) + " (rank unknown";
+    if (m.pid > 0) {
+        who += ", pid " + std::to_string(m.pid);
+    }
+    switch (m.reason) {
+    case MissingRank::Reason::never_started:
+        return who + "): never started slim";
+    case MissingRank::Reason::died:
+        return who + "): ended without a report";
+    case MissingRank::Reason::timed_out:
+        return who + "): no report within UCX_SLIM_REPORT_WAIT";
+    }
+    return who + ")";
+}
+
+std::string table_row(const std::string &label, const std::string &events,
+                      const std::string &saved, const std::string &penalty,
+                      const std::string &late, const std::string &hits, const std::string &gt,
+                      const std::string &restarts, std::uint64_t sent, std::uint64_t packed,
+                      std::uint64_t saved_bytes, std::uint64_t missed, const std::string &error)
+{
+    std::array<char, 512> line{};
+    std::snprintf(line.data(), line.size(),
+                  "  %7s %8s %8s %10s %6s %7s %10s %8s %14" PRIu64 " %12" PRIu64 " %12" PRIu64
+                  " %12" PRIu64 "  %s\n",
+                  label.c_str(), events.c_str(), saved.c_str(), penalty.c_str(), late.c_str(),
+                  hits.c_str(), gt.c_str(), restarts.c_str(), sent, packed, saved_bytes, missed,
+                  error.c_str());
+    return line.data();
+}
+
+} // namespace
+
+std::string format_node_text(const NodeInfo &node, const NodeCollection &collection)
+{
+    const NodeTotals t = node_totals(collection.reported);
+    std::string out = "slimlink node report: host " + node.host + ", job " + node.job.key +
+                      ", " + std::to_string(node.job.local_size) + " local ranks, " +
+                      std::to_string(collection.reported.size()) + " reported, " +
+                      std::to_string(collection.missing.size()) + " missing\n";
+    for (const MissingRank &m : collection.missing) {
+        out += "  missing: " + describe_missing(m) + "\n";
+    }
+    std::array<char, 512> header{};
+    std::snprintf(header.data(), header.size(),
+                  "  %7s %8s %8s %10s %6s %7s %10s %8s %14s %12s %12s %12s  %s\n", "rank",
+                  "events", "saved %", "penalty %", "late", "hit %", "GT", "restarts",
+                  "bytes sent", "packed", "saved", "missed", "max rel error");
+    out += header.data();
+    for (const RankRecord &r : collection.reported) {
+        const auto dash = std::string("-");
+        out += table_row(
+                r.rank >= 0 ? std::to_string(r.rank) : "l" + std::to_string(r.local_rank),
+                r.has_link ? u64(r.events) : dash,
+                r.has_savings ? format_fixed(r.energy_savings_pct, 1) : dash,
+                r.has_penalty ? format_fixed(r.time_penalty_pct, 2) : dash,
+                r.has_link ? u64(r.late_wakeups) : dash, text_or_dash(hit_rate(r), 1),
+                r.has_gt ? format_fixed(static_cast<double>(r.gt_ns) * 1e-3, 1) + "us" : dash,
+                r.has_link ? u64(r.restarts) : dash, r.bytes_sent, r.packed_bytes,
+                r.saved_bytes(), r.missed_bytes, text_error_bound(ErrorBound{r.error_bound_bits}));
+    }
+    const bool any_link = t.ranks_with_link > 0;
+    out += table_row("total", any_link ? u64(t.events) : "-",
+                     text_or_dash(t.energy_savings_pct, 1),
+                     t.time_penalty_pct_max ? "max " + format_fixed(*t.time_penalty_pct_max, 2)
+                                            : std::string("-"),
+                     any_link ? u64(t.late_wakeups) : "-", text_or_dash(t.hit_rate_pct, 1), "-",
+                     any_link ? u64(t.restarts) : "-", t.bytes_sent, t.packed_bytes,
+                     t.saved_bytes, t.missed_bytes, text_error_bound(t.error_bound));
+    if (!any_link) {
+        return out;
+    }
+    out += "  energy " + format_fixed(t.energy_joules, 6) + " J of " +
+           format_fixed(t.baseline_joules, 6) + " J always on; time penalty max " +
+           text_or_dash(t.time_penalty_pct_max, 2) + "%, mean " +
+           text_or_dash(t.time_penalty_pct_mean, 2) + "%; " + u64(t.predictions) +
+           " low-power predictions, " + u64(t.hits) + " hits\n";
+    out += "  time at width (all ranks):";
+    for (unsigned w = 1; w <= t.lanes; ++w) {
+        if (t.time_at_width_ns[w] > 0) {
+            out += " " + std::to_string(w) + "x " +
+                   format_fixed(static_cast<double>(t.time_at_width_ns[w]) * 1e-9, 3) + " s";
+        }
+    }
+    out += "\n";
+    if (t.controllers_failed > 0) {
+        out += "  " + std::to_string(t.controllers_failed) +
+               " rank(s) left the link at full width after a controller failure\n";
+    }
+    return out;
+}
+
+std::string format_node_json(const NodeInfo &node, const NodeCollection &collection)
+{
+    const NodeTotals t = node_totals(collection.reported);
+    std::string      out;
+    out.reserve(1024 + 400 * collection.reported.size());
+    out.append("{\"schema\":").append(json_quote(node_report_schema));
+    out.append(",\"host\":").append(json_quote(node.host));
+    out.append(",\"job\":").append(json_quote(node.job.key));
+    out.append(",\"launcher\":").append(json_quote(node.job.launcher));
+    out.append(",\"local_size\":").append(std::to_string(node.job.local_size));
+    out.append(",\"ranks_reported\":").append(std::to_string(collection.reported.size()));
+    out.append(",\"ranks_missing\":[");
+    bool first = true;
+    for (const MissingRank &m : collection.missing) {
+        out.append(first ? "{" : ",{");
+        out.append("\"local_rank\":").append(std::to_string(m.local_rank));
+        out.append(",\"rank\":").append(m.rank >= 0 ? std::to_string(m.rank) : "null");
+        out.append(",\"pid\":").append(m.pid > 0 ? std::to_string(m.pid) : "null");
+        out.append(",\"reason\":").append(json_quote(to_string(m.reason))).append("}");
+        first = false;
+    }
+    out.append("],\"totals\":{");
+    out.append("\"events\":").append(u64(t.events));
+    out.append(",\"energy_joules\":").append(format_fixed(t.energy_joules, 6));
+    out.append(",\"baseline_joules\":").append(format_fixed(t.baseline_joules, 6));
+    out.append(",\"energy_savings_pct\":").append(json_or_null(t.energy_savings_pct));
+    out.append(",\"time_penalty_pct_max\":").append(json_or_null(t.time_penalty_pct_max));
+    out.append(",\"time_penalty_pct_mean\":").append(json_or_null(t.time_penalty_pct_mean));
+    out.append(",\"late_wakeups\":").append(u64(t.late_wakeups));
+    out.append(",\"wakeup_delay_ns\":").append(std::to_string(t.wakeup_delay_ns));
+    out.append(",\"predictions\":").append(u64(t.predictions));
+    out.append(",\"hits\":").append(u64(t.hits));
+    out.append(",\"hit_rate_pct\":").append(json_or_null(t.hit_rate_pct));
+    out.append(",\"restarts\":").append(u64(t.restarts));
+    out.append(",\"time_at_width_ns\":{");
+    for (unsigned w = 1; w <= t.lanes; ++w) {
+        out.append(w == 1 ? "\"" : ",\"").append(std::to_string(w)).append("\":");
+        out.append(std::to_string(t.time_at_width_ns[w]));
+    }
+    out.append("}");
+    out.append(",\"bytes_sent\":").append(u64(t.bytes_sent));
+    out.append(",\"packed_bytes\":").append(u64(t.packed_bytes));
+    out.append(",\"saved_bytes\":").append(u64(t.saved_bytes));
+    out.append(",\"missed_bytes\":").append(u64(t.missed_bytes));
+    out.append(",\"max_rel_error_bound\":").append(json_error_bound(t.error_bound));
+    out.append(",\"controllers_failed\":").append(std::to_string(t.controllers_failed));
+    out.append("},\"ranks\":[");
+    first = true;
+    for (const RankRecord &r : collection.reported) {
+        out.append(first ? "{" : ",{");
+        out.append("\"rank\":").append(std::to_string(r.rank));
+        out.append(",\"local_rank\":").append(std::to_string(r.local_rank));
+        out.append(",\"pid\":").append(std::to_string(r.pid));
+        out.append(",\"link\":").append(r.has_link ? "true" : "false");
+        out.append(",\"events\":").append(u64(r.events));
+        out.append(",\"energy_savings_pct\":")
+                .append(r.has_savings ? format_fixed(r.energy_savings_pct, 4) : "null");
+        out.append(",\"time_penalty_pct\":")
+                .append(r.has_penalty ? format_fixed(r.time_penalty_pct, 4) : "null");
+        out.append(",\"late_wakeups\":").append(u64(r.late_wakeups));
+        out.append(",\"predictions\":").append(u64(r.predictions));
+        out.append(",\"hits\":").append(u64(r.hits));
+        out.append(",\"hit_rate_pct\":").append(json_or_null(hit_rate(r)));
+        out.append(",\"gt_ns\":").append(r.has_gt ? std::to_string(r.gt_ns) : "null");
+        out.append(",\"restarts\":").append(u64(r.restarts));
+        out.append(",\"bytes_sent\":").append(u64(r.bytes_sent));
+        out.append(",\"packed_bytes\":").append(u64(r.packed_bytes));
+        out.append(",\"saved_bytes\":").append(u64(r.saved_bytes()));
+        out.append(",\"missed_bytes\":").append(u64(r.missed_bytes));
+        out.append(",\"max_rel_error_bound\":")
+                .append(json_error_bound(ErrorBound{r.error_bound_bits}));
+        out.append(",\"controller_failed\":").append(r.controller_failed ? "true" : "false");
+        out.append("}");
+        first = false;
+    }
+    out.append("]}\n");
+    return out;
+}
+
+// ---- the shared-memory exchange --------------------------------------------
+
+std::string node_segment_name(uid_t uid, const std::string &job_key)
+{
+    std::string clean = job_key.empty() ? std::string("unknown") : job_key;
+    for (char &c : clean) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+        if (!ok) {
+            c = '_';
+        }
+    }
+    // NAME_MAX is 255 for the file under /dev/shm.
+    if (clean.size() > 200) {
+        clean.resize(200);
+    }
+    return "/slimlink-" + std::to_string(uid) + "-report-" + clean;
+}
+
+namespace {
+
+constexpr std::uint64_t kMagic   = 0x736c696d72707431ULL; // "slimrpt1"
+constexpr std::uint32_t kVersion = 1;
+constexpr int           kOpenAttempts = 16;
+
+enum SlotState : std::uint32_t { kEmpty = 0, kJoined = 1, kDeposited = 2 };
+
+struct Slot {
+    std::uint32_t state;
+    std::int32_t  rank;
+    pid_t         pid;
+    std::uint64_t start_time; // /proc start time: a reused pid differs
+    RankRecord    record;
+};
+
+// Plain data plus one robust, process-shared mutex that guards everything
+// but `magic`; the creator publishes `magic` last (release). The slots
+// follow the header.
+struct Header {
+    std::atomic<std::uint64_t> magic;
+    std::uint32_t version;
+    std::uint32_t local_size;
+    std::uint32_t slot_size;
+    std::uint32_t closed;   // set by the leader (under the lock) once it has collected
+    std::uint32_t unlinked; // the name is gone: every local rank had joined
+    pthread_mutex_t mutex;
+};
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "the segment's magic must be address-free between processes");
+
+constexpr std::size_t kSlotsOffset = (sizeof(Header) + alignof(Slot) - 1) / alignof(Slot) * alignof(Slot);
+
+std::size_t segment_bytes(int local_size)
+{
+    return kSlotsOffset + static_cast<std::size_t>(local_size) * sizeof(Slot);
+}
+
+[[noreturn]] void throw_sys(const std::string &what, const std::string &name, int err)
+{
+    throw NodeReportError("node report: " + what + " failed for shared-memory segment '" + name +
+                          "': " + std::strerror(err));
+}
+
+// Gone, a zombie, or its pid reused by another process.
+bool process_alive(pid_t pid, std::uint64_t start_time)
+{
+    if (pid <= 0) {
+        return false;
+    }
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+        return false;
+    }
+    return link::process_start_time(pid) == start_time;
+}
+
+} // namespace
+
+struct NodeExchange::Segment : Header {
+    Slot *slots() { return reinterpret_cast<Slot *>(reinterpret_cast<char *>(this) + kSlotsOffset); }
+};
+
+class NodeExchange::Lock {
+public:
+    Lock(Segment *seg, const std::string &name) : seg_(seg)
+    {
+        const int rc = pthread_mutex_lock(&seg_->mutex);
+        if (rc == EOWNERDEAD) {
+            // Slots are written whole by their owner under the lock; a half
+            // written one belongs to the dead process and is never read as
+            // deposited unless its state was set last.
+            logger().warn("node report: a process died holding the lock of '{}'; recovered", name);
+            pthread_mutex_consistent(&seg_->mutex);
+            return;
+        }
+        if (rc != 0) {
+            throw_sys("pthread_mutex_lock", name, rc);
+        }
+    }
+    ~Lock() { pthread_mutex_unlock(&seg_->mutex); }
+    Lock(const Lock &)            = delete;
+    Lock &operator=(const Lock &) = delete;
+
+private:
+    Segment *seg_;
+};
+
+NodeExchange NodeExchange::join(const std::string &name, int local_rank, int local_size, int rank,
+                                std::chrono::nanoseconds init_wait)
+{
+    NodeExchange self;
+    self.name_       = name;
+    self.local_rank_ = local_rank;
+    self.local_size_ = local_size;
+    self.pid_        = ::getpid();
+    if (local_size <= 0 || local_size > kMaxLocalRanks || local_rank < 0 ||
+        local_rank >= local_size) {
+        throw NodeReportError("node report: local rank " + std::to_string(local_rank) + " of " +
+                              std::to_string(local_size) + " is out of range (at most " +
+                              std::to_string(kMaxLocalRanks) + " local ranks)");
+    }
+    if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
+        throw NodeReportError("node report: segment name '" + name +
+                              "' must be one '/' followed by a name without '/'");
+    }
+    const std::uint64_t start_time = link::process_start_time(self.pid_);
+    if (start_time == 0) {
+        throw NodeReportError("node report: cannot read /proc/self/stat (is /proc mounted?)");
+    }
+    const std::size_t bytes = segment_bytes(local_size);
+
+    for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
+        bool creator = true;
+        int  fd      = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST) {
+            creator = false;
+            fd      = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+            if (fd < 0 && errno == ENOENT) {
+                continue; // unlinked by the leader meanwhile
+            }
+        }
+        if (fd < 0) {
+            throw_sys("shm_open", name, errno);
+        }
+        struct FdCloser {
+            int fd;
+            ~FdCloser() { ::close(fd); }
+        } closer{fd};
+
+        struct stat st{};
+        if (creator && ::fchmod(fd, 0600) != 0) { // umask must not matter
+            throw_sys("fchmod", name, errno);
+        }
+        if (::fstat(fd, &st) != 0) {
+            throw_sys("fstat", name, errno);
+        }
+        // Checked before mapping: another user's segment is not to be trusted.
+        if (st.st_uid != ::geteuid()) {
+            throw NodeReportError("node report: shared-memory segment '" + name +
+                                  "' is owned by uid " + std::to_string(st.st_uid) +
+                                  ", not by this user; refusing it");
+        }
+        if ((st.st_mode & 07777) != 0600) {
+            std::array<char, 8> mode{};
+            std::snprintf(mode.data(), mode.size(), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+            throw NodeReportError("node report: shared-memory segment '" + name + "' has mode " +
+                                  mode.data() + ", not 0600; refusing it");
+        }
+        if (creator) {
+            if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+                const int err = errno;
+                ::shm_unlink(name.c_str());
+                throw_sys("ftruncate", name, err);
+            }
+            st.st_size = static_cast<off_t>(bytes);
+        }
+        // A joiner may arrive between the creator's shm_open and ftruncate
+        // (size 0); any other size is another layout.
+        const auto deadline = std::chrono::steady_clock::now() + init_wait;
+        while (st.st_size == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                throw NodeReportError(
+                        "node report: shared-memory segment '" + name + "' has " +
+                        std::to_string(st.st_size) + " bytes, expected " + std::to_string(bytes) +
+                        " for " + std::to_string(local_size) +
+                        " local ranks (left by another job or version? remove /dev/shm" + name +
+                        ")");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (::fstat(fd, &st) != 0) {
+                throw_sys("fstat", name, errno);
+            }
+        }
+        if (static_cast<std::size_t>(st.st_size) != bytes) {
+            throw NodeReportError("node report: shared-memory segment '" + name + "' has " +
+                                  std::to_string(st.st_size) + " bytes, expected " +
+                                  std::to_string(bytes) + " (remove /dev/shm" + name + ")");
+        }
+        void *addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (addr == MAP_FAILED) {
+            throw_sys("mmap", name, errno);
+        }
+        self.seg_   = static_cast<Segment *>(addr);
+        self.bytes_ = bytes;
+        Segment *seg = self.seg_;
+
+        if (creator) {
+            pthread_mutexattr_t attr;
+            pthread_mutexattr_init(&attr);
+            int rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+            if (rc == 0) {
+                rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+            }
+            if (rc == 0) {
+                rc = pthread_mutex_init(&seg->mutex, &attr);
+            }
+            pthread_mutexattr_destroy(&attr);
+            if (rc != 0) {
+                self.unmap();
+                ::shm_unlink(name.c_str());
+                throw_sys("pthread_mutex_init (robust, process-shared)", name, rc);
+            }
+            seg->version    = kVersion;
+            seg->local_size = static_cast<std::uint32_t>(local_size);
+            seg->slot_size  = sizeof(Slot);
+            seg->magic.store(kMagic, std::memory_order_release);
+        } else {
+            while (seg->magic.load(std::memory_order_acquire) != kMagic) {
+                if (std::chrono::steady_clock::now() > deadline) {
+                    throw NodeReportError("node report: shared-memory segment '" + name +
+                                          "' was never initialised (creator crashed? remove "
+                                          "/dev/shm" + name + ")");
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            if (seg->version != kVersion || seg->slot_size != sizeof(Slot) ||
+                seg->local_size != static_cast<std::uint32_t>(local_size)) {
+                throw NodeReportError("node report: shared-memory segment '" + name +
+                                      "' has another layout (version " +
+                                      std::to_string(seg->version) + ", " +
+                                      std::to_string(seg->local_size) + " local ranks)");
+            }
+        }
+
+        bool closed = false;
+        {
+            Lock lock(seg, name);
+            closed = seg->closed != 0;
+            if (!closed) {
+                Slot *slots = seg->slots();
+                // Every process joins inside MPI_Init, before any can have
+                // finished; if every process in the segment is gone, it was
+                // left by an earlier job with the same key whose leader died
+                // before collecting, and its records are not ours.
+                bool any_alive = false;
+                for (int i = 0; i < local_size && !any_alive; ++i) {
+                    any_alive = slots[i].state != kEmpty &&
+                                process_alive(slots[i].pid, slots[i].start_time);
+                }
+                for (int i = 0; i < local_size && !any_alive; ++i) {
+                    slots[i] = Slot{};
+                }
+                Slot &mine = slots[local_rank];
+                if (mine.state != kEmpty && mine.pid != self.pid_) {
+                    throw NodeReportError("node report: local rank " + std::to_string(local_rank) +
+                                          " of '" + name + "' is already held by live pid " +
+                                          std::to_string(mine.pid) +
+                                          " (two processes with the same local rank?)");
+                }
+                mine            = Slot{};
+                mine.rank       = rank;
+                mine.pid        = self.pid_;
+                mine.start_time = start_time;
+                mine.state      = kJoined;
+                // The last local rank in removes the name: the mappings live
+                // on, and no process killed later (hydra SIGKILLs the other
+                // ranks when one dies by a signal) can leave it in /dev/shm.
+                int joined = 0;
+                for (int i = 0; i < local_size; ++i) {
+                    joined += slots[i].state != kEmpty ? 1 : 0;
+                }
+                if (joined == local_size && seg->unlinked == 0) {
+                    seg->unlinked = 1;
+                    if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT) {
+                        logger().warn("node report: shm_unlink '{}': {}", name,
+                                      std::strerror(errno));
+                    }
+                }
+            }
+        }
+        if (!closed) {
+            return self;
+        }
+        // Unmapped only once unlocked: a robust mutex held in unmapped memory
+        // is never released.
+        self.unmap();
+    }
+    throw NodeReportError("node report: segment '" + name + "' kept being removed while joining");
+}
+
+NodeExchange::NodeExchange(NodeExchange &&other) noexcept
+    : seg_(std::exchange(other.seg_, nullptr)),
+      bytes_(other.bytes_),
+      name_(std::move(other.name_)),
+      local_rank_(other.local_rank_),
+      local_size_(other.local_size_),
+      pid_(other.pid_)
+{
+}
+
+NodeExchange &NodeExchange::operator=(NodeExchange &&other) noexcept
+{
+    if (this != &other) {
+        unmap();
+        seg_        = std::exchange(other.seg_, nullptr);
+        bytes_      = other.bytes_;
+        name_       = std::move(other.name_);
+        local_rank_ = other.local_rank_;
+        local_size_ = other.local_size_;
+        pid_        = other.pid_;
+    }
+    return *this;
+}
+
+NodeExchange::~NodeExchange() { unmap(); }
+
+void NodeExchange::unmap() noexcept
+{
+    if (seg_ != nullptr) {
+        ::munmap(seg_, bytes_);
+        seg_ = nullptr;
+    }
+}
+
+// Also false in a child that inherited the mapping through fork().
+bool NodeExchange::owns_slot() const
+{
+    return seg_ != nullptr && pid_ == ::getpid() && seg_->slots()[local_rank_].pid == pid_;
+}
+
+bool NodeExchange::deposit(const RankRecord &record)
+{
+    if (seg_ == nullptr || pid_ != ::getpid()) {
+        return false;
+    }
+    Lock lock(seg_, name_);
+    if (seg_->closed != 0 || !owns_slot()) {
+        return false;
+    }
+    Slot &mine  = seg_->slots()[local_rank_];
+    mine.record = record;
+    mine.state  = kDeposited;
+    return true;
+}
+
+bool NodeExchange::leader_will_collect()
+{
+    if (seg_ == nullptr) {
+        return false;
+    }
+    Lock lock(seg_, name_);
+    const Slot &leader = seg_->slots()[0];
+    if (seg_->closed != 0 || leader.state == kEmpty) {
+        return false;
+    }
+    return leader.pid == pid_ || process_alive(leader.pid, leader.start_time);
+}
+
+NodeCollection NodeExchange::collect(std::chrono::nanoseconds wait, std::chrono::nanoseconds poll)
+{
+    NodeCollection collection;
+    if (seg_ == nullptr) {
+        throw NodeReportError("node report: collect on a segment that is not joined");
+    }
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+        bool pending = false;
+        {
+            Lock lock(seg_, name_);
+            const Slot *slots = seg_->slots();
+            for (int i = 0; i < local_size_ && !pending; ++i) {
+                const Slot &s = slots[i];
+                pending = s.state == kEmpty ||
+                          (s.state == kJoined && process_alive(s.pid, s.start_time));
+            }
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (!pending || now >= deadline) {
+            break;
+        }
+        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(poll, deadline - now));
+    }
+
+    {
+        Lock lock(seg_, name_);
+        const Slot *slots = seg_->slots();
+        for (int i = 0; i < local_size_; ++i) {
+            const Slot &s = slots[i];
+            if (s.state == kDeposited) {
+                RankRecord r = s.record;
+                r.local_rank = i;
+                collection.reported.push_back(r);
+                continue;
+            }
+            MissingRank m;
+            m.local_rank = i;
+            if (s.state == kJoined) {
+                m.rank   = s.rank;
+                m.pid    = s.pid;
+                m.reason = process_alive(s.pid, s.start_time) ? MissingRank::Reason::timed_out
+                                                              : MissingRank::Reason::died;
+            }
+            collection.missing.push_back(m);
+        }
+        // A process that opened the name just now sees `closed` and opens
+        // again (a new, empty segment) instead of depositing where nobody reads.
+        seg_->closed = 1;
+        if (seg_->unlinked == 0) {
+            seg_->unlinked = 1;
+            if (::shm_unlink(name_.c_str()) != 0 && errno != ENOENT) {
+                logger().warn("node report: shm_unlink '{}': {}", name_, std::strerror(errno));
+            }
+        }
+    }
+    return collection;
+}
+
+// ---- the process's node report ---------------------------------------------
+
+namespace {
+
+struct ProcessNodeReport {
+    std::mutex                  mutex;
+    std::optional<NodeExchange> exchange;
+    bool                        deposited = false;
+};
+
+ProcessNodeReport &process_node_report()
+{
+    // Never destroyed: the exit report runs from atexit, after static destructors may have.
+    static NoDestructor<ProcessNodeReport> state;
+    return *state;
+}
+
+void log_failure(const char *what, const std::exception &e) noexcept
+{
+    try {
+        logger().warn("{}: {}; each rank writes its own report instead", what, e.what());
+    } catch (...) {
+    }
+}
+
+} // namespace
+
+void node_report_join(const ProcessIdentity &who, const ReportTarget &report) noexcept
+{
+    if (report.kind == ReportTarget::Kind::none || !who.local.known()) {
+        return;
+    }
+    try {
+        ProcessNodeReport &state = process_node_report();
+        const std::lock_guard<std::mutex> lock(state.mutex);
+        state.exchange = NodeExchange::join(node_segment_name(::geteuid(), who.local.key),
+                                            who.local.local_rank, who.local.local_size, who.rank);
+        logger().debug("node report: joined '{}' as local rank {} of {} ({})",
+                       state.exchange->name(), who.local.local_rank, who.local.local_size,
+                       who.local.launcher);
+    } catch (const std::exception &e) {
+        log_failure("node report disabled", e);
+    } catch (...) {
+    }
+}
+
+bool node_report_deposit(const RankRecord &record) noexcept
+{
+    try {
+        ProcessNodeReport &state = process_node_report();
+        const std::lock_guard<std::mutex> lock(state.mutex);
+        if (!state.exchange || state.deposited) {
+            return false;
+        }
+        state.deposited = state.exchange->deposit(record);
+        if (!state.deposited) {
+            logger().warn("node report: '{}' was already collected; this rank writes its own "
+                          "report", state.exchange->name());
+            return false;
+        }
+        if (state.exchange->local_rank() == 0) {
+            return true; // the leader: collects at exit
+        }
+        const bool shown = state.exchange->leader_will_collect();
+        state.exchange.reset(); // nothing more to do here; the leader unlinks
+        return shown;
+    } catch (const std::exception &e) {
+        log_failure("node report: cannot deposit this rank's numbers", e);
+        return false;
+    } catch (...) {
+        return false;
+    }
+}
+
+void node_report_finish(const ReportTarget &report, const ProcessIdentity &who,
+                        std::chrono::nanoseconds wait) noexcept
+{
+    try {
+        ProcessNodeReport &state = process_node_report();
+        const std::lock_guard<std::mutex> lock(state.mutex);
+        if (!state.exchange || !state.deposited || state.exchange->local_rank() != 0) {
+            return;
+        }
+        const NodeCollection collection = state.exchange->collect(wait);
+        state.exchange.reset();
+        const NodeInfo node{who.host, who.local};
+        if (!collection.missing.empty()) {
+            logger().warn("node report: {} of {} local ranks did not report (first: {})",
+                          collection.missing.size(), who.local.local_size,
+                          collection.missing.front().rank >= 0
+                                  ? "rank " + std::to_string(collection.missing.front().rank)
+                                  : "local rank " +
+                                            std::to_string(collection.missing.front().local_rank));
+        }
+        write_report_content(report, report.kind == ReportTarget::Kind::json_file
+                                             ? format_node_json(node, collection)
+                                             : format_node_text(node, collection));
+    } catch (const std::exception &e) {
+        try {
+            logger().error("node report: cannot write the node summary: {}", e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+    }
+}
+
+} // namespace slim

@@ -1,0 +1,512 @@
+// The per-node report: what each rank hands over (RankRecord), the node's
+// totals, its table and JSON line, and the shared-memory exchange between
+// the ranks of a node, including ranks that die without reporting.
+#include "json_check.h"
+#include "node_report.h"
+#include "packing_monitor.h"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using slim::MissingRank;
+using slim::NodeCollection;
+using slim::NodeExchange;
+using slim::NodeReportError;
+using slim::RankRecord;
+using slim_test::Json;
+using slim_test::parse_json;
+
+namespace {
+
+slim::ProcessIdentity process(int rank, int local_rank)
+{
+    slim::ProcessIdentity who;
+    who.rank             = rank;
+    who.pid              = 1000 + rank;
+    who.host             = "node7";
+    who.local.local_rank = local_rank;
+    who.local.local_size = 3;
+    who.local.launcher   = "hydra";
+    who.local.key        = "hydra-77-1234";
+    return who;
+}
+
+slim::live::LiveSummary live(double energy, double baseline, double penalty,
+                             std::uint64_t events, std::uint64_t hits)
+{
+    slim::live::LiveSummary l;
+    l.predictor          = "spps";
+    l.backend            = "emulated";
+    l.lanes              = 4;
+    l.events             = events;
+    l.span_ns            = 2'000'000'000;
+    l.energy_joules      = energy;
+    l.baseline_joules    = baseline;
+    l.energy_savings_pct = 100.0 * (1.0 - energy / baseline);
+    l.time_penalty_pct   = penalty;
+    l.late_wakeups       = 2;
+    l.wakeup_delay_ns    = 3000;
+    l.predictions        = events / 2;
+    l.hits               = hits;
+    l.restarts           = 1;
+    l.gt_ns              = 12'500;
+    l.time_at_width_ns[1] = 500'000'000;
+    l.time_at_width_ns[4] = 1'500'000'000;
+    return l;
+}
+
+RankRecord record(int rank, int local_rank, double energy, double baseline, double penalty,
+                  std::uint64_t events, std::uint64_t hits, int error_bits = 0)
+{
+    slim_traffic_t traffic{};
+    traffic.op[SLIM_OP_AM_BCOPY][SLIM_DIR_SEND] = {10, 4096};
+    slim_packing_stats_t packing{};
+    packing.payload_bytes = 8000;
+    packing.wire_bytes    = 5000;
+    packing.packed_bytes  = 7992;
+    packing.missed_bytes  = 64;
+    const slim::live::LiveSummary l = live(energy, baseline, penalty, events, hits);
+    return slim::make_rank_record(process(rank, local_rank), traffic, packing,
+                                  slim::ErrorBound{error_bits}, &l);
+}
+
+NodeCollection two_of_three()
+{
+    NodeCollection c;
+    c.reported.push_back(record(0, 0, 6.0, 10.0, 0.5, 100, 80, 20));
+    c.reported.push_back(record(2, 2, 2.0, 10.0, 1.5, 300, 150, 29));
+    MissingRank m;
+    m.local_rank = 1;
+    m.rank       = 1;
+    m.pid        = 1001;
+    m.reason     = MissingRank::Reason::died;
+    c.missing.push_back(m);
+    return c;
+}
+
+slim::NodeInfo node()
+{
+    return slim::NodeInfo{"node7", process(0, 0).local};
+}
+
+// A segment name unique to this test process and case, unlinked at the end.
+struct TestSegment {
+    std::string name;
+    TestSegment()
+    {
+        static int counter = 0;
+        name = "/slimlink-test-report-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+        shm_unlink(name.c_str());
+    }
+    ~TestSegment() { shm_unlink(name.c_str()); }
+    bool exists() const { return access(("/dev/shm" + name).c_str(), F_OK) == 0; }
+};
+
+// Runs `body` in a child process; returns its pid. The child never returns
+// into Catch: it _exit()s with body's status.
+template <typename Body>
+pid_t in_child(Body body)
+{
+    const pid_t pid = fork();
+    if (pid == 0) {
+        // Catch's handlers would report a killed child as a failing test.
+        for (const int sig : {SIGSEGV, SIGABRT, SIGTERM, SIGINT, SIGILL, SIGFPE, SIGBUS}) {
+            signal(sig, SIG_DFL);
+        }
+        int status = 1;
+        try {
+            status = body();
+        } catch (...) {
+            status = 2;
+        }
+        _exit(status);
+    }
+    return pid;
+}
+
+int wait_status(pid_t pid)
+{
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+} // namespace
+
+// ---- records, totals, formats ----------------------------------------------
+
+TEST_CASE("a rank record carries the numbers of the rank's report")
+{
+    const RankRecord r = record(2, 1, 2.0, 10.0, 1.5, 300, 150, 29);
+    CHECK(r.rank == 2);
+    CHECK(r.local_rank == 1);
+    CHECK(r.pid == 1002);
+    CHECK(r.has_link);
+    CHECK(r.has_savings);
+    CHECK(r.energy_savings_pct == Approx(80.0));
+    CHECK(r.time_penalty_pct == 1.5);
+    CHECK(r.events == 300);
+    CHECK(r.hits == 150);
+    CHECK(r.gt_ns == 12'500);
+    CHECK(r.time_at_width_ns[4] == 1'500'000'000);
+    CHECK(r.bytes_sent == 4096);
+    CHECK(r.saved_bytes() == 3000);
+    CHECK(r.missed_bytes == 64);
+    CHECK(r.error_bound_bits == 29);
+
+    const RankRecord no_link = slim::make_rank_record(process(0, 0), slim_traffic_t{},
+                                                      slim_packing_stats_t{}, {}, nullptr);
+    CHECK(!no_link.has_link);
+    CHECK(no_link.events == 0);
+}
+
+TEST_CASE("node totals sum the ranks and derive savings from the sums")
+{
+    const slim::NodeTotals t = slim::node_totals(two_of_three().reported);
+    CHECK(t.ranks_with_link == 2);
+    CHECK(t.events == 400);
+    CHECK(t.energy_joules == Approx(8.0));
+    CHECK(t.baseline_joules == Approx(20.0));
+    // 1 - 8/20, not the mean of 40% and 80%.
+    CHECK(*t.energy_savings_pct == Approx(60.0));
+    CHECK(*t.time_penalty_pct_max == Approx(1.5));
+    CHECK(*t.time_penalty_pct_mean == Approx(1.0));
+    CHECK(t.late_wakeups == 4);
+    CHECK(t.hits == 230);
+    // Hits per event, as in the per-rank report.
+    CHECK(*t.hit_rate_pct == Approx(57.5));
+    CHECK(t.restarts == 2);
+    CHECK(t.time_at_width_ns[1] == 1'000'000'000);
+    CHECK(t.bytes_sent == 8192);
+    CHECK(t.saved_bytes == 6000);
+    CHECK(t.missed_bytes == 128);
+    // The coarsest precision of any rank: 2^-20.
+    CHECK(t.error_bound.min_bits == 20);
+}
+
+TEST_CASE("node totals of ranks without a link or without packing stay empty")
+{
+    const slim::NodeTotals none = slim::node_totals({});
+    CHECK(!none.energy_savings_pct);
+    CHECK(!none.time_penalty_pct_max);
+    CHECK(!none.hit_rate_pct);
+    CHECK(!none.error_bound.packed());
+
+    const RankRecord no_link = slim::make_rank_record(process(0, 0), slim_traffic_t{},
+                                                      slim_packing_stats_t{}, {}, nullptr);
+    const slim::NodeTotals t = slim::node_totals({no_link, record(1, 1, 5, 10, 0.0, 10, 5)});
+    CHECK(t.ranks_with_link == 1);
+    CHECK(*t.energy_savings_pct == Approx(50.0));
+    CHECK(!t.error_bound.packed());
+}
+
+TEST_CASE("the node JSON line has the documented schema and lists missing ranks")
+{
+    const std::string line = slim::format_node_json(node(), two_of_three());
+    REQUIRE(!line.empty());
+    CHECK(line.back() == '\n');
+    CHECK(line.find('\n') == line.size() - 1);
+    const Json j = parse_json(line);
+    CHECK(j.keys == std::vector<std::string>{"schema", "host", "job", "launcher", "local_size",
+                                             "ranks_reported", "ranks_missing", "totals",
+                                             "ranks"});
+    CHECK(j["schema"].text == "slimlink.node.v1");
+    CHECK(j["host"].text == "node7");
+    CHECK(j["job"].text == "hydra-77-1234");
+    CHECK(j["local_size"].integer() == 3);
+    CHECK(j["ranks_reported"].integer() == 2);
+    REQUIRE(j["ranks_missing"].array.size() == 1);
+    const Json &missing = j["ranks_missing"].array[0];
+    CHECK(missing["rank"].integer() == 1);
+    CHECK(missing["local_rank"].integer() == 1);
+    CHECK(missing["pid"].integer() == 1001);
+    CHECK(missing["reason"].text == "died");
+
+    const Json &t = j["totals"];
+    CHECK(std::stod(t["energy_savings_pct"].text) == Approx(60.0));
+    CHECK(std::stod(t["time_penalty_pct_max"].text) == Approx(1.5));
+    CHECK(std::stod(t["time_penalty_pct_mean"].text) == Approx(1.0));
+    CHECK(std::stod(t["hit_rate_pct"].text) == Approx(57.5));
+    CHECK(t["time_at_width_ns"].keys == std::vector<std::string>{"1", "2", "3", "4"});
+    CHECK(t["time_at_width_ns"]["4"].integer() == 3'000'000'000);
+    CHECK(t["saved_bytes"].integer() == 6000);
+    CHECK(std::stod(t["max_rel_error_bound"].text) == std::ldexp(1.0, -20));
+
+    REQUIRE(j["ranks"].array.size() == 2);
+    const Json &r2 = j["ranks"].array[1];
+    CHECK(r2["rank"].integer() == 2);
+    CHECK(r2["local_rank"].integer() == 2);
+    CHECK(r2["gt_ns"].integer() == 12'500);
+    CHECK(std::stod(r2["hit_rate_pct"].text) == Approx(50.0));
+    CHECK(std::stod(r2["max_rel_error_bound"].text) == std::ldexp(1.0, -29));
+}
+
+TEST_CASE("a node where nobody reported still gives valid JSON with nulls")
+{
+    NodeCollection c;
+    MissingRank    m;
+    m.local_rank = 0;
+    c.missing.push_back(m);
+    const Json j = parse_json(slim::format_node_json(node(), c));
+    CHECK(j["ranks_reported"].integer() == 0);
+    CHECK(j["ranks_missing"].array[0]["rank"].type == Json::Type::null);
+    CHECK(j["ranks_missing"].array[0]["reason"].text == "never_started");
+    CHECK(j["totals"]["energy_savings_pct"].type == Json::Type::null);
+    CHECK(j["totals"]["max_rel_error_bound"].type == Json::Type::null);
+    CHECK(j["ranks"].array.empty());
+}
+
+TEST_CASE("the node table has a row per reported rank, a total row and the missing ranks")
+{
+    const std::string text = slim::format_node_text(node(), two_of_three());
+    CHECK_THAT(text, Contains("slimlink node report: host node7, job hydra-77-1234, 3 local "
+                              "ranks, 2 reported, 1 missing"));
+    CHECK_THAT(text, Contains("missing: rank 1 (local 1, pid 1001): ended without a report"));
+    CHECK_THAT(text, Contains("max rel error"));
+    CHECK_THAT(text, Contains("2^-29 (1.9e-09)"));
+    CHECK_THAT(text, Contains("max 1.50"));
+    CHECK_THAT(text, Contains("mean 1.00%"));
+    CHECK_THAT(text, Contains("time at width (all ranks): 1x 1.000 s 4x 3.000 s"));
+    // Header, two rank rows and the total row share one layout.
+    std::size_t rows = 0;
+    for (std::size_t pos = 0; (pos = text.find("\n      ", pos)) != std::string::npos; ++pos) {
+        ++rows;
+    }
+    CHECK(rows >= 2);
+    CHECK_THAT(text, Contains("  total "));
+}
+
+// ---- the packing error bound -----------------------------------------------
+
+TEST_CASE("guaranteed bits follow the codec's bounds and order precisions")
+{
+    using slim::pack::Rounding;
+    CHECK(slim::guaranteed_bits({2, Rounding::truncate}) == 4);
+    CHECK(slim::guaranteed_bits({7, Rounding::truncate}) == 44);
+    CHECK(slim::guaranteed_bits({7, Rounding::nearest_even}) == 45);
+    CHECK(slim::guaranteed_bits({3, Rounding::truncate}) <
+          slim::guaranteed_bits({3, Rounding::nearest_even}));
+    CHECK(slim::guaranteed_bits({3, Rounding::nearest_even}) <
+          slim::guaranteed_bits({4, Rounding::truncate}));
+}
+
+TEST_CASE("the packing monitor keeps the coarsest precision it packed with")
+{
+    slim::PackingMonitor monitor;
+    CHECK(!monitor.error_bound().packed());
+    CHECK(monitor.error_bound().relative() == 0.0);
+    monitor.packed_with({8, slim::pack::Rounding::truncate}); // not packing: ignored
+    CHECK(!monitor.error_bound().packed());
+    monitor.packed_with({5, slim::pack::Rounding::nearest_even});
+    CHECK(monitor.error_bound().min_bits == 29);
+    monitor.packed_with({3, slim::pack::Rounding::truncate});
+    monitor.packed_with({6, slim::pack::Rounding::truncate});
+    CHECK(monitor.error_bound().min_bits == 12);
+    CHECK(monitor.error_bound().relative() == std::ldexp(1.0, -12));
+}
+
+TEST_CASE("the bound holds for values packed at the coarsest precision")
+{
+    // A check of codec.h's statement that the bound is built on.
+    for (const slim::pack::Precision p : {slim::pack::Precision{2, slim::pack::Rounding::truncate},
+                                          slim::pack::Precision{3, slim::pack::Rounding::nearest_even},
+                                          slim::pack::Precision{7, slim::pack::Rounding::truncate}}) {
+        const double bound = std::ldexp(1.0, -slim::guaranteed_bits(p));
+        for (const double x : {1.0, 1.9999999, 3.14159265358979, -2.718281828, 1e-300, 6.02e23}) {
+            const double y = slim::pack::round_trip(x, p);
+            CHECK(std::fabs(y - x) / std::fabs(x) <= bound);
+        }
+    }
+}
+
+// ---- the exchange ------------------------------------------------------------
+
+TEST_CASE("segment names are per user and per job, and shm-safe")
+{
+    CHECK(slim::node_segment_name(1000, "hydra-77-1234") == "/slimlink-1000-report-hydra-77-1234");
+    CHECK(slim::node_segment_name(0, "openmpi-prterun-vm-1@1") ==
+          "/slimlink-0-report-openmpi-prterun-vm-1_1");
+    CHECK(slim::node_segment_name(5, "a/b") == "/slimlink-5-report-a_b");
+}
+
+TEST_CASE("the leader collects every local rank's record and removes the segment")
+{
+    const TestSegment seg;
+    NodeExchange      leader = NodeExchange::join(seg.name, 0, 3, 0);
+    REQUIRE(leader.deposit(record(0, 0, 1, 2, 0, 10, 5)));
+
+    const pid_t one = in_child([&] {
+        NodeExchange me = NodeExchange::join(seg.name, 1, 3, 1);
+        return me.deposit(record(1, 1, 1, 2, 0, 20, 5)) && me.leader_will_collect() ? 0 : 3;
+    });
+    const pid_t two = in_child([&] {
+        NodeExchange me = NodeExchange::join(seg.name, 2, 3, 2);
+        return me.deposit(record(2, 2, 1, 2, 0, 30, 5)) ? 0 : 3;
+    });
+    CHECK(wait_status(one) == 0);
+    CHECK(wait_status(two) == 0);
+
+    const auto            start = std::chrono::steady_clock::now();
+    const NodeCollection  c     = leader.collect(10s);
+    CHECK(std::chrono::steady_clock::now() - start < 5s); // did not wait for nothing
+    CHECK(c.missing.empty());
+    REQUIRE(c.reported.size() == 3);
+    CHECK(c.reported[1].rank == 1);
+    CHECK(c.reported[2].events == 30);
+    CHECK(!seg.exists());
+}
+
+TEST_CASE("a rank that dies without depositing is missing, and not waited for")
+{
+    const TestSegment seg;
+    NodeExchange      leader = NodeExchange::join(seg.name, 0, 2, 0);
+    REQUIRE(leader.deposit(record(0, 0, 1, 2, 0, 10, 5)));
+
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    const pid_t crashed = in_child([&] {
+        NodeExchange me = NodeExchange::join(seg.name, 1, 2, 1);
+        (void)!write(ready[1], "j", 1);
+        for (;;) {
+            pause(); // killed before any deposit
+        }
+        return 0;
+    });
+    char c = 0;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    close(ready[1]);
+
+    SECTION("killed")
+    {
+        REQUIRE(kill(crashed, SIGKILL) == 0);
+        CHECK(wait_status(crashed) == 128 + SIGKILL);
+    }
+    SECTION("a zombie not reaped yet")
+    {
+        REQUIRE(kill(crashed, SIGKILL) == 0);
+        siginfo_t info{};
+        REQUIRE(waitid(P_PID, static_cast<id_t>(crashed), &info, WEXITED | WNOWAIT) == 0);
+    }
+    const auto           start = std::chrono::steady_clock::now();
+    const NodeCollection col   = leader.collect(30s);
+    CHECK(std::chrono::steady_clock::now() - start < 10s);
+    waitpid(crashed, nullptr, 0);
+    REQUIRE(col.reported.size() == 1);
+    REQUIRE(col.missing.size() == 1);
+    CHECK(col.missing[0].rank == 1);
+    CHECK(col.missing[0].local_rank == 1);
+    CHECK(col.missing[0].pid == crashed);
+    CHECK(col.missing[0].reason == MissingRank::Reason::died);
+}
+
+TEST_CASE("ranks that never join or never deposit in time are missing after the wait")
+{
+    const TestSegment seg;
+    NodeExchange      leader = NodeExchange::join(seg.name, 0, 3, 0);
+    REQUIRE(leader.deposit(record(0, 0, 1, 2, 0, 10, 5)));
+    NodeExchange slow = NodeExchange::join(seg.name, 2, 3, 2); // alive, never deposits
+
+    const auto           start = std::chrono::steady_clock::now();
+    const NodeCollection c     = leader.collect(100ms, 1ms);
+    CHECK(std::chrono::steady_clock::now() - start >= 100ms);
+    REQUIRE(c.missing.size() == 2);
+    CHECK(c.missing[0].local_rank == 1);
+    CHECK(c.missing[0].rank == -1);
+    CHECK(c.missing[0].reason == MissingRank::Reason::never_started);
+    CHECK(c.missing[1].rank == 2);
+    CHECK(c.missing[1].reason == MissingRank::Reason::timed_out);
+
+    // Too late: the segment is closed; the rank writes its own report.
+    CHECK(!slow.deposit(record(2, 2, 1, 2, 0, 10, 5)));
+    CHECK(!slow.leader_will_collect());
+}
+
+TEST_CASE("a leader that is gone will not show the others' records")
+{
+    const TestSegment seg;
+    const pid_t leader = in_child([&] {
+        NodeExchange me = NodeExchange::join(seg.name, 0, 2, 0);
+        return 0; // exits without collecting
+    });
+    REQUIRE(wait_status(leader) == 0);
+    NodeExchange member = NodeExchange::join(seg.name, 1, 2, 1);
+    CHECK(member.deposit(record(1, 1, 1, 2, 0, 10, 5)));
+    CHECK(!member.leader_will_collect());
+}
+
+TEST_CASE("a fork()ed child does not deposit in its parent's slot")
+{
+    const TestSegment seg;
+    NodeExchange      me    = NodeExchange::join(seg.name, 0, 1, 0);
+    const pid_t       child = in_child([&] { return me.deposit(record(0, 0, 1, 2, 0, 1, 1)) ? 3 : 0; });
+    CHECK(wait_status(child) == 0);
+    const NodeCollection c = me.collect(0s);
+    CHECK(c.reported.empty());
+    CHECK(c.missing.size() == 1);
+}
+
+TEST_CASE("a segment left by a dead job with the same key is taken over")
+{
+    const TestSegment seg;
+    // The old job: local rank 1 deposited, its leader died before collecting.
+    const pid_t old_rank = in_child([&] {
+        NodeExchange me = NodeExchange::join(seg.name, 1, 2, 1);
+        return me.deposit(record(1, 1, 1, 2, 0, 999, 5)) ? 0 : 3;
+    });
+    REQUIRE(wait_status(old_rank) == 0);
+    REQUIRE(seg.exists());
+
+    NodeExchange leader = NodeExchange::join(seg.name, 0, 2, 0);
+    REQUIRE(leader.deposit(record(0, 0, 1, 2, 0, 10, 5)));
+    const NodeCollection c = leader.collect(50ms, 1ms);
+    // The old record is not read as this job's.
+    REQUIRE(c.reported.size() == 1);
+    REQUIRE(c.missing.size() == 1);
+    CHECK(c.missing[0].reason == MissingRank::Reason::never_started);
+}
+
+TEST_CASE("two live processes with the same local rank are refused")
+{
+    const TestSegment seg;
+    NodeExchange      first = NodeExchange::join(seg.name, 1, 2, 1);
+    const pid_t       child = in_child([&] {
+        try {
+            NodeExchange::join(seg.name, 1, 2, 5);
+        } catch (const NodeReportError &e) {
+            return std::string(e.what()).find("already held by live pid") != std::string::npos
+                           ? 0
+                           : 3;
+        }
+        return 4;
+    });
+    CHECK(wait_status(child) == 0);
+}
+
+TEST_CASE("the segment is private to the user and its layout is checked")
+{
+    const TestSegment seg;
+    {
+        NodeExchange first = NodeExchange::join(seg.name, 0, 2, 0);
+        struct stat  st{};
+        REQUIRE(stat(("/dev/shm" + seg.name).c_str(), &st) == 0);
+        CHECK((st.st_mode & 07777) == 0600);
+        CHECK_THROWS_WITH(NodeExchange::join(seg.name, 1, 3, 1), Contains("expected"));
+    }
+    REQUIRE(chmod(("/dev/shm" + seg.name).c_str(), 0644) == 0);
+    CHECK_THROWS_WITH(NodeExchange::join(seg.name, 1, 2, 1), Contains("not 0600"));
+    CHECK_THROWS_AS(NodeExchange::join(seg.name, 2, 2, 1), NodeReportError);
+    CHECK_THROWS_AS(NodeExchange::join("no-slash", 0, 2, 0), NodeReportError);
+}
