@@ -68,3 +68,4 @@ benchmarks_packed_bw_SOURCES = benchmarks/packed_bw.c benchmarks/bench_options.h
 benchmarks_packed_bw_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_packed_bw_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 EXTRA_DIST += benchmarks/run-packing-bench
+EXTRA_DIST += benchmarks/run-e2e-bench
