@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "bench_options.h"
+#include "mini_app.h"
 
 #define ACCEPT_REL_ERROR 0.01 /* thesis: packed answer within 1 % */
 
@@ -217,11 +218,6 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
     o->max_iter = max_iter > 0 ? max_iter : 10 * o->n;
 }
 
-static const char *mode_name(slim_round_t mode)
-{
-    return mode == SLIM_ROUND_NEAREST ? "round" : "truncate";
-}
-
 /* ------------------------------------------------------------ the problem */
 
 static grid_t make_grid(int n, int rank_, int nranks, int block)
@@ -243,17 +239,6 @@ static grid_t make_grid(int n, int rank_, int nranks, int block)
 static size_t slab_len(const grid_t *g) { return (size_t)g->rows * (size_t)g->n; }
 
 static double *slab(const grid_t *g, const field_t *f) { return f->data + g->n; }
-
-static int alloc_doubles(double **p, size_t count)
-{
-    /* 64-byte aligned: whole cache lines, and the codec's vector path */
-    if (posix_memalign((void **)p, 64, count * sizeof(double)) != 0) {
-        *p = NULL;
-        return 0;
-    }
-    memset(*p, 0, count * sizeof(double));
-    return 1;
-}
 
 static int alloc_field(const grid_t *g, field_t *f)
 {
@@ -444,40 +429,6 @@ static double relative_error(const grid_t *g, const field_t *a, const field_t *b
     return sums[1] > 0 ? sqrt(sums[0] / sums[1]) : sqrt(sums[0]);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* *sum = (after - before) summed over all ranks. */
-static void sum_packing_delta(const slim_packing_stats_t *before,
-                              const slim_packing_stats_t *after, slim_packing_stats_t *sum)
-{
-    static const size_t field[] = {
-        offsetof(slim_packing_stats_t, frames_sent),
-        offsetof(slim_packing_stats_t, payload_bytes),
-        offsetof(slim_packing_stats_t, wire_bytes),
-        offsetof(slim_packing_stats_t, marked_bytes),
-        offsetof(slim_packing_stats_t, packed_bytes),
-        offsetof(slim_packing_stats_t, edge_bytes),
-        offsetof(slim_packing_stats_t, missed_bytes),
-        offsetof(slim_packing_stats_t, frames_received),
-        offsetof(slim_packing_stats_t, frames_rejected)};
-    enum { NFIELDS = sizeof(field) / sizeof(field[0]) };
-    uint64_t v[NFIELDS];
-
-    for (int i = 0; i < NFIELDS; ++i) {
-        v[i] = *(const uint64_t *)((const char *)after + field[i]) -
-               *(const uint64_t *)((const char *)before + field[i]);
-    }
-    MPI_Allreduce(MPI_IN_PLACE, v, NFIELDS, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-    memset(sum, 0, sizeof(*sum));
-    for (int i = 0; i < NFIELDS; ++i) {
-        *(uint64_t *)((char *)sum + field[i]) = v[i];
-    }
-}
-
 /* Solves `repeat` times (for timing; the solves are identical), marks the
  * halo send buffers for the duration when keep > 0, then measures the true
  * residual with the marks removed. *stats gets the packing counters of the
@@ -539,11 +490,6 @@ static int run_solve(const grid_t *g, const cg_options_t *o, int keep, const dou
 }
 
 /* ------------------------------------------------------------ output */
-
-static double wire_ratio(const slim_packing_stats_t *s)
-{
-    return s->payload_bytes > 0 ? (double)s->wire_bytes / (double)s->payload_bytes : 0.0;
-}
 
 static void print_text(const cg_options_t *o, int nranks, const cg_result_t *full,
                        const cg_result_t *packed, double err, const slim_packing_stats_t *s)

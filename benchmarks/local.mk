@@ -47,7 +47,7 @@ EXTRA_DIST += benchmarks/run-codec-bench
 # solved at full precision and with the halo sends marked for lossy packing;
 # prints the iterations, residuals and the packed answer's error.
 bin_PROGRAMS += benchmarks/slimlink-cg
-benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c benchmarks/bench_options.h
+benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c benchmarks/bench_options.h benchmarks/mini_app.h
 benchmarks_slimlink_cg_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 
@@ -56,7 +56,7 @@ benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 # and with both transposes' sends marked for lossy packing; prints the
 # FFT's self-checks, the times and the packed potential's error.
 bin_PROGRAMS += benchmarks/slimlink-fft
-benchmarks_slimlink_fft_SOURCES = benchmarks/fft3d.c benchmarks/bench_options.h
+benchmarks_slimlink_fft_SOURCES = benchmarks/fft3d.c benchmarks/bench_options.h benchmarks/mini_app.h
 benchmarks_slimlink_fft_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_fft_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 
