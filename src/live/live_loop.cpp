@@ -96,8 +96,13 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     // The link carries this operation: wake it first (a late wake-up is
     // what the wait measures).
     timeout_fired_ = false;
-    const bool waking = low_pending_ || controller_->width() < controller_->full_width();
-    low_pending_      = false;
+    // Below full width now: a low-power request (or width) the controller
+    // still holds, unless the request expired before this operation (the
+    // link woke then, on time). The controller's own state, not a flag of
+    // ours: a flag outlived the expiry and narrowed links already awake.
+    const std::optional<TimeNs> low_until = controller_->low_until();
+    const bool waking = controller_->width() < controller_->full_width() &&
+                        !(low_until && *low_until <= t);
     if (!open_ && waking && config_.compression_aware && !in_region_) {
         // A packed burst keeps its speed on fewer lanes (thesis §4.5.2), so
         // a link in low power wakes only to those. A link at full width is
@@ -149,7 +154,6 @@ void LiveLoop::region_begin(double ratio)
     // Wake now (the region's traffic must not wait), at the region's width.
     controller_->burst(ratio);
     controller_->traffic();
-    low_pending_ = false;
 }
 
 void LiveLoop::region_end()
@@ -161,7 +165,7 @@ void LiveLoop::region_end()
 
 void LiveLoop::poll()
 {
-    if (!open_ && low_pending_) {
+    if (!open_ && controller_->low_until()) {
         // Real backends need the wake at the predicted time, not at the next
         // operation: the progress loop is the timer.
         controller_->tick();
@@ -174,7 +178,6 @@ void LiveLoop::poll()
             if (t - prev_end_ns_ >= config_.timeout_ns) {
                 timeout_fired_ = true;
                 controller_->low_power_until(std::numeric_limits<TimeNs>::max());
-                low_pending_ = true;
             }
         }
         return;
@@ -194,10 +197,8 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     if (open_) {
         earliest(last_op_ns_ + config_.burst_gap_ns + 1);
     }
-    if (low_pending_) {
-        if (const std::optional<TimeNs> until = controller_->low_until()) {
-            earliest(*until);
-        }
+    if (const std::optional<TimeNs> until = controller_->low_until()) {
+        earliest(*until);
     }
     if (!open_ && config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0) {
         earliest(prev_end_ns_ + config_.timeout_ns);
@@ -250,7 +251,6 @@ void LiveLoop::close_burst(TimeNs now_ns)
         const predict::Decision d = predictor_->on_event(event);
         if (d.low_power) {
             controller_->low_power_until(d.low_power->until_ns);
-            low_pending_ = true;
         }
     }
 

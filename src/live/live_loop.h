@@ -104,7 +104,7 @@ public:
     // poll() has work: a burst to close, a wake to time, a timeout to watch.
     bool wants_poll() const
     {
-        return open_.has_value() || low_pending_ ||
+        return open_.has_value() || controller_->low_until().has_value() ||
                (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0);
     }
 
@@ -155,7 +155,6 @@ private:
     std::uint64_t                      late_wakeups_ = 0;
     bool                               finished_ = false;
     bool                               timeout_fired_ = false;
-    bool                               low_pending_ = false;   // a low-power request is live
     bool                               burst_demand_ = false;  // Controller::burst() is live
     bool                               in_region_ = false;     // a region holds the width
     // Wire/original ratio of each event id's last packed burst (bounded).

@@ -268,6 +268,28 @@ TEST_CASE("packed bursts wake a low link only to the lanes they fill")
     CHECK(*s.energy_savings_pct > 40.0);
 }
 
+TEST_CASE("a packed burst after a low-power period that already ended keeps the full width")
+{
+    // PPS predicts each 300 us gap and wakes the link before the next burst
+    // (displacement and t_react): those bursts find it at full width again.
+    ManualClock clock;
+    LiveLoop    loop(config_for(clock, PredictorKind::pps));
+    for (int i = 0; i < 200; ++i) {
+        for (int k = 0; k < 50; ++k) {
+            Traffic packed    = op(0, 2048, 1);
+            packed.orig_bytes = 4096;  // 2 of 4 lanes, were the link low
+            loop.on_traffic(packed);
+            clock.now += 2'000;
+        }
+        idle(loop, clock, 300'000);
+    }
+    const auto s = loop.summary(true);
+    REQUIRE(s.predictions > 100);
+    CHECK(s.time_at_width_ns[1] > 0);
+    CHECK(s.late_wakeups == 0);
+    CHECK(s.time_at_width_ns[2] == 0);
+}
+
 TEST_CASE("a link at full width is not narrowed for a packed burst")
 {
     // A width change takes tau: narrowing for each burst would cost
