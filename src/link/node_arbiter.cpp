@@ -1,6 +1,7 @@
 #include "link/node_arbiter.h"
 
 #include "link/node_arbiter_segment.h"
+#include "link/shared_segment.h"
 #include "runtime/log.h"
 
 #include <algorithm>
@@ -12,11 +13,9 @@
 #include <sstream>
 #include <utility>
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,16 +50,7 @@ class NodeArbiter::Lock {
 public:
     Lock(Segment* seg, const std::string& name) : seg_(seg)
     {
-        const int rc = pthread_mutex_lock(&seg_->mutex);
-        if (rc == EOWNERDEAD) {
-            // A process died holding the lock. Slots are only ever half
-            // written by their own owner, who is now dead, so the liveness
-            // sweep repairs whatever it left.
-            logger().warn("node arbiter: a process died holding the lock of '{}'; recovered", name);
-            pthread_mutex_consistent(&seg_->mutex);
-            return;
-        }
-        if (rc != 0) {
+        if (const int rc = lock_robust_mutex(&seg_->mutex, "node arbiter", name); rc != 0) {
             throw_sys("pthread_mutex_lock", name, rc);
         }
     }
@@ -148,80 +138,21 @@ NodeArbiter NodeArbiter::join(const std::string& device, unsigned port, unsigned
     }
 
     for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
-        bool creator = true;
-        int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST) {
-            creator = false;
-            fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-            if (fd < 0 && errno == ENOENT) {
-                continue;  // unlinked by the last process out meanwhile
-            }
+        std::optional<SegmentMapping> mapped;
+        try {
+            mapped = map_private_segment(name, sizeof(Segment),
+                                         std::chrono::nanoseconds(options.init_wait_ns));
+        } catch (const SharedSegmentError& e) {
+            throw ArbiterError(std::string("node arbiter: ") + e.what() + "; using full width");
         }
-        if (fd < 0) {
-            throw_sys("shm_open", name, errno);
+        if (!mapped) {
+            continue;  // unlinked by the last process out meanwhile
         }
-        struct FdCloser {
-            int fd;
-            ~FdCloser() { close(fd); }
-        } closer{fd};
-
-        struct stat st{};
-        if (creator && fchmod(fd, 0600) != 0) {  // umask must not matter
-            throw_sys("fchmod", name, errno);
-        }
-        if (fstat(fd, &st) != 0) {
-            throw_sys("fstat", name, errno);
-        }
-        // Checked before mapping: another user's segment is not to be trusted.
-        if (st.st_uid != geteuid()) {
-            throw ArbiterError("node arbiter: shared-memory segment '" + name +
-                               "' is owned by uid " + std::to_string(st.st_uid) +
-                               ", not by this user (uid " + std::to_string(geteuid()) +
-                               "); refusing it; using full width");
-        }
-        if ((st.st_mode & 07777) != 0600) {
-            char mode[8];
-            std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-            throw ArbiterError("node arbiter: shared-memory segment '" + name + "' has mode " +
-                               mode + ", not 0600; refusing it; using full width");
-        }
-        if (creator && ftruncate(fd, sizeof(Segment)) != 0) {
-            throw_sys("ftruncate", name, errno);
-        }
-        // A joiner may arrive between the creator's shm_open and ftruncate.
-        const TimeNs deadline = monotonic_now_ns() + options.init_wait_ns;
-        while (!creator && static_cast<std::size_t>(st.st_size) < sizeof(Segment)) {
-            if (monotonic_now_ns() > deadline) {
-                throw ArbiterError("node arbiter: shared-memory segment '" + name + "' has " +
-                                   std::to_string(st.st_size) + " bytes, expected " +
-                                   std::to_string(sizeof(Segment)) +
-                                   " (left by a crashed creator or another version? remove "
-                                   "/dev/shm" + name + "); using full width");
-            }
-            usleep(1000);
-            if (fstat(fd, &st) != 0) {
-                throw_sys("fstat", name, errno);
-            }
-        }
-        void* addr = mmap(nullptr, sizeof(Segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (addr == MAP_FAILED) {
-            throw_sys("mmap", name, errno);
-        }
-        self.seg_ = static_cast<Segment*>(addr);
+        self.seg_ = static_cast<Segment*>(mapped->addr);
         Segment* seg = self.seg_;
 
-        if (creator) {
-            pthread_mutexattr_t attr;
-            pthread_mutexattr_init(&attr);
-            int rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-            if (rc == 0) {
-                rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-            }
-            if (rc == 0) {
-                rc = pthread_mutex_init(&seg->mutex, &attr);
-            }
-            pthread_mutexattr_destroy(&attr);
-            if (rc != 0) {
+        if (mapped->creator) {
+            if (const int rc = init_robust_mutex(&seg->mutex); rc != 0) {
                 self.close_segment();
                 shm_unlink(name.c_str());
                 throw_sys("pthread_mutex_init (robust, process-shared)", name, rc);
@@ -231,13 +162,10 @@ NodeArbiter NodeArbiter::join(const std::string& device, unsigned port, unsigned
             seg->slot_count = kSlots;
             seg->magic.store(kMagic, std::memory_order_release);
         } else {
-            while (seg->magic.load(std::memory_order_acquire) != kMagic) {
-                if (monotonic_now_ns() > deadline) {
-                    throw ArbiterError("node arbiter: shared-memory segment '" + name +
-                                       "' was never initialised (creator crashed? remove /dev/shm" +
-                                       name + "); using full width");
-                }
-                usleep(1000);
+            if (!wait_published(seg->magic, kMagic, mapped->deadline)) {
+                throw ArbiterError("node arbiter: shared-memory segment '" + name +
+                                   "' was never initialised (creator crashed? remove /dev/shm" +
+                                   name + "); using full width");
             }
             if (seg->version != kVersion || seg->slot_count != kSlots) {
                 throw ArbiterError("node arbiter: shared-memory segment '" + name +

@@ -1,6 +1,7 @@
 #include "node_report.h"
 
 #include "link/node_arbiter.h"
+#include "link/shared_segment.h"
 #include "log.h"
 #include "no_destructor.h"
 #include "report.h"
@@ -18,11 +19,9 @@
 #include <thread>
 #include <utility>
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace slim {
@@ -417,16 +416,7 @@ class NodeExchange::Lock {
 public:
     Lock(Segment *seg, const std::string &name) : seg_(seg)
     {
-        const int rc = pthread_mutex_lock(&seg_->mutex);
-        if (rc == EOWNERDEAD) {
-            // Slots are written whole by their owner under the lock; a half
-            // written one belongs to the dead process and is never read as
-            // deposited unless its state was set last.
-            logger().warn("node report: a process died holding the lock of '{}'; recovered", name);
-            pthread_mutex_consistent(&seg_->mutex);
-            return;
-        }
-        if (rc != 0) {
+        if (const int rc = link::lock_robust_mutex(&seg_->mutex, "node report", name); rc != 0) {
             throw_sys("pthread_mutex_lock", name, rc);
         }
     }
@@ -463,92 +453,21 @@ NodeExchange NodeExchange::join(const std::string &name, int local_rank, int loc
     const std::size_t bytes = segment_bytes(local_size);
 
     for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
-        bool creator = true;
-        int  fd      = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == EEXIST) {
-            creator = false;
-            fd      = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-            if (fd < 0 && errno == ENOENT) {
-                continue; // unlinked by the leader meanwhile
-            }
+        std::optional<link::SegmentMapping> mapped;
+        try {
+            mapped = link::map_private_segment(name, bytes, init_wait);
+        } catch (const link::SharedSegmentError &e) {
+            throw NodeReportError(std::string("node report: ") + e.what());
         }
-        if (fd < 0) {
-            throw_sys("shm_open", name, errno);
+        if (!mapped) {
+            continue; // unlinked by the leader meanwhile
         }
-        struct FdCloser {
-            int fd;
-            ~FdCloser() { ::close(fd); }
-        } closer{fd};
-
-        struct stat st{};
-        if (creator && ::fchmod(fd, 0600) != 0) { // umask must not matter
-            throw_sys("fchmod", name, errno);
-        }
-        if (::fstat(fd, &st) != 0) {
-            throw_sys("fstat", name, errno);
-        }
-        // Checked before mapping: another user's segment is not to be trusted.
-        if (st.st_uid != ::geteuid()) {
-            throw NodeReportError("node report: shared-memory segment '" + name +
-                                  "' is owned by uid " + std::to_string(st.st_uid) +
-                                  ", not by this user; refusing it");
-        }
-        if ((st.st_mode & 07777) != 0600) {
-            std::array<char, 8> mode{};
-            std::snprintf(mode.data(), mode.size(), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-            throw NodeReportError("node report: shared-memory segment '" + name + "' has mode " +
-                                  mode.data() + ", not 0600; refusing it");
-        }
-        if (creator) {
-            if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-                const int err = errno;
-                ::shm_unlink(name.c_str());
-                throw_sys("ftruncate", name, err);
-            }
-            st.st_size = static_cast<off_t>(bytes);
-        }
-        // A joiner may arrive between the creator's shm_open and ftruncate
-        // (size 0); any other size is another layout.
-        const auto deadline = std::chrono::steady_clock::now() + init_wait;
-        while (st.st_size == 0) {
-            if (std::chrono::steady_clock::now() > deadline) {
-                throw NodeReportError(
-                        "node report: shared-memory segment '" + name + "' has " +
-                        std::to_string(st.st_size) + " bytes, expected " + std::to_string(bytes) +
-                        " for " + std::to_string(local_size) +
-                        " local ranks (left by another job or version? remove /dev/shm" + name +
-                        ")");
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            if (::fstat(fd, &st) != 0) {
-                throw_sys("fstat", name, errno);
-            }
-        }
-        if (static_cast<std::size_t>(st.st_size) != bytes) {
-            throw NodeReportError("node report: shared-memory segment '" + name + "' has " +
-                                  std::to_string(st.st_size) + " bytes, expected " +
-                                  std::to_string(bytes) + " (remove /dev/shm" + name + ")");
-        }
-        void *addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (addr == MAP_FAILED) {
-            throw_sys("mmap", name, errno);
-        }
-        self.seg_   = static_cast<Segment *>(addr);
+        self.seg_   = static_cast<Segment *>(mapped->addr);
         self.bytes_ = bytes;
         Segment *seg = self.seg_;
 
-        if (creator) {
-            pthread_mutexattr_t attr;
-            pthread_mutexattr_init(&attr);
-            int rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-            if (rc == 0) {
-                rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-            }
-            if (rc == 0) {
-                rc = pthread_mutex_init(&seg->mutex, &attr);
-            }
-            pthread_mutexattr_destroy(&attr);
-            if (rc != 0) {
+        if (mapped->creator) {
+            if (const int rc = link::init_robust_mutex(&seg->mutex); rc != 0) {
                 self.unmap();
                 ::shm_unlink(name.c_str());
                 throw_sys("pthread_mutex_init (robust, process-shared)", name, rc);
@@ -558,13 +477,10 @@ NodeExchange NodeExchange::join(const std::string &name, int local_rank, int loc
             seg->slot_size  = sizeof(Slot);
             seg->magic.store(kMagic, std::memory_order_release);
         } else {
-            while (seg->magic.load(std::memory_order_acquire) != kMagic) {
-                if (std::chrono::steady_clock::now() > deadline) {
-                    throw NodeReportError("node report: shared-memory segment '" + name +
-                                          "' was never initialised (creator crashed? remove "
-                                          "/dev/shm" + name + ")");
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!link::wait_published(seg->magic, kMagic, mapped->deadline)) {
+                throw NodeReportError("node report: shared-memory segment '" + name +
+                                      "' was never initialised (creator crashed? remove "
+                                      "/dev/shm" + name + ")");
             }
             if (seg->version != kVersion || seg->slot_size != sizeof(Slot) ||
                 seg->local_size != static_cast<std::uint32_t>(local_size)) {
