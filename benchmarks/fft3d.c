@@ -66,7 +66,6 @@
 #include <math.h>
 #include <stddef.h>
 #include <mpi.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <slimlink.h>
 #include <stdint.h>
@@ -340,20 +339,6 @@ static void fft_strided(const fft_plan_t *p, double *x, size_t stride, int inver
 
 /* ------------------------------------------------------------ communication */
 
-/* Waits for one request. With more ranks than cores, ranks that spin in
- * MPI_Wait keep the peer they wait for off the CPU (see slimlink-cg). */
-static void wait_yield(MPI_Request *req)
-{
-    MPI_Status stat;
-    int done = 0;
-
-    MPI_Testall(1, req, &done, &stat);
-    while (!done) {
-        sched_yield();
-        MPI_Testall(1, req, &done, &stat);
-    }
-}
-
 /* Block r of send goes to rank r, block s of recv comes from rank s; every
  * block holds nl x nl x N complex values. */
 static void alltoall(const slabs_t *s, const double *send, double *recv)
@@ -366,19 +351,7 @@ static void alltoall(const slabs_t *s, const double *send, double *recv)
     }
     MPI_Request req;
     MPI_Ialltoall(send, count, MPI_DOUBLE, recv, count, MPI_DOUBLE, MPI_COMM_WORLD, &req);
-    wait_yield(&req);
-}
-
-/* Sum over all ranks of `count` doubles, in place. */
-static void sum_all(const slabs_t *s, double *v, int count)
-{
-    if (s->block) {
-        MPI_Allreduce(MPI_IN_PLACE, v, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        return;
-    }
-    MPI_Request req;
-    MPI_Iallreduce(MPI_IN_PLACE, v, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
-    wait_yield(&req);
+    wait_yield(1, &req);
 }
 
 /* ------------------------------------------------------------ 3-D FFT */
@@ -628,7 +601,7 @@ static void compute_forces(const slabs_t *s, charges_t *c, const double *grid,
             c->f[i][a] = c->q[i] * cell * f[a];
         }
     }
-    sum_all(s, &c->f[0][0], 3 * NCHARGES);
+    sum_all_ranks(s->block, &c->f[0][0], 3 * NCHARGES);
 }
 
 /* Symplectic Euler, unit masses, positions wrapped into the box. */
@@ -688,7 +661,7 @@ static double roundtrip_error(const slabs_t *s, fft_work_t *w, double *scratch)
         sums[0] += dr * dr + di * di;
         sums[1] += scratch[i] * scratch[i];
     }
-    sum_all(s, sums, 2);
+    sum_all_ranks(s->block, sums, 2);
     return sqrt(sums[0] / sums[1]);
 }
 
@@ -740,7 +713,7 @@ static double relative_error(const slabs_t *s, const double *a, const double *b)
         sums[0] += d * d;
         sums[1] += b[i] * b[i];
     }
-    sum_all(s, sums, 2);
+    sum_all_ranks(s->block, sums, 2);
     return sums[1] > 0 ? sqrt(sums[0] / sums[1]) : sqrt(sums[0]);
 }
 
