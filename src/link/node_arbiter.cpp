@@ -28,7 +28,10 @@ using arbiter_segment::kVersion;
 using arbiter_segment::Slot;
 
 // A joiner can open the segment just before the last process out unlinks it;
-// it then sees `closed` and opens again. Bounded so a bug cannot spin forever.
+// it then sees `closed` and opens again: at least this many times, and on
+// until init_wait has passed (processes that join and leave in a tight loop
+// can close it under a joiner repeatedly). Bounded so a bug cannot spin
+// forever.
 constexpr int kOpenAttempts = 16;
 
 std::string errno_text(int err)
@@ -137,7 +140,8 @@ NodeArbiter NodeArbiter::join(const std::string& device, unsigned port, unsigned
                            "using full width");
     }
 
-    for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
+    const TimeNs give_up = monotonic_now_ns() + options.init_wait_ns;
+    for (int attempt = 0; attempt < kOpenAttempts || monotonic_now_ns() < give_up; ++attempt) {
         std::optional<SegmentMapping> mapped;
         try {
             mapped = map_private_segment(name, sizeof(Segment),

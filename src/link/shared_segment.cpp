@@ -118,6 +118,15 @@ int init_robust_mutex(pthread_mutex_t* mutex)
 bool wait_published(const std::atomic<std::uint64_t>& magic, std::uint64_t expected,
                     std::chrono::steady_clock::time_point deadline)
 {
+    // A creator publishes microseconds after creating: yield first, so that
+    // a joiner is not put to sleep for a millisecond in which the creator
+    // may come and go (and its segment be removed) many times.
+    for (int spin = 0; spin < 1000; ++spin) {
+        if (magic.load(std::memory_order_acquire) == expected) {
+            return true;
+        }
+        std::this_thread::yield();
+    }
     while (magic.load(std::memory_order_acquire) != expected) {
         if (std::chrono::steady_clock::now() > deadline) {
             return false;

@@ -452,7 +452,10 @@ NodeExchange NodeExchange::join(const std::string &name, int local_rank, int loc
     }
     const std::size_t bytes = segment_bytes(local_size);
 
-    for (int attempt = 0; attempt < kOpenAttempts; ++attempt) {
+    // At least kOpenAttempts tries, and on until init_wait has passed.
+    const auto give_up = std::chrono::steady_clock::now() + init_wait;
+    for (int attempt = 0; attempt < kOpenAttempts || std::chrono::steady_clock::now() < give_up;
+         ++attempt) {
         std::optional<link::SegmentMapping> mapped;
         try {
             mapped = link::map_private_segment(name, bytes, init_wait);

@@ -1,5 +1,6 @@
 // NodeArbiter and PortMap (thesis §4.5.4): the port's width is the maximum
 // requested by the local processes; low power only when all are idle.
+#include <cstdio>
 #include "link/node_arbiter.h"
 #include "link/node_arbiter_segment.h"
 #include "link/port_map.h"
@@ -260,8 +261,13 @@ TEST_CASE("processes joining and leaving concurrently never lose the segment", "
                 try {
                     auto mine = seg.join();
                     mine.request(1 + static_cast<unsigned>(round) % kFull, monotonic_now_ns());
-                    failures += mine.effective_width(monotonic_now_ns()) == 0 ? 1 : 0;
-                } catch (const std::exception&) {
+                    if (mine.effective_width(monotonic_now_ns()) == 0) {
+                        std::fprintf(stderr, "round %d: effective width 0\n", round);
+                        ++failures;
+                    }
+                } catch (const std::exception& e) {
+                    // Said, so that a failure names its cause.
+                    std::fprintf(stderr, "round %d: %s\n", round, e.what());
                     ++failures;
                 }
             }
