@@ -31,3 +31,9 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_controller.cpp
 tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS)
 tests_unit_slim_unit_tests_LDADD += $(IBMAD_LIBS)
+
+# The default policy: candidates replayed in shadow, the best followed (issue 11).
+src_libslimcore_la_SOURCES += \
+	src/link/adaptive_policy.h src/link/adaptive_policy.cpp
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_adaptive_policy.cpp

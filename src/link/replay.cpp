@@ -12,10 +12,25 @@ Replay::Replay(const ReplayConfig& config)
     : config_(config),
       recording_flips_at_(config.timeline_events > 0 ? config.timeline_first_event : UINT64_MAX)
 {
-    if (config_.policy.kind == PolicyKind::predictor) {
+    switch (config_.policy.kind) {
+    case PolicyKind::predictor:
         predictor_.emplace(config_.policy.predictor);
+        break;
+    case PolicyKind::context:
+        context_.emplace(config_.policy.context);
+        break;
+    case PolicyKind::adaptive: {
+        AdaptiveConfig a = config_.policy.adaptive;
+        a.link   = config_.link;
+        a.packed = config_.packed;
+        adaptive_ = std::make_unique<AdaptivePolicy>(a);
+        break;
+    }
+    default:
+        break;
     }
 }
+
 
 unsigned Replay::required_width(const Event& event) const
 {
@@ -33,11 +48,18 @@ void Replay::act_on_gap(TimeNs gap_end)
     const unsigned low  = config_.link.low_width;
     const unsigned full = config_.link.lanes;
     const TimeNs   tau  = config_.link.tau_ns;
-    switch (config_.policy.kind) {
+    PolicyKind kind       = config_.policy.kind;
+    TimeNs     timeout_ns = config_.policy.timeout_ns;
+    if (kind == PolicyKind::adaptive) {
+        // The candidate in force after the last event decided this gap.
+        kind = pending_timeout_ ? PolicyKind::timeout : PolicyKind::predictor;
+        timeout_ns = pending_timeout_.value_or(0);
+    }
+    switch (kind) {
     case PolicyKind::always_on:
         return;
     case PolicyKind::timeout: {
-        const TimeNs at = gap_start + config_.policy.timeout_ns;
+        const TimeNs at = gap_start + timeout_ns;
         // Only when the link has been idle that long; the wake-up is paid
         // by traffic().
         if (at < gap_end) {
@@ -53,7 +75,9 @@ void Replay::act_on_gap(TimeNs gap_end)
             request_width(gap_end - tau, full);
         }
         return;
-    case PolicyKind::predictor: {
+    case PolicyKind::predictor:
+    case PolicyKind::context:
+    case PolicyKind::adaptive: {
         if (!pending_low_) {
             return;
         }
@@ -122,6 +146,17 @@ const predict::Decision& Replay::on_event(const Event& event)
         // not depend on how the link delayed the run.
         decision_ = predictor_->on_event(event);
         pending_low_ = decision_.low_power;
+    } else if (context_) {
+        decision_    = context_->on_event(event);
+        pending_low_ = decision_.low_power;
+    } else if (adaptive_) {
+        const AdaptiveDecision a = adaptive_->on_event(event);
+        decision_                   = predict::Decision{};
+        decision_.hit               = a.hit;
+        decision_.low_power         = a.low_power;
+        decision_.prediction_active = a.low_power.has_value();
+        pending_low_     = a.low_power;
+        pending_timeout_ = a.timeout_ns;
     }
     return decision_;
 }

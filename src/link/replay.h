@@ -6,11 +6,14 @@
 // README.md, "Event traces and slim-replay", has the semantics.
 #pragma once
 
+#include "link/adaptive_policy.h"
 #include "link/link_model.h"
+#include "predict/context_predictor.h"
 #include "predict/predictor.h"
 #include "predict/types.h"
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -24,12 +27,16 @@ enum class PolicyKind {
     timeout,    // EEE-style: low after `timeout_ns` of idle, wake on demand
     oracle,     // knows the next event: low in every gap >= 2 tau, back in time
     predictor,  // PPS / SPPS (predict::Predictor) low-power requests
+    context,    // predict::ContextPredictor low-power requests
+    adaptive,   // AdaptivePolicy: follows the best of its candidates
 };
 
 struct ReplayPolicy {
     PolicyKind               kind       = PolicyKind::always_on;
     TimeNs                   timeout_ns = 100'000;   // timeout only
     predict::PredictorConfig predictor;              // predictor only
+    predict::ContextConfig   context;                // context only
+    AdaptiveConfig           adaptive;               // adaptive only (link, packed: ReplayConfig's)
 };
 
 struct ReplayConfig {
@@ -118,6 +125,10 @@ public:
     {
         return predictor_ ? &*predictor_ : nullptr;
     }
+    // The policy of PolicyKind::adaptive, else none.
+    const AdaptivePolicy* adaptive() const { return adaptive_.get(); }
+    // The context predictor of PolicyKind::context, else none.
+    const predict::ContextPredictor* context() const { return context_ ? &*context_ : nullptr; }
 
     // The width `event` needs: the full width, or burst_width() with packing.
     unsigned required_width(const Event& event) const;
@@ -150,8 +161,11 @@ private:
     ReplayConfig                      config_;
     std::optional<LinkModel>          model_;       // built at the first event
     std::optional<predict::Predictor> predictor_;
+    std::optional<predict::ContextPredictor> context_;
+    std::unique_ptr<AdaptivePolicy>   adaptive_;
     predict::Decision                 decision_;    // on the last event
     std::optional<predict::LowPowerRequest> pending_low_;  // original time
+    std::optional<TimeNs>             pending_timeout_;    // adaptive: a timeout in force
     std::uint64_t events_          = 0;
     TimeNs        first_start_ns_  = 0;
     TimeNs        last_end_ns_     = 0;   // original time

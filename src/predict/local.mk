@@ -7,6 +7,7 @@ src_libslimcore_la_SOURCES += \
 	src/predict/power_mode_control.h src/predict/power_mode_control.cpp \
 	src/predict/threshold_tuner.h src/predict/threshold_tuner.cpp \
 	src/predict/predictor.h src/predict/predictor.cpp \
+	src/predict/context_predictor.h src/predict/context_predictor.cpp \
 	src/predict/trace.h src/predict/trace.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \

@@ -62,7 +62,8 @@ constexpr double displacement_min = 0.0, displacement_max = 1.0;
 constexpr std::chrono::nanoseconds timeout_min = 0ns, timeout_max = 1s;
 
 constexpr const char* policy_forms =
-        "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps";
+        "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps, "
+        "adaptive, context:DEPTH (1 to 8)";
 constexpr const char* link_forms =
         "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
         "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
@@ -83,7 +84,10 @@ constexpr const char* usage_text =
         "                       tuned by ADGT; pps: fixed grouping threshold (--gt);\n"
         "                       always-on: never low; timeout:DURATION: low after that\n"
         "                       much idle time, wake on demand; oracle: low in every\n"
-        "                       idle gap of at least 2 tau, back exactly in time\n"
+        "                       idle gap of at least 2 tau, back exactly in time;\n"
+        "                       adaptive: the live default, the best of timeouts, PPS,\n"
+        "                       SPPS and context predictors replayed in shadow;\n"
+        "                       context:DEPTH: the context predictor alone\n"
         "  --link SPEC          the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any\n"
         "                       subset (default L=4,P=0.5,low=1,tau=10us)\n"
         "  --packed             a burst needs only the lanes its packed bytes fill:\n"
@@ -119,6 +123,7 @@ struct Options {
     Policy                policy = Policy::spps;       // when kind is predictor
     TimeNs                timeout_ns = 0;              // when kind is timeout
     std::string           policy_name = "spps";
+    std::size_t           context_depth = 2;           // when kind is context
     LinkConfig            link;
     bool                  packed = false;
     std::optional<TimeNs> gt_ns;
@@ -192,6 +197,22 @@ void parse_policy(Options& o, const std::string& v)
         }
         o.kind        = PolicyKind::timeout;
         o.policy_name = "timeout";
+        return;
+    }
+    const std::string context_prefix = "context:";
+    if (v.rfind(context_prefix, 0) == 0) {
+        const std::string depth = v.substr(context_prefix.size());
+        if (depth.size() != 1 || depth[0] < '1' || depth[0] > '8') {
+            throw UsageError(parse::bad_value("--policy", v, policy_forms));
+        }
+        o.kind          = PolicyKind::context;
+        o.context_depth = static_cast<std::size_t>(depth[0] - '0');
+        o.policy_name   = v;
+        return;
+    }
+    if (v == "adaptive") {
+        o.kind        = PolicyKind::adaptive;
+        o.policy_name = v;
         return;
     }
     static const char* const names[] = {"always-on", "oracle", "pps", "spps"};
@@ -309,6 +330,8 @@ ReplayConfig replay_config(const Options& o)
     if (o.kind == PolicyKind::predictor) {
         c.policy.predictor = predictor_config(o);
     }
+    c.policy.context.depth      = o.context_depth;
+    c.policy.context.t_react_ns = o.link.tau_ns;
     return c;
 }
 
@@ -417,6 +440,12 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
                                             human_duration(s.predicted_idle_ns) + " of " +
                                             human_duration(s.total_idle_ns) + " idle)");
     }
+    if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
+        add("policy in force", a->in_force().name() + " (changed " + std::to_string(a->switches()) +
+                                       " times)");
+        add("predictions", std::to_string(a->predictions()) + ", " + std::to_string(a->hits()) +
+                                   " hits");
+    }
     add("link", link_text(o));
     std::array<char, 160> b{};
     std::snprintf(b.data(), b.size(), " (%.6g J; always on %.6g J)", r.energy_joules,
@@ -448,6 +477,12 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
     out.append(",\"policy\":\"").append(o.policy_name).append("\"");
     if (o.kind == PolicyKind::timeout) {
         out.append(",\"timeout_ns\":").append(i64(o.timeout_ns));
+    }
+    if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
+        out.append(",\"policy_in_force\":").append(slim::json_quote(a->in_force().name()));
+        out.append(",\"policy_switches\":").append(u64(a->switches()));
+        out.append(",\"predictions\":").append(u64(a->predictions()));
+        out.append(",\"hits\":").append(u64(a->hits()));
     }
     if (const Predictor* predictor = driver.predictor()) {
         const PredictorStats&  s = predictor->stats();

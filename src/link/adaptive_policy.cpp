@@ -1,0 +1,179 @@
+#include "link/adaptive_policy.h"
+
+#include "link/replay.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace slim::link {
+
+namespace {
+
+std::string micros(TimeNs ns) { return std::to_string(ns / 1'000) + "us"; }
+
+}  // namespace
+
+std::string Candidate::name() const
+{
+    switch (kind) {
+    case CandidateKind::timeout: return "timeout " + micros(timeout_ns);
+    case CandidateKind::pps:     return "pps gt " + micros(gt_ns);
+    case CandidateKind::spps:    return "spps";
+    case CandidateKind::context: return "context " + std::to_string(depth);
+    }
+    return "?";
+}
+
+std::vector<Candidate> AdaptiveConfig::default_candidates()
+{
+    std::vector<Candidate> c;
+    // Timeouts from 2 tau up: where every idle interval is long the
+    // shortest wins; where short ones are many the longer keep the penalty
+    // down (each late wake-up costs tau).
+    for (TimeNs t : {20'000, 50'000, 100'000, 200'000, 500'000, 1'000'000}) {
+        Candidate k;
+        k.kind       = CandidateKind::timeout;
+        k.timeout_ns = t;
+        c.push_back(k);
+    }
+    for (TimeNs gt : {20'000, 100'000, 500'000}) {
+        Candidate k;
+        k.kind  = CandidateKind::pps;
+        k.gt_ns = gt;
+        c.push_back(k);
+    }
+    c.push_back(Candidate{CandidateKind::spps, 0, 0, 0});
+    for (std::size_t depth : {1, 2, 4}) {
+        Candidate k;
+        k.kind  = CandidateKind::context;
+        k.depth = depth;
+        c.push_back(k);
+    }
+    return c;
+}
+
+AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
+{
+    if (config_.candidates.empty()) {
+        throw std::invalid_argument("the adaptive policy needs at least one candidate");
+    }
+    if (config_.initial >= config_.candidates.size()) {
+        config_.initial = 0;
+    }
+    if (config_.check_every == 0) {
+        config_.check_every = 1;
+    }
+    current_ = config_.initial;
+    decay_   = config_.half_life_checks > 0 ? std::pow(0.5, 1.0 / config_.half_life_checks) : 0.0;
+    for (const Candidate& k : config_.candidates) {
+        ReplayConfig rc;
+        rc.link   = config_.link;
+        rc.packed = config_.packed;
+        switch (k.kind) {
+        case CandidateKind::timeout:
+            rc.policy.kind       = PolicyKind::timeout;
+            rc.policy.timeout_ns = k.timeout_ns;
+            break;
+        case CandidateKind::pps:
+        case CandidateKind::spps:
+            rc.policy.kind                  = PolicyKind::predictor;
+            rc.policy.predictor             = config_.predictor;
+            rc.policy.predictor.policy      = k.kind == CandidateKind::pps ? predict::Policy::pps
+                                                                           : predict::Policy::spps;
+            rc.policy.predictor.fixed_gt_ns = k.gt_ns;
+            rc.policy.predictor.t_react_ns  = config_.link.tau_ns;
+            break;
+        case CandidateKind::context:
+            rc.policy.kind               = PolicyKind::context;
+            rc.policy.context            = config_.context;
+            rc.policy.context.depth      = k.depth;
+            rc.policy.context.t_react_ns = config_.link.tau_ns;
+            break;
+        }
+        shadows_.push_back(std::make_unique<Replay>(rc));
+    }
+    scores_.resize(shadows_.size());
+}
+
+AdaptivePolicy::~AdaptivePolicy() = default;
+AdaptivePolicy::AdaptivePolicy(AdaptivePolicy&&) noexcept = default;
+AdaptivePolicy& AdaptivePolicy::operator=(AdaptivePolicy&&) noexcept = default;
+
+AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
+{
+    AdaptiveDecision out;
+    for (std::size_t i = 0; i < shadows_.size(); ++i) {
+        const predict::Decision& d = shadows_[i]->on_event(event);
+        if (i == current_) {
+            out.hit       = d.hit;
+            out.low_power = d.low_power;
+        }
+    }
+    ++events_;
+    if (events_ % config_.check_every == 0) {
+        check();
+    }
+    const Candidate& k = config_.candidates[current_];
+    if (k.kind == CandidateKind::timeout) {
+        out.timeout_ns = k.timeout_ns;
+        out.low_power.reset();
+        out.hit = false;
+    }
+    hits_ += out.hit ? 1 : 0;
+    predictions_ += out.low_power ? 1 : 0;
+    return out;
+}
+
+void AdaptivePolicy::check()
+{
+    for (std::size_t i = 0; i < shadows_.size(); ++i) {
+        const ReplayResult r = shadows_[i]->result();
+        Score& s = scores_[i];
+        const double energy   = r.energy_joules;
+        const double baseline = r.baseline_joules;
+        const double delay    = static_cast<double>(r.delay_ns);
+        const double span     = static_cast<double>(r.original_span_ns);
+        s.energy   = s.energy * decay_ + (energy - s.last_energy);
+        s.baseline = s.baseline * decay_ + (baseline - s.last_baseline);
+        s.delay    = s.delay * decay_ + (delay - s.last_delay);
+        s.span     = s.span * decay_ + (span - s.last_span);
+        s.last_energy   = energy;
+        s.last_baseline = baseline;
+        s.last_delay    = delay;
+        s.last_span     = span;
+    }
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < scores_.size(); ++i) {
+        if (scores_[i].penalty() > config_.max_penalty_pct) {
+            continue;
+        }
+        if (!best || scores_[i].savings() > scores_[*best].savings()) {
+            best = i;
+        }
+    }
+    if (!best) {
+        // Nothing keeps the bound: the least penalty, so the run is slowed
+        // as little as the candidates allow.
+        for (std::size_t i = 0; i < scores_.size(); ++i) {
+            if (!best || scores_[i].penalty() < scores_[*best].penalty()) {
+                best = i;
+            }
+        }
+        if (*best != current_ && scores_[*best].penalty() < scores_[current_].penalty()) {
+            current_ = *best;
+            ++switches_;
+        }
+        return;
+    }
+    if (*best == current_) {
+        return;
+    }
+    const Score& now  = scores_[current_];
+    const bool   over = now.penalty() > config_.max_penalty_pct;
+    if (over || scores_[*best].savings() > now.savings() + config_.switch_margin_pct) {
+        current_ = *best;
+        ++switches_;
+    }
+}
+
+}  // namespace slim::link

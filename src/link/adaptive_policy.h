@@ -1,0 +1,99 @@
+// The default power policy (issue 11, ARCHITECTURE.md §3): candidate
+// policies — idle timeouts of several lengths, PPS at several grouping
+// thresholds, SPPS, context predictors — each replayed in shadow on the
+// same event stream through a link model of its own (link::Replay), and
+// the one whose recent modelled savings are best at a modelled time penalty
+// within the bound is followed.
+//
+// Scores are exponentially decayed sums of energy, always-on energy, delay
+// and span, updated every `check_every` events, so a phase change moves the
+// choice within a few hundred events. Hysteresis: the policy in force is
+// replaced only when it breaks the penalty bound or another beats its
+// savings by `switch_margin_pct` points; so it does not flap on noise.
+//
+// Pure like the replay: events in (recorded time), decisions out.
+#pragma once
+
+#include "link/link_model.h"
+#include "predict/context_predictor.h"
+#include "predict/predictor.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace slim::link {
+
+class Replay;
+
+enum class CandidateKind { timeout, pps, spps, context };
+
+struct Candidate {
+    CandidateKind kind       = CandidateKind::timeout;
+    TimeNs        timeout_ns = 100'000;   // timeout
+    TimeNs        gt_ns      = 20'000;    // pps
+    std::size_t   depth      = 2;         // context
+    std::string   name() const;           // "timeout 100us", "pps gt 20us", "spps", "context 2"
+};
+
+struct AdaptiveConfig {
+    LinkConfig             link;
+    bool                   packed = false;       // as ReplayConfig::packed
+    std::vector<Candidate> candidates = default_candidates();
+    std::size_t            initial = 2;          // index in force before the first check
+    double                 max_penalty_pct   = 1.0;
+    double                 switch_margin_pct = 2.0;
+    std::size_t            check_every       = 16;   // events
+    double                 half_life_checks  = 8.0;  // decay of the scores
+    predict::PredictorConfig predictor;              // base for pps/spps (policy, gt set per candidate)
+    predict::ContextConfig   context;                // base for context (depth set per candidate)
+
+    static std::vector<Candidate> default_candidates();
+};
+
+// What the policy in force asks for the idle interval after an event.
+struct AdaptiveDecision {
+    std::optional<TimeNs>                   timeout_ns;  // low after this much idle
+    std::optional<predict::LowPowerRequest> low_power;   // low over this window
+    bool                                    hit = false;  // the in-force predictor's
+};
+
+class AdaptivePolicy {
+public:
+    explicit AdaptivePolicy(const AdaptiveConfig& config = {});
+    ~AdaptivePolicy();
+    AdaptivePolicy(AdaptivePolicy&&) noexcept;
+    AdaptivePolicy& operator=(AdaptivePolicy&&) noexcept;
+
+    // Events in order, as link::Replay takes them.
+    AdaptiveDecision on_event(const predict::Event& event);
+
+    const Candidate& in_force() const { return config_.candidates[current_]; }
+    std::uint64_t    switches() const { return switches_; }
+    std::uint64_t    predictions() const { return predictions_; }
+    std::uint64_t    hits() const { return hits_; }
+    const AdaptiveConfig& config() const { return config_; }
+
+private:
+    struct Score {
+        double energy = 0, baseline = 0, delay = 0, span = 0;  // decayed sums
+        double last_energy = 0, last_baseline = 0, last_delay = 0, last_span = 0;
+        double savings() const { return baseline > 0 ? 100.0 * (1.0 - energy / baseline) : 0.0; }
+        double penalty() const { return span > 0 ? 100.0 * delay / span : 0.0; }
+    };
+    void check();
+
+    AdaptiveConfig                       config_;
+    std::vector<std::unique_ptr<Replay>> shadows_;
+    std::vector<Score>                   scores_;
+    std::size_t                          current_  = 0;
+    std::uint64_t                        events_   = 0;
+    std::uint64_t                        switches_ = 0;
+    std::uint64_t                        predictions_ = 0;
+    std::uint64_t                        hits_     = 0;
+    double                               decay_    = 1.0;
+};
+
+}  // namespace slim::link
