@@ -69,10 +69,12 @@ static ucs_config_field_t slim_md_config_table[] = {
      "shows; off: never pack.",
      ucs_offsetof(slim_md_config_t, packing), UCS_CONFIG_TYPE_STRING},
 
-    {"PREDICTOR", "spps",
-     "What drives the link width from live traffic: spps (self-tuned pattern\n"
-     "predictor), pps (fixed grouping threshold), timeout (low after 100 us\n"
-     "idle) or off (always full width; energy accounting only).",
+    {"PREDICTOR", "adaptive",
+     "What drives the link width from live traffic: adaptive (timeouts, PPS,\n"
+     "SPPS and context predictors replayed in shadow, the best at <= 1 %\n"
+     "modelled penalty followed), spps (self-tuned pattern predictor), pps\n"
+     "(fixed grouping threshold), timeout (low after 100 us idle) or off\n"
+     "(always full width; energy accounting only).",
      ucs_offsetof(slim_md_config_t, predictor), UCS_CONFIG_TYPE_STRING},
 
     {"TRACE", "",

@@ -3,6 +3,7 @@
 #include "runtime/no_destructor.h"
 
 #include <mutex>
+#include <thread>
 #include <utility>
 
 namespace slim::link {
@@ -28,11 +29,18 @@ Registry& registry()
 
 Clock steady_clock_ns()
 {
-    return [] {
-        return static_cast<TimeNs>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now().time_since_epoch())
-                                           .count());
-    };
+    return [] { return steady_now_ns(); };
+}
+
+void wait_real_time(TimeNs ns) noexcept
+{
+    constexpr TimeNs kSpinNs  = 200'000;
+    const TimeNs     deadline = steady_now_ns() + ns;
+    if (ns > kSpinNs) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(ns - kSpinNs));
+    }
+    while (steady_now_ns() < deadline) {
+    }
 }
 
 BackendResult make_backend(const std::string& name, const BackendConfig& config)

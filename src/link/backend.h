@@ -39,6 +39,20 @@ private:
 using Clock = std::function<TimeNs()>;
 Clock steady_clock_ns();
 
+// steady_clock in ns, as a plain call: the send path stamps every operation
+// with it and cannot afford a std::function.
+inline TimeNs steady_now_ns() noexcept
+{
+    return static_cast<TimeNs>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count());
+}
+
+// Waits `ns` of real time: sleeps for the bulk of long waits (the scheduler
+// overshoots by ~50 us), then spins to the deadline, so waits of ~tau
+// (10 us), far below a sleep's resolution, are kept.
+void wait_real_time(TimeNs ns) noexcept;
+
 struct BackendConfig {
     LinkConfig  link;                 // lanes = the port's full width
     std::string device;               // "mlx5_0" (ibmad, {device}); may be empty

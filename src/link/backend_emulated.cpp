@@ -8,27 +8,10 @@
 #include "link/backend.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 namespace slim::link {
 
 namespace {
-
-// Waits `ns` of real time. Sleeps for the bulk of long waits (the scheduler
-// overshoots by ~50 us), then spins to the deadline: waits are ~tau (10 us),
-// far below a sleep's resolution.
-void really_wait(TimeNs ns)
-{
-    using std::chrono::steady_clock;
-    const auto deadline = steady_clock::now() + std::chrono::nanoseconds(ns);
-    constexpr TimeNs kSpinNs = 200'000;
-    if (ns > kSpinNs) {
-        std::this_thread::sleep_for(std::chrono::nanoseconds(ns - kSpinNs));
-    }
-    while (steady_clock::now() < deadline) {
-    }
-}
 
 class EmulatedBackend final : public LinkBackend {
 public:
@@ -67,7 +50,7 @@ public:
         const TimeNs t    = now();
         const TimeNs wait = model_.traffic(t, width);
         if (wait > 0 && inject_delay_) {
-            really_wait(wait);
+            wait_real_time(wait);
         }
         return wait;
     }

@@ -35,6 +35,7 @@ struct Fnv {
 const char* to_string(PredictorKind kind)
 {
     switch (kind) {
+    case PredictorKind::adaptive: return "adaptive";
     case PredictorKind::spps:    return "spps";
     case PredictorKind::pps:     return "pps";
     case PredictorKind::timeout: return "timeout";
@@ -63,6 +64,13 @@ LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
         config_.predictor.t_react_ns = config_.backend.link.tau_ns;
         predictor_.emplace(config_.predictor);
     }
+    if (config_.kind == PredictorKind::adaptive) {
+        link::AdaptiveConfig a;
+        a.link      = config_.backend.link;
+        a.packed    = config_.compression_aware;
+        a.predictor = config_.predictor;
+        adaptive_   = std::make_unique<link::AdaptivePolicy>(a);
+    }
     link::ControllerOptions options;
     options.clock           = clock_;
     options.safety_handlers = config_.safety_handlers;
@@ -90,7 +98,15 @@ void LiveLoop::on_traffic(const Traffic& traffic)
 {
     if (finished_) return;
     TimeNs t = now();
-    if (open_ && t - last_op_ns_ > config_.burst_gap_ns) {
+    if (open_ && t - last_op_ns_ <= config_.burst_gap_ns) {
+        // Inside a burst, the common case: the link was woken for its first
+        // operation and nothing lowers it while a burst is open (requests
+        // come when it closes), so only the burst's totals change.
+        extend_burst(traffic, t);
+        return;
+    }
+    // A new burst from here on.
+    if (open_) {
         close_burst(t);
     }
     // The link carries this operation: wake it first (a late wake-up is
@@ -103,7 +119,7 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     const std::optional<TimeNs> low_until = controller_->low_until();
     const bool waking = controller_->width() < controller_->full_width() &&
                         !(low_until && *low_until <= t);
-    if (!open_ && waking && config_.compression_aware && !in_region_) {
+    if (waking && config_.compression_aware && !in_region_) {
         // A packed burst keeps its speed on fewer lanes (thesis §4.5.2), so
         // a link in low power wakes only to those. A link at full width is
         // not narrowed for a burst: a width change takes tau (10 us), longer
@@ -127,18 +143,21 @@ void LiveLoop::on_traffic(const Traffic& traffic)
         ++late_wakeups_;
         wakeup_delay_ns_ += wait;
     }
-    if (!open_) {
-        t = std::max(t, prev_end_ns_);
-        if (!first_start_ns_) {
-            first_start_ns_ = t;
-            if (const link::LinkStats* s = controller_->backend().stats()) {
-                energy_at_first_ = s->energy_joules;
-            }
+    t = std::max(t, prev_end_ns_);
+    if (!first_start_ns_) {
+        first_start_ns_ = t;
+        if (const link::LinkStats* s = controller_->backend().stats()) {
+            energy_at_first_ = s->energy_joules;
         }
-        open_.emplace();
-        open_->event.start_ns = t;
-        open_->event.id       = event_id(traffic);
     }
+    open_.emplace();
+    open_->event.start_ns = t;
+    open_->event.id       = event_id(traffic);
+    extend_burst(traffic, t);
+}
+
+void LiveLoop::extend_burst(const Traffic& traffic, TimeNs t)
+{
     if (traffic.send && !open_->send_id) {
         open_->send_id = event_id(traffic);
     }
@@ -171,11 +190,11 @@ void LiveLoop::poll()
         controller_->tick();
     }
     if (!open_) {
-        if (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0 &&
-            !finished_) {
+        if (const std::optional<TimeNs> timeout = active_timeout();
+            timeout && !timeout_fired_ && !finished_) {
             // EEE-style baseline: low after timeout_ns of idle, until traffic.
             const TimeNs t = now();
-            if (t - prev_end_ns_ >= config_.timeout_ns) {
+            if (t - prev_end_ns_ >= *timeout) {
                 timeout_fired_ = true;
                 controller_->low_power_until(std::numeric_limits<TimeNs>::max());
             }
@@ -200,8 +219,8 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     if (const std::optional<TimeNs> until = controller_->low_until()) {
         earliest(*until);
     }
-    if (!open_ && config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0) {
-        earliest(prev_end_ns_ + config_.timeout_ns);
+    if (const std::optional<TimeNs> timeout = active_timeout(); !open_ && timeout && !timeout_fired_) {
+        earliest(prev_end_ns_ + *timeout);
     }
     return deadline;
 }
@@ -253,6 +272,13 @@ void LiveLoop::close_burst(TimeNs now_ns)
             controller_->low_power_until(d.low_power->until_ns);
         }
     }
+    if (adaptive_) {
+        const link::AdaptiveDecision d = adaptive_->on_event(event);
+        adaptive_timeout_ = d.timeout_ns;
+        if (d.low_power) {
+            controller_->low_power_until(d.low_power->until_ns);
+        }
+    }
 
     last_end_ns_ = event.end_ns;
     if (const link::LinkStats* s = controller_->backend().stats()) {
@@ -294,6 +320,12 @@ LiveSummary LiveLoop::summary(bool final)
         s.predictions = p.predictions;
         s.restarts    = p.restarts;
         s.gt_ns       = p.gt_ns;
+    }
+    if (adaptive_) {
+        s.hits            = adaptive_->hits();
+        s.predictions     = adaptive_->predictions();
+        s.policy_in_force = adaptive_->in_force().name();
+        s.policy_switches = adaptive_->switches();
     }
     s.controller_failed = controller_->failed();
     s.controller_error  = controller_->error();

@@ -6,8 +6,8 @@
 //
 // Bursts: operations closer than `burst_gap_ns` form one event. Below MPI
 // nobody says when a call ends, so an event ends when the loop notices the
-// gap (poll() from the LiveTimer thread, from the transport's progress, or
-// the next operation); that
+// gap (poll() from the LiveDrain thread at the gap's replayed time, or the
+// next operation); that
 // moment is the event's end, in the trace too, so the trace replays what the
 // live controller really did. Event identity: a stable hash of what the
 // burst's first send shows on the wire — operation class, AM id, size class
@@ -17,9 +17,10 @@
 // halos arrives first is chance, so a receive naming the burst would make
 // the same MPI call look like different events.
 //
-// Not thread-safe: the Engine serialises calls.
+// Not thread-safe: the LiveDrain serialises calls.
 #pragma once
 
+#include "link/adaptive_policy.h"
 #include "link/controller.h"
 #include "live/predictor_kind.h"
 #include "predict/predictor.h"
@@ -36,12 +37,17 @@ namespace slim::live {
 using predict::TimeNs;
 
 struct LiveConfig {
-    PredictorKind             kind = PredictorKind::spps;
+    PredictorKind             kind = PredictorKind::adaptive;
     predict::PredictorConfig  predictor;          // spps / pps
     TimeNs                    timeout_ns = 100'000; // timeout policy
     link::BackendConfig       backend;            // link, clock, ...
     std::string               backend_name = "emulated";
-    TimeNs                    burst_gap_ns = 5'000;
+    // Operations closer than this form one burst (event). 2 tau: an idle
+    // interval shorter than a transition down and back up saves nothing
+    // under any policy, and a gap this wide keeps an MPI call's protocol
+    // round trips (rendezvous request, ack, fragments: 4-32 us over tcp)
+    // inside one event instead of splitting it into several.
+    TimeNs                    burst_gap_ns = 20'000;
     std::string               trace_path;         // empty: no trace
     bool                      safety_handlers = true;
     // Thesis §4.5.2: a burst that carries packed data and finds the link in
@@ -61,8 +67,14 @@ struct Traffic {
     bool          send     = true; // false: received
 };
 
+// What the drain thread did (LiveDrain::stats()).
+struct DrainCounters {
+    std::uint64_t wakeups  = 0;  // thread rounds
+    std::uint64_t records  = 0;  // records replayed
+};
+
 struct LiveSummary {
-    std::string   predictor;                 // "spps", "pps", "timeout", "off"
+    std::string   predictor;                 // "adaptive", "spps", "pps", "timeout", "off"
     std::string   backend;
     std::uint64_t events = 0;
     TimeNs        span_ns = 0;               // first event start to last end
@@ -78,6 +90,8 @@ struct LiveSummary {
     std::uint64_t predictions = 0;
     std::uint64_t restarts = 0;
     std::optional<TimeNs> gt_ns;
+    std::string   policy_in_force;           // adaptive: the candidate followed at the end
+    std::uint64_t policy_switches = 0;       // adaptive: how often it changed
     bool          controller_failed = false;
     std::string   controller_error;
     unsigned      lanes = 0;
@@ -85,6 +99,9 @@ struct LiveSummary {
     std::string   trace_path;                // written trace, if any
     std::uint64_t trace_events = 0;
     std::string   trace_error;               // why the trace stopped, if it did
+    // The send path's record log and its drain (issue 11).
+    DrainCounters drain;
+    std::uint64_t ops_dropped = 0;           // records lost to a full ring
 };
 
 class LiveLoop {
@@ -98,20 +115,16 @@ public:
     // An operation now: wakes the link, extends or starts a burst.
     void on_traffic(const Traffic& traffic);
     // Closes the current burst when its gap has passed (cheap when none is
-    // open). Called often, from the transport's progress.
+    // open). Called by LiveDrain at each deadline it replays.
     void poll();
     bool burst_open() const { return open_.has_value(); }
-    // poll() has work: a burst to close, a wake to time, a timeout to watch.
-    bool wants_poll() const
-    {
-        return open_.has_value() || controller_->low_until().has_value() ||
-               (config_.kind == PredictorKind::timeout && !timeout_fired_ && events_ > 0);
-    }
+    // The link is below its full width (a low-power request holds it).
+    bool link_low() const { return controller_->width() < controller_->full_width(); }
 
     // The next time poll() has work to do at the latest: the open burst's
     // gap, the low-power request's expiry (a real port must be woken then),
     // the timeout policy's firing time. None when only traffic can change
-    // anything. The LiveTimer sleeps until then.
+    // anything. LiveDrain replays poll() at these times.
     std::optional<TimeNs> next_deadline() const;
 
     // Regions (thesis §4.5.2, slim_region_begin/end): the link is raised now
@@ -133,12 +146,24 @@ private:
     };
 
     void close_burst(TimeNs now);
+    // Adds an operation at `t` to the open burst.
+    void extend_burst(const Traffic& traffic, TimeNs t);
+    // The idle timeout in force: the timeout policy's, or the adaptive
+    // policy's when it follows a timeout; none before the first event.
+    std::optional<TimeNs> active_timeout() const
+    {
+        if (events_ == 0) return std::nullopt;
+        if (config_.kind == PredictorKind::timeout) return config_.timeout_ns;
+        return adaptive_timeout_;
+    }
     TimeNs now();
 
     LiveConfig                         config_;
     link::Clock                        clock_;
     std::unique_ptr<link::Controller>  controller_;
     std::optional<predict::Predictor>  predictor_;
+    std::unique_ptr<link::AdaptivePolicy> adaptive_;
+    std::optional<TimeNs>              adaptive_timeout_;
     std::unique_ptr<predict::TraceWriter> trace_;
     std::string                        trace_error_;
     std::optional<OpenBurst>           open_;

@@ -3,9 +3,11 @@
 
 namespace slim::live {
 
-enum class PredictorKind { spps, pps, timeout, off };
+// adaptive (the default, issue 11): candidates replayed in shadow, the best
+// followed (link/adaptive_policy.h).
+enum class PredictorKind { adaptive, spps, pps, timeout, off };
 
-// "spps", "pps", "timeout", "off".
+// "adaptive", "spps", "pps", "timeout", "off".
 const char* to_string(PredictorKind kind);
 
 }  // namespace slim::live

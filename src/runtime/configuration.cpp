@@ -286,9 +286,11 @@ PackingMode parse_packing(const std::string &value)
 live::PredictorKind parse_predictor(const std::string &value)
 {
     using live::PredictorKind;
-    static constexpr std::array<PredictorKind, 4> kinds{PredictorKind::spps, PredictorKind::pps,
-                                                        PredictorKind::timeout, PredictorKind::off};
-    return kinds.at(parse::choice(Config::predictor_var, value, {"spps", "pps", "timeout", "off"}));
+    static constexpr std::array<PredictorKind, 5> kinds{PredictorKind::adaptive, PredictorKind::spps,
+                                                        PredictorKind::pps, PredictorKind::timeout,
+                                                        PredictorKind::off};
+    return kinds.at(parse::choice(Config::predictor_var, value,
+                                  {"adaptive", "spps", "pps", "timeout", "off"}));
 }
 
 // Any value: empty means no trace (as `ucx_info -c` documents); a directory

@@ -80,7 +80,7 @@ struct Config {
     PackingMode  packing = PackingMode::automatic;
     // Who drives the link from live traffic: spps (default), pps, timeout
     // (the EEE-style baseline) or off (always on; accounting only).
-    live::PredictorKind predictor = live::PredictorKind::spps;
+    live::PredictorKind predictor = live::PredictorKind::adaptive;
     // Directory for per-rank event traces (slim-replay's format); empty: none.
     std::string  trace_dir;
     // How long the node leader waits at exit for the other local ranks'

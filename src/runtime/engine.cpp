@@ -100,6 +100,14 @@ slim_status_t create_engine()
 
 Engine::Engine(Config config) : config_(std::move(config)) { start_live(); }
 
+namespace {
+
+// Holds a backed-off drain's 16 ms of traffic at 2 million operations per
+// second (a tcp ping-pong records ~170 per ms here): 1.3 MB per process.
+constexpr std::size_t kRingCapacity = 32768;
+
+} // namespace
+
 void Engine::start_live() noexcept
 {
     try {
@@ -107,7 +115,10 @@ void Engine::start_live() noexcept
         lc.kind                = config_.predictor;
         lc.backend_name        = to_string(config_.link);
         lc.backend.exec_template = config_.link_exec;
-        lc.backend.inject_delay  = config_.inject_delay;
+        // Injected waits belong on the sending thread (push()), not on the
+        // drain thread that replays the traffic.
+        lc.backend.inject_delay  = false;
+        lc.backend.clock         = live::LiveDrain::replay_clock(replay_now_);
         if (!config_.trace_dir.empty()) {
             const ProcessIdentity &who = this_process();
             lc.trace_path = config_.trace_dir + "/" +
@@ -115,19 +126,30 @@ void Engine::start_live() noexcept
                                            : "pid" + std::to_string(who.pid)) +
                             ".trace";
         }
+        replay_now_ = link::steady_now_ns();
+        const bool emulated = config_.link == LinkBackendKind::emulated;
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
-        if (config_.predictor != live::PredictorKind::off) {
-            try {
-                timer_ = std::make_unique<live::LiveTimer>(live_mutex_, *live_);
-            } catch (const std::exception &e) {
-                // Bursts then end at the next operation or transport
-                // progress: the loop still works, it just sees less idle time.
-                logger().warn("the live loop's timer thread cannot start ({}); idle periods "
-                              "are seen only when MPI calls into the transport",
-                              e.what());
-            }
+        ring_ = std::make_unique<live::OpRing>(kRingCapacity);
+        live::DrainOptions options;
+        options.follow_deadlines = !emulated;
+        if (config_.inject_delay) {
+            options.publish_low = &inject_pending_;
+        }
+        drain_ = std::make_unique<live::LiveDrain>(*ring_, *live_, replay_now_,
+                                                   link::steady_clock_ns(), options);
+        try {
+            drain_->start();
+        } catch (const std::exception &e) {
+            // The transport's progress drains instead: the loop still works,
+            // at the cost of that work inside MPI calls.
+            poll_wanted_.store(true, std::memory_order_relaxed);
+            logger().warn("the live loop's drain thread cannot start ({}); the link loop "
+                          "runs from the transport's progress instead",
+                          e.what());
         }
     } catch (const std::exception &e) {
+        drain_.reset();
+        ring_.reset();
         live_.reset();
         try {
             logger().error("the live link loop cannot start ({}); the link stays at full width",
@@ -135,41 +157,54 @@ void Engine::start_live() noexcept
         } catch (...) {
         }
     } catch (...) {
+        drain_.reset();
+        ring_.reset();
         live_.reset();
+    }
+}
+
+void Engine::push(const live::OpRecord &record) noexcept
+{
+    ring_->push(record);
+    // UCX_SLIM_INJECT_DELAY: the operation that finds the link low really
+    // waits the reactivation time, once per low-power period.
+    if (inject_pending_.load(std::memory_order_relaxed) &&
+        inject_pending_.exchange(false, std::memory_order_relaxed)) {
+        link::wait_real_time(link::LinkConfig{}.tau_ns);
     }
 }
 
 void Engine::on_traffic(const live::Traffic &traffic) noexcept
 {
-    if (!live_) {
+    if (!ring_) {
         return;
     }
-    try {
-        const std::lock_guard<std::mutex> lock(live_mutex_);
-        live_->on_traffic(traffic);
-        poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
-        if (timer_) {
-            timer_->kick();
-        }
-    } catch (...) {
-    }
+    live::OpRecord r;
+    r.t_ns       = link::steady_now_ns();
+    r.wire_bytes = live::OpRecord::clamp_bytes(traffic.wire_bytes);
+    r.orig_bytes = live::OpRecord::clamp_bytes(traffic.orig_bytes);
+    r.peer       = traffic.peer;
+    r.op_class   = static_cast<std::uint8_t>(traffic.op_class);
+    r.am_id      = static_cast<std::uint8_t>(traffic.am_id);
+    r.send       = traffic.send;
+    push(r);
 }
 
 void Engine::region_begin(double ratio) noexcept
 {
     try {
-        const std::lock_guard<std::mutex> lock(live_mutex_);
+        const std::lock_guard<std::mutex> lock(region_mutex_);
         if (region_depth_++ > 0) {
             logger().info("slim_region_begin inside a region (depth {}): the outer region "
                           "keeps the link", region_depth_);
             return;
         }
-        if (live_) {
-            live_->region_begin(ratio);
-            poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
-            if (timer_) {
-                timer_->kick();
-            }
+        if (ring_) {
+            live::OpRecord r;
+            r.t_ns  = link::steady_now_ns();
+            r.kind  = live::OpKind::region_begin;
+            r.ratio = static_cast<float>(ratio);
+            push(r);
         }
     } catch (...) {
     }
@@ -178,13 +213,16 @@ void Engine::region_begin(double ratio) noexcept
 bool Engine::region_end() noexcept
 {
     try {
-        const std::lock_guard<std::mutex> lock(live_mutex_);
+        const std::lock_guard<std::mutex> lock(region_mutex_);
         if (region_depth_ == 0) {
             logger().warn("slim_region_end without slim_region_begin: ignored");
             return false;
         }
-        if (--region_depth_ == 0 && live_) {
-            live_->region_end();
+        if (--region_depth_ == 0 && ring_) {
+            live::OpRecord r;
+            r.t_ns = link::steady_now_ns();
+            r.kind = live::OpKind::region_end;
+            push(r);
         }
         return true;
     } catch (...) {
@@ -194,25 +232,17 @@ bool Engine::region_end() noexcept
 
 void Engine::poll_slow() noexcept
 {
-    if (!live_ || !live_mutex_.try_lock()) {
-        return; // another thread is in the loop: it polls for us
-    }
     try {
-        live_->poll();
-        poll_wanted_.store(live_->wants_poll(), std::memory_order_relaxed);
-        if (timer_) {
-            timer_->kick();
-        }
+        drain_->drain();
     } catch (...) {
     }
-    live_mutex_.unlock();
 }
 
 void Engine::stop_timer() noexcept
 {
     try {
-        if (timer_) {
-            timer_->stop();
+        if (drain_) {
+            drain_->stop();
         }
     } catch (...) {
     }
@@ -225,10 +255,17 @@ std::optional<live::LiveSummary> Engine::finish_live() noexcept
     }
     stop_timer();
     try {
-        const std::lock_guard<std::mutex> lock(live_mutex_);
+        const std::lock_guard<std::mutex> lock(finish_mutex_);
         if (!final_live_) {
-            final_live_ = live_->summary(true);
             poll_wanted_.store(false, std::memory_order_relaxed);
+            // start_live() keeps the loop only together with its ring and
+            // drain.
+            drain_->finish();
+            final_live_ = drain_->with_loop([](live::LiveLoop &loop) {
+                return loop.summary(true);
+            });
+            final_live_->drain       = drain_->stats();
+            final_live_->ops_dropped = ring_->dropped();
         }
         return final_live_;
     } catch (...) {

@@ -6,7 +6,8 @@
 
 #include "configuration.h"
 #include "live/live_loop.h"
-#include "live/live_timer.h"
+#include "live/live_drain.h"
+#include "live/op_ring.h"
 #include "pack/region_registry.h"
 #include "slimlink.h"
 
@@ -40,9 +41,13 @@ public:
     bool any_marked() const noexcept { return any_marked_.load(std::memory_order_relaxed); }
     void note_marked() noexcept { any_marked_.store(true, std::memory_order_relaxed); }
 
-    // The live loop (issue 6): traffic -> predictor -> link controller.
-    // Both are safe from any thread and never throw.
+    // The live loop (issues 6, 11): the send path records each operation in
+    // a ring (no lock, no system call, no wake); the LiveDrain thread
+    // replays the ring into the loop off that path. Safe from any thread,
+    // never throws.
     void on_traffic(const live::Traffic &traffic) noexcept;
+    // Transport progress: drains the ring only when the drain thread could
+    // not start (one relaxed load otherwise).
     void poll() noexcept
     {
         if (poll_wanted_.load(std::memory_order_relaxed)) {
@@ -54,7 +59,7 @@ public:
     void region_begin(double ratio) noexcept;
     bool region_end() noexcept;
 
-    // Ends the live loop's timer thread (at exit, before static objects it
+    // Ends the live loop's drain thread (at exit, before static objects it
     // may use are destroyed); idempotent.
     void stop_timer() noexcept;
 
@@ -74,13 +79,20 @@ private:
 
     void start_live() noexcept;
     void poll_slow() noexcept;
+    void push(const live::OpRecord &record) noexcept;
 
-    std::mutex                      live_mutex_;
-    std::unique_ptr<live::LiveLoop> live_;
-    std::unique_ptr<live::LiveTimer> timer_;   // after live_: stops first
-    std::atomic<bool>               poll_wanted_{false};
-    int                             region_depth_ = 0;   // under live_mutex_
-    std::optional<live::LiveSummary> final_live_;
+    std::unique_ptr<live::OpRing>    ring_;
+    predict::TimeNs                  replay_now_ = 0;  // the loop's clock (LiveDrain)
+    std::unique_ptr<live::LiveLoop>  live_;
+    std::unique_ptr<live::LiveDrain> drain_;   // after live_: stops first
+    std::atomic<bool>                poll_wanted_{false};
+    // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
+    // next operation then really waits the reactivation time (once).
+    std::atomic<bool>                inject_pending_{false};
+    std::mutex                       region_mutex_;
+    int                              region_depth_ = 0;   // under region_mutex_
+    std::mutex                       finish_mutex_;
+    std::optional<live::LiveSummary> final_live_;         // under finish_mutex_
 };
 
 } // namespace slim

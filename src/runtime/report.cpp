@@ -238,6 +238,14 @@ std::string text_live(const live::LiveSummary *l)
            fixed(static_cast<double>(l->wakeup_delay_ns) * 1e-3, 1) + " us), GT " +
            (l->gt_ns ? fixed(static_cast<double>(*l->gt_ns) * 1e-3, 1) + " us" : std::string("-")) +
            ", restarts " + std::to_string(l->restarts) + "\n";
+    if (!l->policy_in_force.empty()) {
+        out += "           policy in force: " + l->policy_in_force + " (changed " +
+               std::to_string(l->policy_switches) + " times)\n";
+    }
+    if (l->ops_dropped > 0) {
+        out += "           " + std::to_string(l->ops_dropped) +
+               " operations lost to a full record ring: idle time is overstated\n";
+    }
     out += "           time at width:";
     for (unsigned w = 1; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
         if (l->time_at_width_ns[w] > 0) {
@@ -293,6 +301,12 @@ void append_json_live(std::string &out, const live::LiveSummary &l)
     out.append(",\"controller_failed\":").append(l.controller_failed ? "true" : "false");
     out.append(",\"trace\":").append(l.trace_path.empty() ? "null" : json_quote(l.trace_path));
     out.append(",\"trace_events\":").append(std::to_string(l.trace_events));
+    out.append(",\"policy_in_force\":")
+            .append(l.policy_in_force.empty() ? "null" : json_quote(l.policy_in_force));
+    out.append(",\"policy_switches\":").append(std::to_string(l.policy_switches));
+    out.append(",\"ops_recorded\":").append(std::to_string(l.drain.records));
+    out.append(",\"ops_dropped\":").append(std::to_string(l.ops_dropped));
+    out.append(",\"drain_wakeups\":").append(std::to_string(l.drain.wakeups));
     out.append("}");
 }
 

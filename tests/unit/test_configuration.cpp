@@ -370,14 +370,15 @@ TEST_CASE("UCX_SLIM_PACKING decides whether the transport steers UCP")
                       Contains("UCX_SLIM_PACKING='maybe': accepted values are auto, on, off"));
 }
 
-TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, spps by default")
+TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, adaptive by default")
 {
-    CHECK(parse({}).predictor == slim::live::PredictorKind::spps);
+    CHECK(parse({}).predictor == slim::live::PredictorKind::adaptive);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "spps"}}).predictor == slim::live::PredictorKind::spps);
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "PPS"}}).predictor == slim::live::PredictorKind::pps);
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor == slim::live::PredictorKind::timeout);
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor == slim::live::PredictorKind::off);
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PREDICTOR", "oracle"}}),
-                      Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are spps, pps, timeout, off"));
+                      Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are adaptive, spps, pps, timeout, off"));
 }
 
 TEST_CASE("UCX_SLIM_TRACE names a directory; empty means no trace")

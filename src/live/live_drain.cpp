@@ -1,0 +1,169 @@
+#include "live/live_drain.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+
+namespace slim::live {
+
+namespace {
+
+// The drain sleeps about a millisecond; the default 50 us timer slack is
+// harmless here but costs nothing to tighten for real ports' deadlines.
+constexpr unsigned long kTimerSlackNs = 10'000;
+
+}  // namespace
+
+link::Clock LiveDrain::replay_clock(const TimeNs& replay_now)
+{
+    const TimeNs* now = &replay_now;
+    return [now] { return *now; };
+}
+
+LiveDrain::LiveDrain(OpRing& ring, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
+                     DrainOptions options)
+    : ring_(ring), loop_(loop), now_(replay_now), real_(std::move(real)), options_(options)
+{
+}
+
+LiveDrain::~LiveDrain() { stop(); }
+
+void LiveDrain::start()
+{
+    // The thread takes no signals meant for the application.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &previous);
+    try {
+        thread_ = std::thread([this] { run(); });
+    } catch (...) {
+        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+        throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+void LiveDrain::stop()
+{
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    stop_wake_.notify_one();
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) {
+        thread_.join();
+    }
+}
+
+void LiveDrain::drain()
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    drain_locked(real_() - options_.horizon_margin_ns);
+}
+
+void LiveDrain::finish()
+{
+    stop();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    drain_locked(real_());
+}
+
+DrainStats LiveDrain::stats() const
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+}
+
+void LiveDrain::replay_deadlines(TimeNs until)
+{
+    // Each poll() acts on the deadline it was called at and moves the next
+    // one later; a deadline that did not move would loop forever, so stop.
+    std::optional<TimeNs> previous;
+    while (const std::optional<TimeNs> deadline = loop_.next_deadline()) {
+        if (*deadline > until || (previous && *deadline <= *previous)) {
+            return;
+        }
+        previous = deadline;
+        now_     = std::max(now_, *deadline);
+        loop_.poll();
+    }
+}
+
+void LiveDrain::apply(const OpRecord& r)
+{
+    switch (r.kind) {
+    case OpKind::traffic: {
+        Traffic t;
+        t.op_class   = r.op_class;
+        t.am_id      = r.am_id;
+        t.wire_bytes = r.wire_bytes;
+        t.orig_bytes = r.orig_bytes;
+        t.peer       = r.peer;
+        t.send       = r.send;
+        loop_.on_traffic(t);
+        return;
+    }
+    case OpKind::region_begin:
+        loop_.region_begin(r.ratio);
+        return;
+    case OpKind::region_end:
+        loop_.region_end();
+        return;
+    }
+}
+
+void LiveDrain::drain_locked(TimeNs horizon)
+{
+    OpRecord record;
+    while (ring_.pop(record)) {
+        ++stats_.records;
+        replay_deadlines(record.t_ns - 1);
+        now_ = std::max(now_, record.t_ns);
+        try {
+            apply(record);
+        } catch (...) {
+            // The loop reports its own failures (the controller goes to full
+            // width); the drain goes on.
+        }
+    }
+    try {
+        replay_deadlines(horizon);
+    } catch (...) {
+    }
+    if (options_.publish_low != nullptr) {
+        const bool low = loop_.link_low();
+        if (low && !was_low_) {
+            options_.publish_low->store(true, std::memory_order_relaxed);
+        }
+        was_low_ = low;
+    }
+}
+
+void LiveDrain::run()
+{
+    ::prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);
+    TimeNs sleep_ns = options_.interval_ns;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+        ++stats_.wakeups;
+        const std::uint64_t before = stats_.records;
+        drain_locked(real_() - options_.horizon_margin_ns);
+        // Traffic flowing: come back soon, the ring fills. None: back off,
+        // so an idle or computing process is left alone.
+        sleep_ns = stats_.records != before ? options_.interval_ns
+                                            : std::min(sleep_ns * 2, options_.max_sleep_ns);
+        TimeNs wait_ns = sleep_ns;
+        if (options_.follow_deadlines) {
+            if (const std::optional<TimeNs> deadline = loop_.next_deadline()) {
+                const TimeNs until = *deadline + options_.horizon_margin_ns - real_();
+                wait_ns = std::clamp<TimeNs>(until, 10'000, wait_ns);
+            }
+        }
+        stop_wake_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
+    }
+}
+
+}  // namespace slim::live
