@@ -69,3 +69,11 @@ benchmarks_packed_bw_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_packed_bw_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 EXTRA_DIST += benchmarks/run-packing-bench
 EXTRA_DIST += benchmarks/run-e2e-bench
+
+# slimlink-patterns: solver loops, transposes, irregular traffic and a phase
+# change, for the predictor corpus (benchmarks/run-predictor-table).
+bin_PROGRAMS += benchmarks/slimlink-patterns
+benchmarks_slimlink_patterns_SOURCES = benchmarks/patterns.c
+benchmarks_slimlink_patterns_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
+benchmarks_slimlink_patterns_LDADD = $(MPICH_LIBS)
+EXTRA_DIST += benchmarks/run-predictor-table

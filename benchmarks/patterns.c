@@ -1,0 +1,159 @@
+/*
+ * slimlink-patterns: MPI communication patterns for the predictor corpus
+ * (issue 11). Each rank alternates communication with compute phases
+ * (busy loops of a set length, as a solver's kernels are), in one of these
+ * shapes:
+ *
+ *   solver     halo exchange with both ring neighbours (8 KiB each way),
+ *              400 us compute, allreduce, 150 us compute
+ *   transpose  alltoall of 4 KiB per pair, 300 us compute
+ *   irregular  a message of random size (8 B .. 64 KiB) to a random peer
+ *              after a random compute phase (50 us .. 2 ms), same seed on
+ *              every rank so sends and receives match
+ *   phase      solver for half the iterations, then irregular
+ *
+ * usage: slimlink-patterns --pattern NAME [--iterations N] [--seed S]
+ * Prints one JSON line on rank 0: pattern, iterations, seconds.
+ */
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Compute without touching the network: a busy loop, as a kernel is. */
+static void compute_us(double us)
+{
+    const double until = now_s() + us * 1e-6;
+    while (now_s() < until) {
+    }
+}
+
+/* xorshift64: the same sequence on every rank for the same seed. */
+static uint64_t next_random(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static char buf_a[65536], buf_b[65536], *big_a, *big_b;
+
+static void solver_step(int rank, int size)
+{
+    const int left = (rank + size - 1) % size, right = (rank + 1) % size;
+    double    local = rank, global = 0;
+
+    MPI_Sendrecv(buf_a, 8192, MPI_CHAR, right, 1, buf_b, 8192, MPI_CHAR, left, 1,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(buf_a, 8192, MPI_CHAR, left, 2, buf_b, 8192, MPI_CHAR, right, 2,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    compute_us(400);
+    MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    compute_us(150);
+}
+
+static void transpose_step(int size)
+{
+    MPI_Alltoall(big_a, 4096, MPI_CHAR, big_b, 4096, MPI_CHAR, MPI_COMM_WORLD);
+    compute_us(300);
+    (void)size;
+}
+
+static void irregular_step(int rank, int size, uint64_t *seed)
+{
+    const int    from  = (int)(next_random(seed) % (uint64_t)size);
+    const int    shift = 1 + (int)(next_random(seed) % (uint64_t)(size - 1));
+    const int    to    = (from + shift) % size;
+    const int    bytes = 8 << (next_random(seed) % 14); /* 8 B .. 64 KiB */
+    const double us    = 50.0 + (double)(next_random(seed) % 1950);
+
+    if (rank == from) {
+        MPI_Send(buf_a, bytes, MPI_CHAR, to, 3, MPI_COMM_WORLD);
+    } else if (rank == to) {
+        MPI_Recv(buf_b, bytes, MPI_CHAR, from, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    compute_us(us);
+}
+
+static int usage(int rank, const char *why)
+{
+    if (rank == 0) {
+        fprintf(stderr, "slimlink-patterns: %s\nusage: slimlink-patterns --pattern "
+                        "solver|transpose|irregular|phase [--iterations 1..1000000] "
+                        "[--seed N]\n", why);
+    }
+    MPI_Finalize();
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char *pattern = NULL;
+    long        iterations = 500;
+    uint64_t    seed = 12345;
+    int         rank, size, i;
+    double      t0, t1;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--pattern") && i + 1 < argc) {
+            pattern = argv[++i];
+        } else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
+            iterations = strtol(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            seed = strtoull(argv[++i], NULL, 10) | 1;
+        } else {
+            return usage(rank, "unknown or incomplete option");
+        }
+    }
+    if (pattern == NULL || (strcmp(pattern, "solver") && strcmp(pattern, "transpose") &&
+                            strcmp(pattern, "irregular") && strcmp(pattern, "phase"))) {
+        return usage(rank, "--pattern must be solver, transpose, irregular or phase");
+    }
+    if (iterations < 1 || iterations > 1000000) {
+        return usage(rank, "--iterations must be 1..1000000");
+    }
+    if (size < 2) {
+        return usage(rank, "needs at least 2 ranks");
+    }
+    big_a = calloc((size_t)size, 4096);
+    big_b = calloc((size_t)size, 4096);
+    if (big_a == NULL || big_b == NULL) {
+        return usage(rank, "out of memory");
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (i = 0; i < iterations; ++i) {
+        if (!strcmp(pattern, "solver") || (!strcmp(pattern, "phase") && i < iterations / 2)) {
+            solver_step(rank, size);
+        } else if (!strcmp(pattern, "transpose")) {
+            transpose_step(size);
+        } else {
+            irregular_step(rank, size, &seed);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t1 = now_s();
+    if (rank == 0) {
+        printf("{\"pattern\":\"%s\",\"iterations\":%ld,\"ranks\":%d,\"seconds\":%.6f}\n", pattern,
+               iterations, size, t1 - t0);
+    }
+    free(big_a);
+    free(big_b);
+    MPI_Finalize();
+    return 0;
+}
