@@ -85,6 +85,11 @@ EXTRA_DIST += \
 TESTS += tests/mpi/end-to-end.test
 EXTRA_DIST += tests/mpi/end-to-end.test tests/tools/validate-json-lines
 
+# Issue 11: the default live loop on a solver loop saves, hits, replays to
+# its live savings, and its send path never wakes the drain per operation.
+TESTS += tests/mpi/live-loop.test
+EXTRA_DIST += tests/mpi/live-loop.test
+
 # A rank crashes: survivors' reports, the node report's missing rank, and the
 # link restored to full width (exec backend with a logging stand-in).
 check_PROGRAMS += tests/mpi/crash
