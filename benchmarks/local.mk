@@ -77,3 +77,11 @@ benchmarks_slimlink_patterns_SOURCES = benchmarks/patterns.c
 benchmarks_slimlink_patterns_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_patterns_LDADD = $(MPICH_LIBS)
 EXTRA_DIST += benchmarks/run-predictor-table
+
+# mark-bench: 10^6 marks and unmarks (target <= 1 s), and the send path's
+# lookup of unmarked data with 1 and with 10^6 regions marked (issue 16).
+# Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/mark-bench
+benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp
+benchmarks_mark_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_mark_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)

@@ -1,49 +1,95 @@
-// Region registry: an immutable, sorted vector of non-overlapping regions
-// (a snapshot) published through an atomic pointer. Writers copy, edit and
-// publish a new snapshot under a mutex; readers (find, the send path) only
-// load the pointer and binary-search.
+// Region registry: a skip list of non-overlapping regions sorted by address.
+// One writer at a time (a mutex) edits it in place; readers (find, the send
+// path) walk it without a lock.
 //
-// Reclamation: a two-slot reader counter with a generation flip (the scheme
-// of classic userspace RCU / SRCU, reduced to one registry). A reader
-//   1. reads the generation g, increments readers_[g & 1],
+// Why a reader never sees overlapping runs: a node's fields are written
+// before it is published (release stores of the `next` pointers that reach
+// it) and never change afterwards; a mark first unlinks every region it
+// overlaps, then links the remainders and the new region. A `next` pointer is
+// only ever stored to point at the node that followed its owner in the live
+// list at that moment, so any walk visits nodes that were pairwise adjacent at
+// some time: sorted and disjoint. While a mark is in progress a reader may see
+// a gap (that data then travels exact), never lossy data where none is marked.
+//
+// Reclamation: unlinked nodes are retired and freed in batches after a grace
+// period, with a two-slot reader counter and a generation flip (the scheme of
+// classic userspace RCU / SRCU, reduced to one structure). A reader
+//   1. reads the generation g, increments readers[g & 1],
 //   2. re-reads the generation; if it changed, undoes the increment and
-//      retries (this only happens when a writer flipped meanwhile, so the
-//      loop is lock-free: someone made progress),
-//   3. loads the snapshot, searches, decrements readers_[g & 1].
-// A writer publishes the new snapshot, flips the generation, waits until the
-// old slot drains, then frees the old snapshot. All of these are seq_cst, so
-// a reader that passed step 2 with generation g is either seen by the writer
-// that flips g (which waits for it) or loaded the snapshot after that
-// writer's publish (so it never sees the retired one). Exactly one snapshot
-// is alive outside a write, so memory stays bounded however many marks and
-// unmarks a program makes; the price is that a writer may wait for a reader
-// in progress (a find is a few hundred nanoseconds at most).
-// std::atomic<std::shared_ptr> would be simpler but is not lock-free in
-// libstdc++ 12 (it uses a spin lock pool).
+//      retries (only when a writer flipped meanwhile: lock-free),
+//   3. walks the list, decrements readers[g & 1].
+// A writer that frees a batch flips the generation and waits until the old
+// slot drains: every reader that could have reached a retired node started
+// before the flip. All of these are seq_cst.
 #include "pack/region_registry.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
-#include <memory>
 #include <mutex>
+#include <new>
+#include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace slim::pack {
 
 namespace {
 
-struct Region {
-    std::uintptr_t begin = 0;
-    std::uintptr_t end   = 0;   // exclusive; begin < end
-    std::uintptr_t base  = 0;   // element boundaries are relative to this
-    Precision      precision;
+// p = 1/4 per level: 16 levels index 4^16 regions at O(log) cost.
+constexpr int         kMaxHeight   = 16;
+// Retired nodes are freed this many at a time (one grace period each).
+constexpr std::size_t kRetireBatch = 256;
+
+// The chunk filter: how many regions touch each 64 KiB chunk, counted in a
+// hashed table. A lookup of a buffer whose chunks all count zero (the usual
+// unmarked send: its buffer is not next to marked data) returns without
+// walking the list, so its cost does not grow with the number of marks.
+constexpr unsigned       kChunkShift      = 16;
+constexpr unsigned       kFilterBits      = 16;
+constexpr std::size_t    kFilterSlots     = std::size_t{1} << kFilterBits;
+// Regions wider than this many chunks are counted in `wide` instead (which
+// turns the filter off while any exists); lookups wider than this walk.
+constexpr std::uintptr_t kFilterMaxChunks = 64;
+
+std::size_t filter_slot(std::uintptr_t chunk)
+{
+    return static_cast<std::size_t>((chunk * 0x9e3779b97f4a7c15ULL) >> (64 - kFilterBits));
+}
+
+struct Node {
+    std::uintptr_t      begin = 0;
+    std::uintptr_t      end   = 0;   // exclusive; begin < end
+    std::uintptr_t      base  = 0;   // element boundaries are relative to this
+    Precision           precision;
+    std::uint32_t       label  = 0;  // index into Impl::labels
+    int                 height = 0;
+    std::atomic<Node*>* next   = nullptr;  // `height` of them, right after the node
+
+    static Node* create(int height)
+    {
+        const std::size_t bytes =
+                sizeof(Node) + sizeof(std::atomic<Node*>) * static_cast<std::size_t>(height);
+        auto* memory = static_cast<unsigned char*>(std::malloc(bytes));
+        if (memory == nullptr) {
+            throw std::bad_alloc();
+        }
+        Node* node   = new (memory) Node();
+        node->height = height;
+        node->next   = reinterpret_cast<std::atomic<Node*>*>(memory + sizeof(Node));
+        for (int l = 0; l < height; ++l) {
+            new (&node->next[l]) std::atomic<Node*>(nullptr);
+        }
+        return node;
+    }
+    static void destroy(Node* node) { std::free(node); }
 };
 
-// Sorted by begin; non-overlapping, so also sorted by end.
-using Snapshot = std::vector<Region>;
+static_assert(sizeof(Node) % alignof(std::atomic<Node*>) == 0);
+static_assert(std::atomic<Node*>::is_always_lock_free);
 
 bool valid(Precision p)
 {
@@ -54,20 +100,38 @@ bool valid(Precision p)
 }  // namespace
 
 struct RegionRegistry::Impl {
-    std::atomic<const Snapshot*> current{nullptr};
-    std::atomic<std::uint64_t>   generation{0};
+    Node*                              head;   // sentinel, kMaxHeight levels
+    std::atomic<std::size_t>           count{0};
+    std::atomic<std::uint64_t>         generation{0};
     // Mutable: find() is const but registers itself as a reader.
     mutable std::atomic<std::uint64_t> readers[2] = {{0}, {0}};
-    std::mutex                   write_mutex;   // writers only
 
-    static_assert(std::atomic<const Snapshot*>::is_always_lock_free);
-    static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+    std::atomic<std::uint32_t>         wide{0};
+    std::atomic<std::uint32_t>         filter[kFilterSlots] = {};
 
-    Impl() : current(new Snapshot()) {}
-    ~Impl() { delete current.load(); }
+    // Writers only, under write_mutex.
+    std::mutex                                     write_mutex;
+    std::vector<Node*>                             retired;
+    std::uint64_t                                  random_state = 0x9e3779b97f4a7c15ULL;
+    std::vector<std::string>                       labels{std::string()};
+    std::unordered_map<std::string, std::uint32_t> label_index;
 
-    // RAII read-side critical section: while it lives, the snapshot it
-    // returns is not freed.
+    Impl() : head(Node::create(kMaxHeight)) {}
+    ~Impl()
+    {
+        Node* node = head;
+        while (node != nullptr) {
+            Node* next = node->next[0].load(std::memory_order_relaxed);
+            Node::destroy(node);
+            node = next;
+        }
+        for (Node* node_retired : retired) {
+            Node::destroy(node_retired);
+        }
+    }
+
+    // RAII read-side critical section: nodes reachable while it lives are
+    // not freed.
     class ReadGuard {
     public:
         explicit ReadGuard(const Impl& impl) : impl_(impl)
@@ -81,34 +145,217 @@ struct RegionRegistry::Impl {
                 }
                 impl_.readers[slot_].fetch_sub(1);
             }
-            snapshot_ = impl_.current.load();
         }
         ~ReadGuard() { impl_.readers[slot_].fetch_sub(1); }
         ReadGuard(const ReadGuard&)            = delete;
         ReadGuard& operator=(const ReadGuard&) = delete;
 
-        const Snapshot& snapshot() const { return *snapshot_; }
-
     private:
-        const Impl&     impl_;
-        unsigned        slot_     = 0;
-        const Snapshot* snapshot_ = nullptr;
+        const Impl& impl_;
+        unsigned    slot_ = 0;
     };
 
-    // Caller holds write_mutex.
-    const Snapshot& latest() const { return *current.load(); }
-
-    // Caller holds write_mutex. Publishes `next` and frees the previous
-    // snapshot once no reader can still hold it.
-    void publish(std::unique_ptr<Snapshot> next)
+    // False when no region can touch [begin, end): every chunk counts zero.
+    bool maybe_marked(std::uintptr_t begin, std::uintptr_t end) const
     {
-        std::unique_ptr<const Snapshot> old{current.exchange(next.release())};
-        const std::uint64_t g = generation.fetch_add(1);
+        const std::uintptr_t first = begin >> kChunkShift;
+        const std::uintptr_t last  = (end - 1) >> kChunkShift;
+        if (wide.load(std::memory_order_relaxed) != 0 || last - first >= kFilterMaxChunks) {
+            return true;
+        }
+        for (std::uintptr_t chunk = first; chunk <= last; ++chunk) {
+            if (filter[filter_slot(chunk)].load(std::memory_order_relaxed) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // --- writer side (caller holds write_mutex) ---
+
+    // Counted before a region is linked, uncounted after it is unlinked, so
+    // the filter never hides a linked region.
+    void count_chunks(std::uintptr_t begin, std::uintptr_t end, bool add)
+    {
+        const std::uintptr_t first = begin >> kChunkShift;
+        const std::uintptr_t last  = (end - 1) >> kChunkShift;
+        if (last - first >= kFilterMaxChunks) {
+            add ? wide.fetch_add(1, std::memory_order_relaxed)
+                : wide.fetch_sub(1, std::memory_order_relaxed);
+            return;
+        }
+        for (std::uintptr_t chunk = first; chunk <= last; ++chunk) {
+            auto& slot = filter[filter_slot(chunk)];
+            add ? slot.fetch_add(1, std::memory_order_relaxed)
+                : slot.fetch_sub(1, std::memory_order_relaxed);
+        }
+    }
+
+    int random_height()
+    {
+        // xorshift64: two bits per level give p = 1/4.
+        random_state ^= random_state << 13;
+        random_state ^= random_state >> 7;
+        random_state ^= random_state << 17;
+        std::uint64_t bits   = random_state;
+        int           height = 1;
+        while (height < kMaxHeight && (bits & 3U) == 0) {
+            ++height;
+            bits >>= 2;
+        }
+        return height;
+    }
+
+    std::uint32_t intern(std::string_view label)
+    {
+        if (label.empty()) {
+            return 0;
+        }
+        const std::string key(label);
+        const auto        it = label_index.find(key);
+        if (it != label_index.end()) {
+            return it->second;
+        }
+        const auto index = static_cast<std::uint32_t>(labels.size());
+        labels.push_back(key);
+        label_index.emplace(key, index);
+        return index;
+    }
+
+    // preds[l] = the last node at level l whose begin is < key (or head).
+    void find_preds(std::uintptr_t key, Node* preds[kMaxHeight]) const
+    {
+        Node* x = head;
+        for (int l = kMaxHeight - 1; l >= 0; --l) {
+            for (Node* n = x->next[l].load(std::memory_order_relaxed);
+                 n != nullptr && n->begin < key; n = x->next[l].load(std::memory_order_relaxed)) {
+                x = n;
+            }
+            preds[l] = x;
+        }
+    }
+
+    // Links a new region; it must not overlap any linked one.
+    void link(std::uintptr_t begin, std::uintptr_t end, std::uintptr_t base, Precision precision,
+              std::uint32_t label)
+    {
+        Node* preds[kMaxHeight];
+        find_preds(begin, preds);
+        link_after(preds, begin, end, base, precision, label);
+    }
+
+    // The same, with preds already found for `begin` (find_preds).
+    void link_after(Node* const preds[kMaxHeight], std::uintptr_t begin, std::uintptr_t end,
+                    std::uintptr_t base, Precision precision, std::uint32_t label)
+    {
+        count_chunks(begin, end, true);
+        Node* node      = Node::create(random_height());
+        node->begin     = begin;
+        node->end       = end;
+        node->base      = base;
+        node->precision = precision;
+        node->label     = label;
+        for (int l = 0; l < node->height; ++l) {
+            node->next[l].store(preds[l]->next[l].load(std::memory_order_relaxed),
+                                std::memory_order_relaxed);
+        }
+        // Bottom level first: a reader that finds it higher up can go down.
+        for (int l = 0; l < node->height; ++l) {
+            preds[l]->next[l].store(node, std::memory_order_release);
+        }
+        count.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    // Unlinks `node` (linked) and retires it; its own pointers stay intact
+    // for readers standing on it.
+    void unlink(Node* node)
+    {
+        Node* preds[kMaxHeight];
+        find_preds(node->begin, preds);
+        unlink_after(preds, node);
+    }
+
+    // The same, with preds already found for node->begin.
+    void unlink_after(Node* const preds[kMaxHeight], Node* node)
+    {
+        for (int l = node->height - 1; l >= 0; --l) {
+            if (preds[l]->next[l].load(std::memory_order_relaxed) == node) {
+                preds[l]->next[l].store(node->next[l].load(std::memory_order_relaxed),
+                                        std::memory_order_release);
+            }
+        }
+        count.fetch_sub(1, std::memory_order_relaxed);
+        count_chunks(node->begin, node->end, false);
+        retired.push_back(node);
+        if (retired.size() >= kRetireBatch) {
+            free_retired();
+        }
+    }
+
+    void free_retired()
+    {
+        const std::uint64_t g    = generation.fetch_add(1);
         const unsigned      slot = static_cast<unsigned>(g & 1U);
         while (readers[slot].load() != 0) {
             std::this_thread::yield();
         }
-        // `old` is freed here.
+        for (Node* node : retired) {
+            Node::destroy(node);
+        }
+        retired.clear();
+    }
+
+    // The linked nodes overlapping [begin, end), in address order.
+    void overlapping(std::uintptr_t begin, std::uintptr_t end, std::vector<Node*>& out) const
+    {
+        Node* preds[kMaxHeight];
+        find_preds(begin, preds);
+        Node* node = preds[0];
+        if (node == head || node->end <= begin) {
+            node = node->next[0].load(std::memory_order_relaxed);
+        }
+        for (; node != nullptr && node->begin < end;
+             node = node->next[0].load(std::memory_order_relaxed)) {
+            out.push_back(node);
+        }
+    }
+
+    // Unlinks the regions overlapping [begin, end) and links back their
+    // parts outside it (with their own base, so element boundaries stay).
+    // Returns how many were touched; the first's label in first_label.
+    std::size_t cut(std::uintptr_t begin, std::uintptr_t end, std::uint32_t* first_label)
+    {
+        std::vector<Node*> hit;
+        overlapping(begin, end, hit);
+        if (hit.empty()) {
+            return 0;
+        }
+        if (first_label != nullptr) {
+            *first_label = hit.front()->label;
+        }
+        struct Part {
+            std::uintptr_t begin, end, base;
+            Precision      precision;
+            std::uint32_t  label;
+        };
+        Part parts[2];
+        int  part_count = 0;
+        const Node* first = hit.front();
+        const Node* last  = hit.back();
+        if (first->begin < begin) {
+            parts[part_count++] = Part{first->begin, begin, first->base, first->precision,
+                                       first->label};
+        }
+        if (last->end > end) {
+            parts[part_count++] = Part{end, last->end, last->base, last->precision, last->label};
+        }
+        for (Node* node : hit) {
+            unlink(node);
+        }
+        for (int i = 0; i < part_count; ++i) {
+            link(parts[i].begin, parts[i].end, parts[i].base, parts[i].precision, parts[i].label);
+        }
+        return hit.size();
     }
 };
 
@@ -116,73 +363,72 @@ RegionRegistry::RegionRegistry() : impl_(new Impl()) {}
 
 RegionRegistry::~RegionRegistry() { delete impl_; }
 
-bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precision)
+bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precision,
+                          std::string_view label)
 {
     const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
     if (ptr == nullptr || bytes == 0 || !valid(precision) ||
         bytes > std::numeric_limits<std::uintptr_t>::max() - begin) {
         return false;
     }
-    const Region added{begin, begin + bytes, begin, precision};
-
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
-    const Snapshot& old  = impl_->latest();
-    auto            next = std::make_unique<Snapshot>();
-    next->reserve(old.size() + 2);
-    bool inserted = false;
-    for (const Region& r : old) {
-        if (r.end <= added.begin || r.begin >= added.end) {
-            if (!inserted && r.begin >= added.end) {
-                next->push_back(added);
-                inserted = true;
-            }
-            next->push_back(r);
-            continue;
-        }
-        // Overlap: keep the parts outside the new region, with their
-        // original base so their element boundaries do not move.
-        if (r.begin < added.begin) {
-            next->push_back(Region{r.begin, added.begin, r.base, r.precision});
-        }
-        if (!inserted) {
-            next->push_back(added);
-            inserted = true;
-        }
-        if (r.end > added.end) {
-            next->push_back(Region{added.end, r.end, r.base, r.precision});
-        }
+    const std::uint32_t label_id = impl_->intern(label);
+    const std::uintptr_t end      = begin + bytes;
+    // The common case, marking free space, walks the list once.
+    Node* preds[kMaxHeight];
+    impl_->find_preds(begin, preds);
+    const Node* before = preds[0];
+    const Node* after  = before->next[0].load(std::memory_order_relaxed);
+    const bool  overlaps = (before != impl_->head && before->end > begin) ||
+                          (after != nullptr && after->begin < end);
+    if (!overlaps) {
+        impl_->link_after(preds, begin, end, begin, precision, label_id);
+        return true;
     }
-    if (!inserted) {
-        next->push_back(added);
-    }
-    impl_->publish(std::move(next));
+    impl_->cut(begin, end, nullptr);
+    impl_->link(begin, end, begin, precision, label_id);
     return true;
 }
 
 bool RegionRegistry::unmark(const void* ptr)
 {
-    const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
-
-    const std::lock_guard<std::mutex> lock(impl_->write_mutex);
-    const Snapshot& old = impl_->latest();
-    const auto      it  = std::lower_bound(
-            old.begin(), old.end(), begin,
-            [](const Region& r, std::uintptr_t p) { return r.begin < p; });
-    if (ptr == nullptr || it == old.end() || it->begin != begin) {
+    if (ptr == nullptr) {
         return false;
     }
-    auto next = std::make_unique<Snapshot>();
-    next->reserve(old.size() - 1);
-    next->insert(next->end(), old.begin(), it);
-    next->insert(next->end(), it + 1, old.end());
-    impl_->publish(std::move(next));
+    const auto                        begin = reinterpret_cast<std::uintptr_t>(ptr);
+    const std::lock_guard<std::mutex> lock(impl_->write_mutex);
+    Node*                             preds[kMaxHeight];
+    impl_->find_preds(begin, preds);
+    Node* node = preds[0]->next[0].load(std::memory_order_relaxed);
+    if (node == nullptr || node->begin != begin) {
+        return false;
+    }
+    impl_->unlink_after(preds, node);
     return true;
+}
+
+std::size_t RegionRegistry::release(const void* ptr, std::size_t bytes, std::string* first_label)
+{
+    const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
+    if (ptr == nullptr || bytes == 0) {
+        return 0;
+    }
+    const std::uintptr_t end = bytes > std::numeric_limits<std::uintptr_t>::max() - begin
+                                       ? std::numeric_limits<std::uintptr_t>::max()
+                                       : begin + bytes;
+    const std::lock_guard<std::mutex> lock(impl_->write_mutex);
+    std::uint32_t                     label = 0;
+    const std::size_t                 cut   = impl_->cut(begin, end, &label);
+    if (cut > 0 && first_label != nullptr) {
+        *first_label = impl_->labels[label];
+    }
+    return cut;
 }
 
 std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* runs,
                                  std::size_t max_runs) const
 {
-    if (ptr == nullptr || bytes == 0) {
+    if (ptr == nullptr || bytes == 0 || impl_->count.load(std::memory_order_relaxed) == 0) {
         return 0;
     }
     const auto q_begin = reinterpret_cast<std::uintptr_t>(ptr);
@@ -190,30 +436,38 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
                                  ? std::numeric_limits<std::uintptr_t>::max()
                                  : q_begin + bytes;
 
+    if (!impl_->maybe_marked(q_begin, q_end)) {
+        return 0;
+    }
     const Impl::ReadGuard guard(*impl_);
-    const Snapshot&       s = guard.snapshot();
-    // First region ending after the query start, first region starting at or
-    // after the query end: everything between overlaps.
-    const auto first = std::partition_point(
-            s.begin(), s.end(), [q_begin](const Region& r) { return r.end <= q_begin; });
-    const auto last = std::partition_point(
-            first, s.end(), [q_end](const Region& r) { return r.begin < q_end; });
-    const auto count = static_cast<std::size_t>(last - first);
-    if (runs != nullptr) {
-        const std::size_t n = std::min(count, max_runs);
-        for (std::size_t i = 0; i < n; ++i) {
-            const Region& r = first[static_cast<std::ptrdiff_t>(i)];
-            runs[i] = MarkedRun{std::max(r.begin, q_begin), std::min(r.end, q_end), r.base,
-                                r.precision};
+    // The last node whose begin is <= q_begin: the only one before the query
+    // start that can reach into it.
+    const Node* x = impl_->head;
+    for (int l = kMaxHeight - 1; l >= 0; --l) {
+        for (const Node* n = x->next[l].load(std::memory_order_acquire);
+             n != nullptr && n->begin <= q_begin; n = x->next[l].load(std::memory_order_acquire)) {
+            x = n;
         }
+    }
+    const Node* node = x;
+    if (node == impl_->head || node->end <= q_begin) {
+        node = node->next[0].load(std::memory_order_acquire);
+    }
+    std::size_t count = 0;
+    for (; node != nullptr && node->begin < q_end && count <= max_runs;
+         node = node->next[0].load(std::memory_order_acquire)) {
+        if (count < max_runs && runs != nullptr) {
+            runs[count] = MarkedRun{std::max(node->begin, q_begin), std::min(node->end, q_end),
+                                    node->base, node->precision};
+        }
+        ++count;
     }
     return count;
 }
 
-std::size_t RegionRegistry::size() const
+std::size_t RegionRegistry::size() const noexcept
 {
-    const Impl::ReadGuard guard(*impl_);
-    return guard.snapshot().size();
+    return impl_->count.load(std::memory_order_relaxed);
 }
 
 }  // namespace slim::pack

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <string>
 #include <vector>
 
 using slim::pack::MarkedRun;
@@ -128,12 +129,14 @@ TEST_CASE("runs are clipped to the queried range and come in address order", "[r
         CHECK(inner[0].end == addr(170));
         CHECK(inner[0].region_base == addr(150));
     }
-    SECTION("the count includes runs that did not fit")
+    SECTION("the count says when more runs overlap than fit, and stops there")
     {
         MarkedRun one;
-        CHECK(registry.find(at(0), 1000, &one, 1) == 3);
+        CHECK(registry.find(at(0), 1000, &one, 1) == 2);
         CHECK(one.begin == addr(0));
-        CHECK(registry.find(at(0), 1000, nullptr, 0) == 3);
+        CHECK(registry.find(at(0), 1000, nullptr, 0) == 1);
+        std::array<MarkedRun, 3> three{};
+        CHECK(registry.find(at(0), 1000, three.data(), three.size()) == 3);
     }
 }
 
@@ -277,4 +280,89 @@ TEST_CASE("concurrent readers always see consistent runs while a writer marks an
     CHECK(writes == 2000);
     CHECK(bad.load() == 0);
     CHECK(lookups.load() >= 1000);
+}
+
+TEST_CASE("release drops every mark inside freed memory and cuts regions reaching outside it",
+          "[registry]")
+{
+    RegionRegistry registry;
+    REQUIRE(registry.mark(at(0), 100, keep(4), "left"));
+    REQUIRE(registry.mark(at(200), 100, keep(5), "inside"));
+    REQUIRE(registry.mark(at(400), 100, keep(6), "right"));
+    std::string label;
+    // Frees [50, 450): cuts "left" and "right", drops "inside".
+    CHECK(registry.release(at(50), 400, &label) == 3);
+    CHECK(label == "left");
+    const auto runs = find_all(registry, 0, 1000);
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[0].begin == addr(0));
+    CHECK(runs[0].end == addr(50));
+    CHECK(runs[1].begin == addr(450));
+    CHECK(runs[1].end == addr(500));
+    CHECK(runs[1].region_base == addr(400));   // element boundaries kept
+    CHECK(runs[1].precision.keep_bytes == 6);
+    CHECK(registry.release(at(50), 400, &label) == 0);
+    CHECK(registry.size() == 2);
+}
+
+TEST_CASE("the chunk filter never hides a region, however wide or close", "[registry]")
+{
+    RegionRegistry registry;
+    // Wider than the filter counts per chunk (64 x 64 KiB): counted as wide.
+    std::vector<unsigned char> big(8 << 20);
+    REQUIRE(registry.mark(big.data() + 3, big.size() - 6, keep(3)));
+    MarkedRun run;
+    CHECK(registry.find(big.data() + big.size() / 2, 16, &run, 1) == 1);
+    CHECK(registry.find(big.data(), 3, &run, 1) == 0);
+    // A small region in a chunk of its own, and a lookup of its last byte.
+    REQUIRE(registry.mark(at(70000), 8, keep(2)));
+    CHECK(registry.find(at(70007), 1, &run, 1) == 1);
+    REQUIRE(registry.unmark(big.data() + 3));
+    CHECK(registry.find(big.data() + big.size() / 2, 16, &run, 1) == 0);
+    CHECK(registry.find(at(70000), 64, &run, 1) == 1);
+    REQUIRE(registry.unmark(at(70000)));
+    CHECK(registry.find(at(70000), 64, &run, 1) == 0);
+    CHECK(registry.size() == 0);
+}
+
+TEST_CASE("marks and unmarks in random order leave exactly what a reference model says",
+          "[registry]")
+{
+    // A byte map as the model: precision per byte (0 = unmarked).
+    constexpr std::size_t kSpan = 4096;
+    std::vector<int>      model(kSpan, 0);
+    RegionRegistry        registry;
+    std::uint64_t         state = 12345;
+    auto                  next  = [&state] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<std::size_t>(state >> 33);
+    };
+    for (int step = 0; step < 3000; ++step) {
+        const std::size_t begin = next() % kSpan;
+        const std::size_t len   = 1 + next() % 200;
+        const std::size_t end   = std::min(kSpan, begin + len);
+        if (next() % 3 != 0) {
+            const int k = 2 + static_cast<int>(next() % 6);
+            REQUIRE(registry.mark(at(begin), end - begin, keep(k)));
+            std::fill(model.begin() + static_cast<std::ptrdiff_t>(begin),
+                      model.begin() + static_cast<std::ptrdiff_t>(end), k);
+        } else {
+            registry.release(at(begin), end - begin);
+            std::fill(model.begin() + static_cast<std::ptrdiff_t>(begin),
+                      model.begin() + static_cast<std::ptrdiff_t>(end), 0);
+        }
+    }
+    std::vector<int>       seen(kSpan, 0);
+    std::vector<MarkedRun> runs(kSpan);
+    const std::size_t n = registry.find(at(0), kSpan, runs.data(), runs.size());
+    REQUIRE(n <= runs.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i > 0) {
+            REQUIRE(runs[i - 1].end <= runs[i].begin);
+        }
+        for (std::uintptr_t a = runs[i].begin; a < runs[i].end; ++a) {
+            seen[a - addr(0)] = runs[i].precision.keep_bytes;
+        }
+    }
+    CHECK(seen == model);
 }
