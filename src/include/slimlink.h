@@ -75,8 +75,13 @@ const char *slim_op_name(slim_op_t op);
  * marking. Element boundaries are counted from the pointer passed to the
  * marking call. Marking over a marked range replaces the overlap; the old
  * region keeps its other parts. Marks take effect for sends that start after
- * the call returns. A buffer must be unmarked before its memory is freed or
- * reused for other data.
+ * the call returns. Unmark a buffer before its memory is reused for other
+ * data. Memory released by free() or realloc() loses its marks (with a
+ * warning naming the label), so data malloc() puts there later is never
+ * packed: libslimlink interposes both, which needs the application linked
+ * with -lslimlink (the first mark warns when it is not in effect). Memory
+ * released otherwise (munmap, a custom allocator's own pool) must be
+ * unmarked first.
  *
  * The first marking call initializes slimlink from the UCX_SLIM_* variables
  * (like the transport does); when that configuration is invalid these calls

@@ -2,14 +2,20 @@
 // No exception crosses it; failures become status codes.
 #include "engine.h"
 #include "log.h"
+#include "release_hooks.h"
 #include "slim_core.h"
 #include "slimlink.h"
 #include "traffic_monitor.h"
 
+#include <atomic>
 #include <cstdint>
 #include <new>
 #include <optional>
 #include <string_view>
+
+namespace slim {
+bool (*release_hooks_probe)() noexcept = nullptr;
+}  // namespace slim
 
 namespace {
 
@@ -27,15 +33,32 @@ slim_status_t guarded(Body body) noexcept
     }
 }
 
+// Says once, at the first mark, when free() does not drop marks.
+void check_release_hooks()
+{
+    static std::atomic<bool> checked{false};
+    if (checked.exchange(true, std::memory_order_relaxed)) {
+        return;
+    }
+    if (slim::release_hooks_probe != nullptr && !slim::release_hooks_probe()) {
+        slim::logger().warn("free() is not slimlink's (libslimlink.so was loaded after the C "
+                            "library bound it): memory freed while marked keeps its marks, and "
+                            "data stored there later would be packed; call slim_unmark() before "
+                            "free(), or link the application with -lslimlink");
+    }
+}
+
 // Marks with `precision` on the process Engine, creating it if needed.
-slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precision precision)
+slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precision precision,
+                             std::string_view label = {})
 {
     const slim_status_t status = slim::Engine::init();
     if (status != SLIM_OK) {
         return status;
     }
+    check_release_hooks();
     slim::Engine *engine = slim::Engine::get();
-    if (!engine->regions().mark(ptr, bytes, precision)) {
+    if (!engine->regions().mark(ptr, bytes, precision, label)) {
         return SLIM_ERR_INVALID;
     }
     engine->note_marked();
@@ -125,7 +148,7 @@ slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
         if (!precision) {
             return SLIM_OK; // the policy does not pack this label
         }
-        return mark_on_engine(ptr, bytes, *precision);
+        return mark_on_engine(ptr, bytes, *precision, label);
     });
 }
 

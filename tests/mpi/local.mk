@@ -101,3 +101,12 @@ tests_mpi_crash_LDFLAGS = -no-install
 
 TESTS += tests/mpi/crash.test
 EXTRA_DIST += tests/mpi/crash.test
+
+# Issue 16: memory freed or reallocated while marked loses its marks.
+check_PROGRAMS += tests/mpi/freed-mark
+tests_mpi_freed_mark_SOURCES = tests/mpi/freed-mark.c tests/mpi/mpi_test_util.h
+tests_mpi_freed_mark_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_freed_mark_LDADD = src/libslimlink.la $(MPICH_LIBS)
+tests_mpi_freed_mark_LDFLAGS = -no-install
+TESTS += tests/mpi/freed-mark.test
+EXTRA_DIST += tests/mpi/freed-mark.test

@@ -69,7 +69,7 @@ static inline uint8_t mt_pattern_byte(uint64_t size, uint64_t index,
     return (uint8_t)mt_mix((size << 40) ^ (rank << 32) ^ (tag << 28) ^ index);
 }
 
-static void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size,
+static inline void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size,
                           uint64_t rank, uint64_t tag)
 {
     for (size_t i = 0; i < n; ++i) {
@@ -78,7 +78,7 @@ static void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size,
 }
 
 /* Checks every byte; reports the first few differences and the total. */
-static int mt_check_bytes(const uint8_t *buf, size_t n, uint64_t size,
+static inline int mt_check_bytes(const uint8_t *buf, size_t n, uint64_t size,
                           uint64_t rank, uint64_t tag, const char *what)
 {
     size_t bad = 0;
@@ -112,7 +112,7 @@ typedef struct mt_traffic_summary {
 /* Snapshot of this process's `slim` counters. Call it before any further
  * MPI traffic: everything after it (including the reduction that compares
  * totals) is deliberately not counted. */
-static mt_traffic_summary_t mt_traffic_snapshot(void)
+static inline mt_traffic_summary_t mt_traffic_snapshot(void)
 {
     mt_traffic_summary_t sum = {0, 0, 0};
     slim_traffic_t t;
@@ -158,7 +158,7 @@ static mt_traffic_summary_t mt_traffic_snapshot(void)
  *     sum over ranks of `min_bytes` (each rank's share of a lower bound the
  *     caller derives from its MPI calls).
  * Collective: every rank must call it. */
-static void mt_check_traffic(const mt_traffic_summary_t *snap,
+static inline void mt_check_traffic(const mt_traffic_summary_t *snap,
                              uint64_t min_bytes, const char *what)
 {
     uint64_t local[2] = {snap->moved_bytes, min_bytes};
