@@ -1,5 +1,9 @@
 #include "trace.h"
 
+#include "base/output_file.h"
+
+#include <ext/stdio_filebuf.h>
+
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -248,13 +252,20 @@ std::optional<Event> TraceReader::next()
 
 // ------------------------------------------------------------------ writer
 
-TraceWriter::TraceWriter(const std::string& path) : out_(&file_), name_(path)
+TraceWriter::TraceWriter(const std::string& path) : out_(nullptr), name_(path)
 {
-    errno = 0;
-    file_.open(path, std::ios::out | std::ios::trunc | std::ios::binary);
-    if (!file_) {
-        throw TraceError(path, 0, "cannot create: " + errno_text(errno));
+    int fd = -1;
+    try {
+        fd = base::open_output_file(path, base::ExistingFile::truncate, 0600);
+    } catch (const base::OutputFileError& e) {
+        // e.what() starts with the path, which TraceError adds itself.
+        const std::string why = e.what();
+        throw TraceError(path, 0, why.substr(std::min(why.size(), path.size() + 2)));
     }
+    // libstdc++'s stdio_filebuf adopts the descriptor and closes it.
+    file_buf_ = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::out | std::ios::binary);
+    file_     = std::make_unique<std::ostream>(file_buf_.get());
+    out_      = file_.get();
 }
 
 TraceWriter::TraceWriter(std::ostream& out, std::string name)

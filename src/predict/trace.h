@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <fstream>
 #include <iosfwd>
+#include <memory>
+#include <ostream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -84,7 +86,9 @@ private:
 
 class TraceWriter {
 public:
-    // Creates (truncates) `path`. Throws TraceError (line 0) when it cannot.
+    // Creates `path` with mode 0600, or truncates it when it is already a
+    // regular file of this user; never follows a symbolic link there
+    // (base/output_file.h). Throws TraceError (line 0) saying why not.
     explicit TraceWriter(const std::string& path);
     // Writes to `out`, which must outlive the writer; `name` is the FILE of
     // error messages.
@@ -111,8 +115,9 @@ private:
     [[noreturn]] void fail(std::size_t line, const std::string& message) const;
     void check_stream();
 
-    std::ofstream file_;
-    std::ostream* out_;
+    std::unique_ptr<std::streambuf> file_buf_;   // owns the file's descriptor
+    std::unique_ptr<std::ostream>   file_;
+    std::ostream*                   out_;
     std::string   name_;
     std::size_t   line_ = 0;
     std::optional<TimeNs> previous_end_;

@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "base/output_file.h"
+
 #include "traffic_monitor.h"
 
 #include <array>
@@ -404,10 +406,9 @@ void write_report_content(const ReportTarget &target, const std::string &content
     }
     case ReportTarget::Kind::json_file: {
         // O_APPEND: every rank appends its lines atomically to a shared file.
-        const Fd fd{::open(target.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
-        if (fd.get() < 0) {
-            throw std::system_error(errno, std::generic_category(), "open " + target.path);
-        }
+        // Mode 0644 (reports are for reading); never through a symbolic link
+        // or into another user's file (base/output_file.h).
+        const Fd fd{base::open_output_file(target.path, base::ExistingFile::append, 0644)};
         write_all(fd.get(), content);
         return;
     }

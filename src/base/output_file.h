@@ -1,0 +1,32 @@
+// Output files that cannot be hijacked (issue 16): traces and reports are
+// often written into shared directories (mode 1777), where another user can
+// plant `rank0.trace -> /some/file`. Opening never follows a symbolic link in
+// the last component, creates new files exclusively with the given mode, and
+// opens an existing file only when it is a regular file of this user.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <sys/types.h>
+
+namespace slim::base {
+
+// what() is "PATH: reason" and says why the file was refused.
+class OutputFileError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class ExistingFile {
+    truncate,   // a trace: this process's file, written anew
+    append,     // a shared report: every rank appends its lines (O_APPEND)
+};
+
+// Opens `path` for writing and returns the descriptor (O_CLOEXEC; the caller
+// closes it). A new file is created with O_EXCL and `mode` (under the
+// umask). Throws OutputFileError when the path is a symbolic link, not a
+// regular file, owned by another user, or cannot be opened.
+int open_output_file(const std::string& path, ExistingFile existing, mode_t mode);
+
+}  // namespace slim::base
