@@ -335,6 +335,9 @@ LiveSummary LiveLoop::summary(bool final)
         } catch (const std::exception& e) {
             trace_error_ = e.what();
         }
+        if (final) {
+            trace_.reset();   // closed: the run's trace is complete
+        }
     }
     s.trace_events = trace_events_;
     s.trace_path  = config_.trace_path;

@@ -139,6 +139,9 @@ public:
     // back to full width for good when `final` is set.
     LiveSummary summary(bool final);
 
+    // Why the trace could not be created or stopped; empty while it is fine.
+    const std::string& trace_error() const { return trace_error_; }
+
 private:
     struct OpenBurst {
         predict::Event event;                     // id: the first operation's

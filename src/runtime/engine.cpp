@@ -129,6 +129,12 @@ void Engine::start_live() noexcept
         replay_now_ = link::steady_now_ns();
         const bool emulated = config_.link == LinkBackendKind::emulated;
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
+        trace_open_error_ = live_->trace_error();
+        if (!trace_open_error_.empty()) {
+            // Said now and on stderr: without a report nobody would know.
+            logger().error("UCX_SLIM_TRACE: {}; this process writes no trace",
+                           live_->trace_error());
+        }
         ring_ = std::make_unique<live::OpRing>(kRingCapacity);
         live::DrainOptions options;
         options.follow_deadlines = !emulated;
@@ -296,11 +302,30 @@ Engine *Engine::get() noexcept { return g_engine.load(std::memory_order_acquire)
 
 void Engine::report() noexcept
 {
-    if (config_.report.kind == ReportTarget::Kind::none || reported_.exchange(true)) {
+    if (reported_.exchange(true)) {
+        return;
+    }
+    // Whatever the report setting: the loop ends, the link is restored and
+    // the trace is flushed and closed (a trace-only run lost its tail).
+    const std::optional<live::LiveSummary> live = finish_live();
+    if (live && !live->trace_path.empty()) {
+        try {
+            if (!trace_open_error_.empty() && live->trace_error == trace_open_error_) {
+                // Not created: said at start.
+            } else if (!live->trace_error.empty()) {
+                logger().error("UCX_SLIM_TRACE: the trace {} is incomplete: {}",
+                               live->trace_path, live->trace_error);
+            } else {
+                logger().info("trace {}: {} events written", live->trace_path,
+                              live->trace_events);
+            }
+        } catch (...) {
+        }
+    }
+    if (config_.report.kind == ReportTarget::Kind::none) {
         return;
     }
     try {
-        const std::optional<live::LiveSummary> live = finish_live();
         const ProcessIdentity     &who     = this_process();
         const slim_traffic_t       traffic = process_traffic().snapshot();
         const slim_packing_stats_t packing = process_packing().snapshot();

@@ -76,6 +76,7 @@ private:
     pack::RegionRegistry regions_;
     std::atomic<bool>    reported_{false};
     std::atomic<bool>    any_marked_{false};
+    std::string          trace_open_error_;   // why the trace was not created, if so
 
     void start_live() noexcept;
     void poll_slow() noexcept;

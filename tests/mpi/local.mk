@@ -110,3 +110,8 @@ tests_mpi_freed_mark_LDADD = src/libslimlink.la $(MPICH_LIBS)
 tests_mpi_freed_mark_LDFLAGS = -no-install
 TESTS += tests/mpi/freed-mark.test
 EXTRA_DIST += tests/mpi/freed-mark.test
+
+# Issue 16: traces without a report are complete; missing directories and
+# planted symbolic links are refused and said.
+TESTS += tests/mpi/trace-files.test
+EXTRA_DIST += tests/mpi/trace-files.test
