@@ -93,6 +93,15 @@ public:
     virtual Status poll() { return Status::success(); }
     // Blocks until no command is in flight (bounded by the backend's timeout).
     virtual Status drain() { return poll(); }
+    // Puts the port back to full width and waits for it (bounded): the last
+    // request, at exit or after a failure. A lower width still being applied
+    // is abandoned (exec: its command is killed), not waited for.
+    virtual Status restore_full_width()
+    {
+        const Status status = set_width(full_width());
+        const Status drained = drain();
+        return !status ? status : drained;
+    }
 
     // Puts the port back to full width from a fatal-signal handler: only
     // async-signal-safe work (no allocation, no locks, no stdio). Best effort.

@@ -9,9 +9,14 @@
 // - Asynchronous: set_width starts the command and returns; poll() reaps it.
 //   One command at a time; requests made meanwhile are merged (the last
 //   wins) and run when it ends, so commands never race on the port.
-// - A command that does not end within the timeout (2 s) is killed; that,
-//   a spawn error or a non-zero exit is an error, and the controller then
-//   goes to full width.
+// - A command that does not end within the timeout (2 s) is killed with its
+//   whole process group (each command leads its own); that, a spawn error or
+//   a non-zero exit is an error, and the controller then goes to full width.
+// - Commands inherit no stdout/stderr (both /dev/null; stdin too): a command
+//   left behind must never hold an MPI launcher's output pipes open, which
+//   kept a 1 s job alive for as long as a hung command ran.
+// - At exit the full-width command replaces (kills) a lower one still
+//   running and is waited for, at most the timeout.
 // - For fatal signals the full-width command line is built at start, so the
 //   handler only needs fork/execve/waitpid/nanosleep/kill (async-signal-safe).
 #include "link/backend.h"
@@ -20,6 +25,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -162,6 +168,17 @@ struct Argv {
     }
 };
 
+// Kills the command and everything it started (its process group), then
+// reaps it. Async-signal-safe.
+void kill_and_reap(pid_t pid) noexcept
+{
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);   // in case it left its group
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
 // Async-signal-safe: waits for `pid` up to `timeout_ns`, then kills it.
 void reap_signal_safe(pid_t pid, long long timeout_ns) noexcept
 {
@@ -173,9 +190,7 @@ void reap_signal_safe(pid_t pid, long long timeout_ns) noexcept
             return;
         }
         if (waited >= timeout_ns) {
-            ::kill(pid, SIGKILL);
-            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
+            kill_and_reap(pid);
             return;
         }
         ::nanosleep(&step, nullptr);
@@ -232,9 +247,7 @@ public:
             if (SteadyClock::now() - started_ < timeout_) {
                 return Status::success();
             }
-            ::kill(pid, SIGKILL);
-            while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-            }
+            kill_and_reap(pid);
             inflight_pid_.store(0);
             pending_width_ = 0;
             return Status::error("exec link backend: '" + inflight_text_ + "' did not end within " +
@@ -267,16 +280,43 @@ public:
         }
     }
 
+    Status restore_full_width() override
+    {
+        Status status = poll();   // the outcome of a command that has ended
+        if (status && inflight_pid_.load() <= 0 && pending_width_ == 0 &&
+            last_width_ == lanes_) {
+            return status;   // already there
+        }
+        const pid_t inflight = inflight_pid_.exchange(0);
+        if (inflight > 0) {
+            kill_and_reap(inflight);   // a lower width, now moot: never raced
+        }
+        pending_width_ = 0;
+        const Status spawned = spawn(lanes_);
+        if (!spawned) {
+            return spawned;
+        }
+        const Status drained = drain();
+        return !drained ? drained : status;
+    }
+
     void restore_full_width_signal_safe() noexcept override
     {
         const long long timeout_ns =
                 std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
         const pid_t inflight = inflight_pid_.exchange(0);
         if (inflight > 0) {
-            reap_signal_safe(inflight, timeout_ns); // never race a lower width
+            kill_and_reap(inflight);   // a lower width, now moot: never raced
         }
         const pid_t pid = ::fork();
         if (pid == 0) {
+            ::setpgid(0, 0);
+            const int null_fd = ::open("/dev/null", O_RDWR);
+            if (null_fd >= 0) {
+                ::dup2(null_fd, STDIN_FILENO);
+                ::dup2(null_fd, STDOUT_FILENO);
+                ::dup2(null_fd, STDERR_FILENO);
+            }
             ::execve(full_argv_.pointers[0], full_argv_.pointers.data(), environ);
             ::_exit(127);
         }
@@ -327,16 +367,25 @@ private:
         // The caller's thread may block signals (MPI progress threads do);
         // the command should not inherit that.
         posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+        // Its own process group, so a timeout kills what it started too.
+        posix_spawnattr_setpgroup(&attr, 0);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+        posix_spawn_file_actions_t files;
+        posix_spawn_file_actions_init(&files);
+        posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
         pid_t     pid = 0;
-        const int rc  = ::posix_spawn(&pid, argv.pointers[0], nullptr, &attr,
+        const int rc  = ::posix_spawn(&pid, argv.pointers[0], &files, &attr,
                                       argv.pointers.data(), environ);
+        posix_spawn_file_actions_destroy(&files);
         posix_spawnattr_destroy(&attr);
         if (rc != 0) {
             return Status::error("exec link backend: cannot run '" + inflight_text_ +
                                  "': " + std::strerror(rc));
         }
-        started_ = SteadyClock::now();
+        started_    = SteadyClock::now();
+        last_width_ = width;
         inflight_pid_.store(pid);
         return Status::success();
     }
@@ -354,6 +403,7 @@ private:
     std::string            inflight_text_;
     SteadyClock::time_point started_{};
     unsigned               pending_width_ = 0; // 0: none
+    unsigned               last_width_    = 0; // of the last command started; 0: none yet
 };
 
 }  // namespace

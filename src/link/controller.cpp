@@ -185,20 +185,20 @@ Status Controller::restore_full_width()
     closed_ = true;
     demand_ = {};
     low_until_.reset();
-    Status status = Status::success();
-    if (applied_ != full_ || failed_) {
-        status = backend_->set_width(full_);
-        applied_ = full_;
-    }
-    const Status drained = backend_->drain();
+    // Asked of the backend even when full width was the last request: a
+    // command applying a lower one may still be running (exec).
+    const Status status = backend_->restore_full_width();
+    applied_            = full_;
     if (!status) {
-        fail(status);
-        return status;
+        // Said as it is: the port's width is not known to be full.
+        if (!failed_) {
+            failed_ = true;
+            error_  = status.message();
+        }
+        report("restoring link " + backend_->name() + " to full width (" + std::to_string(full_) +
+               " lanes) failed: " + status.message() + "; the port's width is unknown");
     }
-    if (!drained) {
-        fail(drained);
-    }
-    return drained;
+    return status;
 }
 
 unsigned Controller::merged_width(TimeNs now) const
@@ -256,13 +256,14 @@ void Controller::fail(const Status& status)
     error_  = status.message();
     demand_ = {};
     low_until_.reset();
-    // Best effort: the backend that just failed is asked once more; if that
-    // fails too there is nothing better to do than say so (once).
-    const Status restored = backend_->set_width(full_);
+    // Best effort: the backend that just failed is asked once more, and
+    // waited for (bounded), so that the message says what happened.
+    const Status restored = backend_->restore_full_width();
     applied_              = full_;
-    report(error_ + "; link " + backend_->name() + " set to full width (" +
-           std::to_string(full_) + " lanes)" +
-           (restored ? std::string() : " — restoring also failed: " + restored.message()));
+    report(error_ + "; link " + backend_->name() +
+           (restored ? " set to full width (" + std::to_string(full_) + " lanes)"
+                     : " not known to be at full width: restoring failed too: " +
+                               restored.message()));
 }
 
 void Controller::report(const std::string& message)

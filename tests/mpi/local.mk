@@ -115,3 +115,8 @@ EXTRA_DIST += tests/mpi/freed-mark.test
 # planted symbolic links are refused and said.
 TESTS += tests/mpi/trace-files.test
 EXTRA_DIST += tests/mpi/trace-files.test
+
+# Issue 16: a hanging UCX_SLIM_LINK_EXEC command costs the job at most its
+# timeout, leaves nothing running and is reported as it is.
+TESTS += tests/mpi/exec-hang.test
+EXTRA_DIST += tests/mpi/exec-hang.test
