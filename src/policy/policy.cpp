@@ -182,6 +182,8 @@ private:
     std::vector<Parsed> rules_;
 };
 
+constexpr std::uintmax_t kMaxPolicyFileBytes = 1U << 20;
+
 std::vector<Parsed> parse_file(std::string_view spec)
 {
     const std::string path(trim(spec.substr(1)));
@@ -196,14 +198,34 @@ std::vector<Parsed> parse_file(std::string_view spec)
                                              (err != 0 ? std::strerror(err) : "unknown error")));
     }
     // An ifstream opens a directory and then reads nothing: say so instead
-    // of silently packing nothing.
+    // of silently packing nothing. Devices and pipes are refused too
+    // (@/dev/zero read without end inside MPI_Init), and so are files
+    // larger than any policy needs.
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
         throw PolicyError(error_text("", spec, "cannot read " + path + ": Is a directory"));
     }
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        throw PolicyError(error_text("", spec, path + " is not a regular file"));
+    }
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec || size > kMaxPolicyFileBytes) {
+        throw PolicyError(error_text("", spec,
+                                     path + " has " + std::to_string(size) +
+                                             " bytes; a policy file may have at most " +
+                                             std::to_string(kMaxPolicyFileBytes) + " (1 MiB)"));
+    }
     Builder     builder;
     std::string line;
+    std::size_t read = 0;
     for (int number = 1; std::getline(in, line); ++number) {
+        read += line.size() + 1;
+        if (read > kMaxPolicyFileBytes + 1) {   // grew while being read
+            throw PolicyError(error_text("", spec,
+                                         path + " is larger than 1 MiB; a policy file may "
+                                                "have at most " +
+                                                 std::to_string(kMaxPolicyFileBytes) + " bytes"));
+        }
         std::string_view text{line};
         text = text.substr(0, text.find('#'));
         builder.add(trim(text), path + ":" + std::to_string(number));

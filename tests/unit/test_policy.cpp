@@ -215,6 +215,17 @@ TEST_CASE("@file errors name the file and line of the bad rule", "[policy]")
     {
         CHECK_THAT(error_for("@/tmp"), Contains("UCX_SLIM_POLICY: '@/tmp': cannot read /tmp"));
     }
+    SECTION("a device is refused before it is read (it may never end)")
+    {
+        CHECK_THAT(error_for("@/dev/zero"),
+                   Contains("UCX_SLIM_POLICY: '@/dev/zero': /dev/zero is not a regular file"));
+    }
+    SECTION("a file over 1 MiB is refused")
+    {
+        const TempFile file(std::string(std::size_t{1} << 20, '#') + "\nhalo=keep:4\n");
+        CHECK_THAT(error_for("@" + file.path()),
+                   Contains("a policy file may have at most 1048576 (1 MiB)"));
+    }
     SECTION("an unreadable file")
     {
         const TempFile file("halo=keep:4\n");
