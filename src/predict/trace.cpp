@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include <sys/stat.h>
+
 namespace slim::predict {
 
 namespace {
@@ -21,9 +23,13 @@ namespace {
 constexpr std::size_t max_fields = 5;
 constexpr std::array<const char*, max_fields> field_names{
         "t_start_ns", "t_end_ns", "event_id", "bytes", "packed_bytes"};
+// Times stop at 2^62 ns (146 years): what replay adds to a time (gaps,
+// timeouts, reactivation) and multiplies by power must not overflow, which
+// made timestamps near 2^63 replay to negative energy.
+constexpr std::uint64_t max_time_ns = (std::uint64_t{1} << 62) - 1;
 constexpr std::array<std::uint64_t, max_fields> field_max{
-        static_cast<std::uint64_t>(std::numeric_limits<TimeNs>::max()),
-        static_cast<std::uint64_t>(std::numeric_limits<TimeNs>::max()),
+        max_time_ns,
+        max_time_ns,
         std::numeric_limits<EventId>::max(),
         std::numeric_limits<std::uint64_t>::max(),
         std::numeric_limits<std::uint64_t>::max()};
@@ -42,12 +48,24 @@ bool all_digits(std::string_view text)
     return !text.empty();
 }
 
-// 'text' for messages, cut short: a binary file must not make a huge one.
+// 'text' for messages, cut short and with bytes that are not printable
+// ASCII escaped as \xNN: a binary file must neither make a huge message nor
+// send control sequences to the terminal.
 std::string quoted(std::string_view text)
 {
     constexpr std::size_t max_shown = 40;
     std::string out = "'";
-    out.append(text.substr(0, max_shown)).append(text.size() > max_shown ? "...'" : "'");
+    for (const char c : text.substr(0, max_shown)) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+            out.push_back(c);
+        } else {
+            static constexpr char hex[] = "0123456789abcdef";
+            out.append("\\x").push_back(hex[byte >> 4]);
+            out.push_back(hex[byte & 15]);
+        }
+    }
+    out.append(text.size() > max_shown ? "...'" : "'");
     return out;
 }
 
@@ -213,6 +231,12 @@ TraceReader::TraceReader(const std::string& path) : in_(&std::cin), name_(path)
     if (!file_) {
         throw TraceError(path, 0, "cannot open: " + errno_text(errno));
     }
+    // A directory opens, then fails on the first read as a bare "read
+    // error": say what it is.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        throw TraceError(path, 0, "is a directory, not a trace file");
+    }
     in_ = &file_;
 }
 
@@ -245,7 +269,7 @@ std::optional<Event> TraceReader::next()
     }
     if (in_->bad()) {
         ++line_;
-        fail("read error");
+        fail("read error" + (errno != 0 ? ": " + errno_text(errno) : std::string()));
     }
     return std::nullopt;
 }

@@ -103,10 +103,10 @@ TEST_CASE("a trace line holds start, end and event id, then optionally bytes and
     }
     SECTION("the largest values of every field") {
         const auto events = read_all(
-                "9223372036854775807 9223372036854775807 4294967295 18446744073709551615 "
+                "4611686018427387903 4611686018427387903 4294967295 18446744073709551615 "
                 "18446744073709551615\n");
         REQUIRE(events.size() == 1);
-        CHECK(events[0].start_ns == std::numeric_limits<std::int64_t>::max());
+        CHECK(events[0].start_ns == (std::int64_t{1} << 62) - 1);   // 146 years
         CHECK(events[0].id == std::numeric_limits<std::uint32_t>::max());
         CHECK(events[0].packed_bytes == std::numeric_limits<std::uint64_t>::max());
     }
@@ -187,7 +187,16 @@ TEST_CASE("a bad field is reported as FILE:LINE with the field and its value", "
     SECTION("a time beyond int64 nanoseconds") {
         CHECK(error_for("1 9223372036854775808 3\n") ==
               "t.trace:1: t_end_ns '9223372036854775808' is out of range "
-              "(at most 9223372036854775807)");
+              "(at most 4611686018427387903)");
+    }
+    SECTION("a time near 2^63, whose replay arithmetic would overflow") {
+        CHECK(error_for("9223372036854775000 9223372036854775800 1\n") ==
+              "t.trace:1: t_start_ns '9223372036854775000' is out of range "
+              "(at most 4611686018427387903)");
+    }
+    SECTION("binary garbage is escaped, never echoed raw") {
+        CHECK(error_for(std::string("1 2 \x1b[2J\x01\xff\n")) ==
+              "t.trace:1: event_id '\\x1b[2J\\x01\\xff' is not a non-negative decimal integer");
     }
     SECTION("an event id beyond 32 bits") {
         CHECK(error_for("1 2 4294967296\n") ==
