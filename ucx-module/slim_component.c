@@ -239,6 +239,18 @@ ucs_status_t slim_query_md_resources(uct_component_t *component,
     if (status != UCS_OK) {
         return status;
     }
+    if (num_resources == 0) {
+        static int reported;
+
+        if (!reported) {
+            reported = 1;
+            ucs_error("UCX_SLIM_INNER=%s: that transport is loaded but its "
+                      "component '%s' finds no device on this machine, so "
+                      "slim offers none ('ucx_info -d' lists the transports "
+                      "that have devices here)", slim_global_inner_name,
+                      slim_global_inner.component->name);
+        }
+    }
 
     for (i = 0; i < num_resources; ++i) {
         char inner_name[UCT_MD_NAME_MAX];

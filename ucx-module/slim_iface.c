@@ -29,9 +29,59 @@ ucs_status_t slim_query_devices(uct_md_h md,
                                 unsigned *num_devices_p)
 {
     slim_md_t *slim_md = ucs_derived_of(md, slim_md_t);
+    static int self_reported;
+    ucs_status_t status;
+    unsigned i, kept;
 
-    return slim_md->inner_tl.tl->query_devices(slim_md->inner, devices_p,
-                                               num_devices_p);
+    status = slim_md->inner_tl.tl->query_devices(slim_md->inner, devices_p,
+                                                 num_devices_p);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* A loopback device (self) reaches only its own process: slim over it
+     * would offer MPI a transport to nobody. */
+    for (i = kept = 0; i < *num_devices_p; ++i) {
+        if ((*devices_p)[i].type != UCT_DEVICE_TYPE_SELF) {
+            (*devices_p)[kept++] = (*devices_p)[i];
+        }
+    }
+    if ((kept == 0) && (*num_devices_p > 0) && !self_reported) {
+        self_reported = 1;
+        ucs_error("UCX_SLIM_INNER=%s: that transport reaches only its own "
+                  "process, so slim offers no device; name one between "
+                  "processes (tcp, rc_verbs, ud_verbs, dc_mlx5, ...)",
+                  slim_md->inner_tl.tl->name);
+    }
+    *num_devices_p = kept;
+    return UCS_OK;
+}
+
+/* slim forwards active messages and frames packed data in them: an inner
+ * transport without any (cma, knem, xpmem: memory copies only) cannot
+ * carry MPI's traffic. Says so once, naming the variable. */
+static ucs_status_t slim_iface_check_inner(slim_iface_t *self,
+                                           const char *tl_name)
+{
+    static int reported;
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+
+    status = uct_iface_query(self->inner, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (attr.cap.flags & (UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
+                          UCT_IFACE_FLAG_AM_ZCOPY)) {
+        return UCS_OK;
+    }
+    if (!reported) {
+        reported = 1;
+        ucs_error("UCX_SLIM_INNER=%s: that transport carries no active "
+                  "messages (it only moves memory), so slim cannot send "
+                  "over it; name one that does (tcp, rc_verbs, ud_verbs, "
+                  "dc_mlx5, ...)", tl_name);
+    }
+    return UCS_ERR_UNSUPPORTED;
 }
 
 static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
@@ -306,6 +356,11 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     uct_config_release(inner_config);
     if (status != UCS_OK) {
         goto err_progress;
+    }
+
+    status = slim_iface_check_inner(self, slim_md->inner_tl.tl->name);
+    if (status != UCS_OK) {
+        goto err_close_inner;
     }
 
     status = slim_frame_iface_init(self, slim_md->inner);
