@@ -423,6 +423,12 @@ BackendResult make_exec_backend(const BackendConfig& config)
         return fail("UCX_SLIM_LINK_EXEC='" + text +
                     "': only {device}, {port} and {width} may be substituted");
     }
+    if (config.device.empty() && text.find("{device}") != std::string::npos) {
+        return fail("UCX_SLIM_LINK_EXEC='" + text +
+                    "' uses {device}, but no device is known for this port (slim does not "
+                    "yet map UCX's device to the port it drives); write the device into the "
+                    "command instead");
+    }
     if (!valid_device(config.device)) {
         return fail("device name '" + config.device + "' has characters other than A-Z a-z 0-9 _ . : -");
     }

@@ -354,6 +354,12 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
         BackendConfig no_width;
         no_width.exec_template = "/bin/true {device}";
         CHECK_THAT(make_backend("exec", no_width).status.message(), Contains("must contain {width}"));
+        BackendConfig no_device;   // device unknown: {device} would be empty
+        no_device.exec_template = "/bin/true {device} {width}";
+        CHECK_THAT(make_backend("exec", no_device).status.message(),
+                   Contains("uses {device}, but no device is known for this port"));
+        no_device.exec_template = "/bin/true mlx5_0 {port} {width}";
+        CHECK(make_backend("exec", no_device).status);
     }
 }
 
