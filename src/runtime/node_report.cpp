@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <utility>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -704,12 +706,52 @@ void log_failure(const char *what, const std::exception &e) noexcept
 
 } // namespace
 
+std::size_t remove_stale_hydra_segments(uid_t uid, const std::string &dir)
+{
+    // Names are /slimlink-<uid>-report-hydra-<proxy pid>-<proxy start time>:
+    // the proxy's pid and start time say whether that job can still be there.
+    const std::string prefix = "slimlink-" + std::to_string(uid) + "-report-hydra-";
+    DIR *d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+        return 0;
+    }
+    std::size_t removed = 0;
+    while (const dirent *entry = ::readdir(d)) {
+        const std::string name = entry->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0) {
+            continue;
+        }
+        unsigned long long pid = 0, start = 0;
+        char               rest = 0;
+        if (std::sscanf(name.c_str() + prefix.size(), "%llu-%llu%c", &pid, &start, &rest) != 2 ||
+            pid == 0 || pid > static_cast<unsigned long long>(INT32_MAX)) {
+            continue;   // not a name we make: leave it alone
+        }
+        if (link::process_start_time(static_cast<pid_t>(pid)) == start) {
+            continue;   // its job's proxy is alive
+        }
+        if (::shm_unlink(("/" + name).c_str()) == 0) {
+            ++removed;
+            logger().info("node report: removed '/{}', left by a job whose launcher is gone "
+                          "(a rank never started)", name);
+        }
+    }
+    ::closedir(d);
+    return removed;
+}
+
 void node_report_join(const ProcessIdentity &who, const ReportTarget &report) noexcept
 {
     if (report.kind == ReportTarget::Kind::none || !who.local.known()) {
         return;
     }
     try {
+        // A job one of whose ranks never started cannot remove its segment
+        // (the last rank to join does, and hydra SIGKILLs the others); the
+        // next job of the same user on the node removes it.
+        if (who.local.local_rank == 0) {
+            remove_stale_hydra_segments(::geteuid(), "/dev/shm");
+        }
         ProcessNodeReport &state = process_node_report();
         const std::lock_guard<std::mutex> lock(state.mutex);
         state.exchange = NodeExchange::join(node_segment_name(::geteuid(), who.local.key),

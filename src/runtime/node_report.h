@@ -222,6 +222,11 @@ private:
 // none. Failures are logged (warn) and disable the node report.
 void node_report_join(const ProcessIdentity &who, const ReportTarget &report) noexcept;
 
+// Removes this user's hydra node-report segments in `dir` (/dev/shm) whose
+// job's hydra_pmi_proxy is gone (its pid and start time are in the name):
+// left by a job one of whose ranks never started. Returns how many.
+std::size_t remove_stale_hydra_segments(uid_t uid, const std::string &dir);
+
 // Deposits this rank's record. True when the node leader will show it, so
 // that a stdout rank other than the leader may print nothing itself.
 bool node_report_deposit(const RankRecord &record) noexcept;

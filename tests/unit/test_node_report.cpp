@@ -2,6 +2,7 @@
 // totals, its table and JSON line, and the shared-memory exchange between
 // the ranks of a node, including ranks that die without reporting.
 #include "json_check.h"
+#include "link/node_arbiter.h"
 #include "node_report.h"
 #include "packing_monitor.h"
 
@@ -509,4 +510,41 @@ TEST_CASE("the segment is private to the user and its layout is checked")
     CHECK_THROWS_WITH(NodeExchange::join(seg.name, 1, 2, 1), Contains("not 0600"));
     CHECK_THROWS_AS(NodeExchange::join(seg.name, 2, 2, 1), NodeReportError);
     CHECK_THROWS_AS(NodeExchange::join("no-slash", 0, 2, 0), NodeReportError);
+}
+
+TEST_CASE("segments of hydra jobs whose launcher is gone are removed; live and foreign ones stay")
+{
+    const uid_t uid = ::geteuid();
+    const std::string prefix = "/slimlink-" + std::to_string(uid) + "-report-hydra-";
+    auto create = [](const std::string &name) {
+        const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
+        REQUIRE(fd >= 0);
+        ::close(fd);
+    };
+    auto exists = [](const std::string &name) {
+        struct stat st{};
+        return ::stat(("/dev/shm" + name).c_str(), &st) == 0;
+    };
+    // A pid that has certainly ended: a child that exited and was reaped.
+    const pid_t gone = ::fork();
+    REQUIRE(gone >= 0);
+    if (gone == 0) {
+        ::_exit(0);
+    }
+    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+
+    const std::string live =
+            prefix + std::to_string(::getpid()) + "-" +
+            std::to_string(slim::link::process_start_time(::getpid()));
+    const std::string stale   = prefix + std::to_string(gone) + "-12345";
+    const std::string foreign = prefix + "not-a-job";
+    create(live);
+    create(stale);
+    create(foreign);
+    CHECK(slim::remove_stale_hydra_segments(uid, "/dev/shm") >= 1);
+    CHECK_FALSE(exists(stale));
+    CHECK(exists(live));
+    CHECK(exists(foreign));
+    ::shm_unlink(live.c_str());
+    ::shm_unlink(foreign.c_str());
 }
