@@ -64,8 +64,12 @@ void release_marks(void *ptr, const char *what) noexcept
         return;   // the common case: nothing marked at all
     }
     const std::size_t bytes = malloc_usable_size(ptr);
-    std::string       label;
-    std::size_t       dropped = 0;
+    // Lock-free first: the writer's mutex only when the block holds a mark.
+    if (engine->regions().find(ptr, bytes, nullptr, 0) == 0) {
+        return;
+    }
+    std::string label;
+    std::size_t dropped = 0;
     try {
         dropped = engine->regions().release(ptr, bytes, &label);
     } catch (...) {
