@@ -90,7 +90,8 @@ typedef struct slim_am_slot {
 
 /* Progress of the inner transport (slim_progress.c). The inner iface lives
  * on a private UCT worker, so every inner progress callback, including the
- * one-shot ones it registers for itself, runs through slim under one lock.
+ * one-shot ones it registers for itself, runs through slim, one thread at a
+ * time.
  * That lets slim keep the inner transport progressing after the last
  * endpoint is gone ("linger"), when the process is finalizing and the MPI
  * library no longer progresses UCX, without two threads ever running the
@@ -98,7 +99,14 @@ typedef struct slim_am_slot {
 typedef struct slim_progress {
     uct_worker_h       inner_worker;  /* private worker of the inner iface */
     uct_worker_cb_id_t outer_cb_id;   /* our callback on UCP's worker */
-    pthread_mutex_t    lock;          /* recursive: handlers may re-enter */
+    /* Who runs the inner transport now: the address of that thread's
+     * token (slim_progress.c), or NULL. Taken with one compare-and-swap,
+     * never waited for: the application's progress skips a round while the
+     * linger thread has it, and the linger thread skips while the
+     * application has it. No mutex on the progress path (UCX's rule). */
+    void              *owner;
+    unsigned           depth;         /* the owner's nesting: handlers may
+                                         re-enter progress */
     ucs_queue_head_t   deferred;      /* AMs and errors that arrived while
                                          lingering, for the app's thread */
     struct {

@@ -16,7 +16,7 @@
  *
  * Safety: the inner interface runs on a private UCT worker, so all of its
  * progress, including the one-shot callbacks it registers for itself, goes
- * through slim under `progress.lock`. Quiescence means no completion or
+ * through slim, by one thread at a time (`progress.owner`). Quiescence means no completion or
  * pending callback into UCP can fire; active messages and endpoint errors
  * that arrive on the linger thread are queued and delivered later from the
  * application's own progress call, so UCP is never entered from two threads.
@@ -70,7 +70,7 @@ static ucs_status_t slim_progress_handle_error(slim_iface_t *iface,
                                    status);
 }
 
-/* Runs on the application's thread, under progress.lock. */
+/* Runs on the application's thread, as progress.owner. */
 static void slim_progress_deliver_deferred(slim_iface_t *iface)
 {
     slim_deferred_t *item;
@@ -147,15 +147,46 @@ ucs_status_t slim_progress_deliver_error(slim_iface_t *iface,
 }
 
 /* Runs on UCP's worker for every ucp_worker_progress() call. */
+/* Each thread's token: its address names the thread as progress.owner. */
+static __thread char slim_progress_token;
+
+/* Makes this thread the one running the inner transport of `iface`, or
+ * re-enters it when it already is (a handler that progresses). 0 when
+ * another thread has it: the caller skips this round, never waits. */
+static inline int slim_progress_enter(slim_iface_t *iface)
+{
+    void *me       = &slim_progress_token;
+    void *expected = NULL;
+
+    if (__atomic_load_n(&iface->progress.owner, __ATOMIC_RELAXED) == me) {
+        ++iface->progress.depth;
+        return 1;
+    }
+    if (!__atomic_compare_exchange_n(&iface->progress.owner, &expected, me, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    iface->progress.depth = 1;
+    return 1;
+}
+
+static inline void slim_progress_leave(slim_iface_t *iface)
+{
+    if (--iface->progress.depth == 0) {
+        __atomic_store_n(&iface->progress.owner, NULL, __ATOMIC_RELEASE);
+    }
+}
+
 static unsigned slim_progress_outer_cb(void *arg)
 {
     slim_iface_t *iface = arg;
-    unsigned count;
+    unsigned count      = 0;
 
-    pthread_mutex_lock(&iface->progress.lock);
-    slim_progress_deliver_deferred(iface);
-    count = uct_worker_progress(iface->progress.inner_worker);
-    pthread_mutex_unlock(&iface->progress.lock);
+    if (slim_progress_enter(iface)) {
+        slim_progress_deliver_deferred(iface);
+        count = uct_worker_progress(iface->progress.inner_worker);
+        slim_progress_leave(iface);
+    }
     /* The live loop's timer: closes bursts, times wake-ups (one load when
      * it has nothing to do). */
     slim_core_poll();
@@ -164,12 +195,13 @@ static unsigned slim_progress_outer_cb(void *arg)
 
 unsigned slim_progress_iface(slim_iface_t *iface)
 {
-    unsigned count;
+    unsigned count = 0;
 
-    pthread_mutex_lock(&iface->progress.lock);
-    slim_progress_deliver_deferred(iface);
-    count = uct_iface_progress(iface->inner);
-    pthread_mutex_unlock(&iface->progress.lock);
+    if (slim_progress_enter(iface)) {
+        slim_progress_deliver_deferred(iface);
+        count = uct_iface_progress(iface->inner);
+        slim_progress_leave(iface);
+    }
     return count;
 }
 
@@ -200,13 +232,13 @@ static unsigned slim_progress_linger_round(slim_iface_t *iface,
         return 0;
     }
 
-    if (pthread_mutex_trylock(&iface->progress.lock) == 0) {
+    if (slim_progress_enter(iface)) {
         /* UCP may already have disabled progress on this interface (the
          * "disables progress too early" half of the problem), so progress
          * the interface itself, and the one-shot callbacks on its worker. */
         count  = uct_iface_progress(iface->inner);
         count += uct_worker_progress(iface->progress.inner_worker);
-        pthread_mutex_unlock(&iface->progress.lock);
+        slim_progress_leave(iface);
     }
 
     async_ops->context_unblock(async);
@@ -281,7 +313,6 @@ void slim_progress_linger_stop(slim_iface_t *iface)
 ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
 {
     uct_priv_worker_t *outer = ucs_derived_of(worker, uct_priv_worker_t);
-    pthread_mutexattr_t attr;
     ucs_status_t status;
 
     status = uct_worker_create(outer->async, outer->thread_mode,
@@ -290,10 +321,8 @@ ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
         return status;
     }
 
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&iface->progress.lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    iface->progress.owner = NULL;
+    iface->progress.depth = 0;
 
     ucs_queue_head_init(&iface->progress.deferred);
     iface->progress.linger.running = 0;
@@ -335,7 +364,6 @@ void slim_progress_cleanup(slim_iface_t *iface)
 void slim_progress_destroy(slim_iface_t *iface)
 {
     uct_worker_destroy(iface->progress.inner_worker);
-    pthread_mutex_destroy(&iface->progress.lock);
 }
 
 /* At unload (process exit without closing UCX), let linger threads leave
