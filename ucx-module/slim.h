@@ -99,19 +99,24 @@ typedef struct slim_am_slot {
 typedef struct slim_progress {
     uct_worker_h       inner_worker;  /* private worker of the inner iface */
     uct_worker_cb_id_t outer_cb_id;   /* our callback on UCP's worker */
-    /* Who runs the inner transport now: the address of that thread's
-     * token (slim_progress.c), or NULL. Taken with one compare-and-swap,
-     * never waited for: the application's progress skips a round while the
-     * linger thread has it, and the linger thread skips while the
-     * application has it. No mutex on the progress path (UCX's rule). */
+    /* While a linger thread runs, who runs the inner transport: the
+     * address of that thread's token (slim_progress.c), or NULL. Taken with
+     * one compare-and-swap, never waited for: each thread skips a round
+     * while the other has it. Without a linger thread (the application's
+     * thread starts and joins it) the application's progress takes
+     * nothing: no lock and no atomic on the progress path. */
     void              *owner;
     unsigned           depth;         /* the owner's nesting: handlers may
                                          re-enter progress */
+    unsigned           app_depth;     /* application progress calls under way
+                                         without an owner (no linger thread) */
     ucs_queue_head_t   deferred;      /* AMs and errors that arrived while
                                          lingering, for the app's thread */
     struct {
         pthread_t      thread;
-        int            running;
+        int            running;       /* set and cleared by the app's thread */
+        int            pending;       /* became quiescent inside progress:
+                                         start when that call returns */
         volatile int   stop;
     } linger;
 } slim_progress_t;

@@ -177,30 +177,67 @@ static inline void slim_progress_leave(slim_iface_t *iface)
     }
 }
 
+/* The application's thread. Returns how it entered: SLIM_PROGRESS_ALONE when
+ * no linger thread exists (only this thread starts one, and one that would
+ * start inside this call waits for its end: nothing else can run the inner
+ * transport, so nothing is taken), SLIM_PROGRESS_OWNER when it took the
+ * owner from a running linger thread, 0 when that thread has it now. */
+enum { SLIM_PROGRESS_ALONE = 1, SLIM_PROGRESS_OWNER = 2 };
+
+static inline int slim_progress_app_enter(slim_iface_t *iface)
+{
+    if (ucs_likely(!iface->progress.linger.running)) {
+        ++iface->progress.app_depth;
+        return SLIM_PROGRESS_ALONE;
+    }
+    return slim_progress_enter(iface) ? SLIM_PROGRESS_OWNER : 0;
+}
+
+static inline void slim_progress_app_leave(slim_iface_t *iface, int how)
+{
+    if (how == SLIM_PROGRESS_OWNER) {
+        slim_progress_leave(iface);
+        return;
+    }
+    if ((--iface->progress.app_depth == 0) &&
+        ucs_unlikely(iface->progress.linger.pending)) {
+        iface->progress.linger.pending = 0;
+        slim_progress_maybe_linger(iface);
+    }
+}
+
 static unsigned slim_progress_outer_cb(void *arg)
 {
     slim_iface_t *iface = arg;
     unsigned count      = 0;
+    int how             = slim_progress_app_enter(iface);
 
-    if (slim_progress_enter(iface)) {
-        slim_progress_deliver_deferred(iface);
+    if (how) {
+        if (ucs_unlikely(!ucs_queue_is_empty(&iface->progress.deferred))) {
+            slim_progress_deliver_deferred(iface);
+        }
         count = uct_worker_progress(iface->progress.inner_worker);
-        slim_progress_leave(iface);
+        slim_progress_app_leave(iface, how);
     }
-    /* The live loop's timer: closes bursts, times wake-ups (one load when
-     * it has nothing to do). */
-    slim_core_poll();
+    /* The live loop's timer, only when its drain thread could not start:
+     * one load otherwise. */
+    if (ucs_unlikely(slim_core_poll_wanted)) {
+        slim_core_poll();
+    }
     return count;
 }
 
 unsigned slim_progress_iface(slim_iface_t *iface)
 {
     unsigned count = 0;
+    int how        = slim_progress_app_enter(iface);
 
-    if (slim_progress_enter(iface)) {
-        slim_progress_deliver_deferred(iface);
+    if (how) {
+        if (ucs_unlikely(!ucs_queue_is_empty(&iface->progress.deferred))) {
+            slim_progress_deliver_deferred(iface);
+        }
         count = uct_iface_progress(iface->inner);
-        slim_progress_leave(iface);
+        slim_progress_app_leave(iface, how);
     }
     return count;
 }
@@ -296,6 +333,11 @@ void slim_progress_maybe_linger(slim_iface_t *iface)
         !slim_iface_is_quiescent(iface)) {
         return;
     }
+    if (iface->progress.app_depth > 0) {
+        /* Inside a progress call that took no owner: started at its end. */
+        iface->progress.linger.pending = 1;
+        return;
+    }
     slim_progress_linger_start(iface);
 }
 
@@ -321,8 +363,10 @@ ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
         return status;
     }
 
-    iface->progress.owner = NULL;
-    iface->progress.depth = 0;
+    iface->progress.owner          = NULL;
+    iface->progress.depth          = 0;
+    iface->progress.app_depth      = 0;
+    iface->progress.linger.pending = 0;
 
     ucs_queue_head_init(&iface->progress.deferred);
     iface->progress.linger.running = 0;

@@ -245,6 +245,8 @@ void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire
     }
 }
 
+volatile int slim_core_poll_wanted = 0;
+
 void slim_core_poll(void)
 {
     if (slim::Engine *engine = slim::Engine::get()) {

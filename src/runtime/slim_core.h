@@ -32,10 +32,15 @@ void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);
 void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id,
                        size_t wire_bytes, size_t orig_bytes, uintptr_t peer);
 
-/* The live loop's timer, called from the transport's progress: closes a
- * burst whose gap has passed, wakes the link at a predicted time. One
- * relaxed load when there is nothing to do. */
+/* The live loop's timer, called from the transport's progress when
+ * slim_core_poll_wanted is set: closes a burst whose gap has passed, wakes
+ * the link at a predicted time. */
 void slim_core_poll(void);
+
+/* Non-zero only when the live loop's drain thread could not start and the
+ * transport's progress must drive the loop: the transport reads it on every
+ * progress call (one load, no call) and calls slim_core_poll() only then. */
+extern volatile int slim_core_poll_wanted;
 
 /* Writes the exit report now if UCX_SLIM_REPORT asks for one and it has not
  * been written yet. Called by the module when the last interface closes and
