@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -41,8 +42,11 @@ namespace slim::pack {
 
 namespace {
 
-// p = 1/4 per level: 16 levels index 4^16 regions at O(log) cost.
-constexpr int         kMaxHeight   = 16;
+// p = 1/2 per level: 24 levels index 2^24 regions at O(log) cost. With the
+// next node's key beside each pointer the writer's search costs about one
+// cache miss per level, so halving p (twice the levels, a quarter of the
+// steps per level) halves its misses.
+constexpr int         kMaxHeight   = 24;
 // Retired nodes are freed this many at a time (one grace period each).
 constexpr std::size_t kRetireBatch = 256;
 
@@ -62,42 +66,65 @@ std::size_t filter_slot(std::uintptr_t chunk)
     return static_cast<std::size_t>((chunk * 0x9e3779b97f4a7c15ULL) >> (64 - kFilterBits));
 }
 
+constexpr std::uintptr_t kNoKey = std::numeric_limits<std::uintptr_t>::max();
+
+// 32 bytes, followed in the same allocation by `height` atomic next
+// pointers (what readers follow) and `height` copies of the begin of the
+// node each points to (next_key: the writer's, so that its searches decide
+// where to stop without loading the next node, a cache miss per level).
 struct Node {
-    std::uintptr_t      begin = 0;
-    std::uintptr_t      end   = 0;   // exclusive; begin < end
-    std::uintptr_t      base  = 0;   // element boundaries are relative to this
-    Precision           precision;
-    std::uint32_t       label  = 0;  // index into Impl::labels
-    int                 height = 0;
-    std::atomic<Node*>* next   = nullptr;  // `height` of them, right after the node
+    std::uintptr_t begin = 0;
+    std::uintptr_t end   = 0;   // exclusive; begin < end
+    std::uintptr_t base  = 0;   // element boundaries are relative to this
+    std::uint32_t  label = 0;   // index into Impl::labels
+    std::uint8_t   keep  = 0;   // Precision, packed
+    std::uint8_t   mode  = 0;
+    std::uint8_t   height = 0;
+
+    std::atomic<Node*>*       next() { return reinterpret_cast<std::atomic<Node*>*>(this + 1); }
+    const std::atomic<Node*>* next() const
+    {
+        return reinterpret_cast<const std::atomic<Node*>*>(this + 1);
+    }
+    // Writer only.
+    std::uintptr_t* next_key() { return reinterpret_cast<std::uintptr_t*>(next() + height); }
+
+    Precision precision() const
+    {
+        Precision p;
+        p.keep_bytes = keep;
+        p.mode       = static_cast<Rounding>(mode);
+        return p;
+    }
 
     static std::size_t bytes_for(int height)
     {
-        return sizeof(Node) + sizeof(std::atomic<Node*>) * static_cast<std::size_t>(height);
+        return sizeof(Node) +
+               (sizeof(std::atomic<Node*>) + sizeof(std::uintptr_t)) * static_cast<std::size_t>(height);
     }
 
-    // `memory` holds bytes_for(height).
+    // `raw` holds bytes_for(height).
     static Node* create(void* raw, int height)
     {
-        auto* memory = static_cast<unsigned char*>(raw);
-        Node* node   = new (memory) Node();
-        node->height = height;
-        node->next   = reinterpret_cast<std::atomic<Node*>*>(memory + sizeof(Node));
+        Node* node   = new (raw) Node();
+        node->height = static_cast<std::uint8_t>(height);
         for (int l = 0; l < height; ++l) {
-            new (&node->next[l]) std::atomic<Node*>(nullptr);
+            new (&node->next()[l]) std::atomic<Node*>(nullptr);
+            node->next_key()[l] = kNoKey;
         }
         return node;
     }
 };
 
-// Nodes of height 1 and 2 (15 of 16) come from 2 MiB slabs that the kernel
-// may back with huge pages: a search visits ~40 nodes scattered over the
-// whole list, and with 4 KiB pages most of those visits were TLB misses
-// (10^6 random-order marks: 2.3 s). Taller nodes use malloc. Slabs are kept
-// until the registry ends; freed slots are reused.
+static_assert(sizeof(Node) == 32 && alignof(Node) == alignof(std::atomic<Node*>));
+
+// Nodes of height up to 6 (63 in 64) come from 2 MiB slabs, in two slot
+// sizes, that the kernel may back with huge pages: a search visits nodes
+// scattered over the whole list, and with 4 KiB pages most visits were TLB
+// misses too. Taller nodes use malloc. Slabs are kept until the registry
+// ends; freed slots are reused.
 class NodePool {
 public:
-    static constexpr std::size_t kSlot     = 64;
     static constexpr std::size_t kSlabSize = std::size_t{2} << 20;
 
     NodePool() = default;
@@ -113,7 +140,8 @@ public:
     Node* create(int height)
     {
         const std::size_t bytes = Node::bytes_for(height);
-        void* memory = bytes <= kSlot ? take_slot() : std::malloc(bytes);
+        const int         cls   = size_class(bytes);
+        void* memory = cls >= 0 ? take_slot(classes_[cls]) : std::malloc(bytes);
         if (memory == nullptr) {
             throw std::bad_alloc();
         }
@@ -122,10 +150,11 @@ public:
 
     void destroy(Node* node)
     {
-        if (Node::bytes_for(node->height) <= kSlot) {
+        const int cls = size_class(Node::bytes_for(node->height));
+        if (cls >= 0) {
             auto* slot = reinterpret_cast<FreeSlot*>(node);
-            slot->next = free_;
-            free_      = slot;
+            slot->next = classes_[cls].free;
+            classes_[cls].free = slot;
         } else {
             std::free(node);
         }
@@ -135,15 +164,23 @@ private:
     struct FreeSlot {
         FreeSlot* next;
     };
+    struct SizeClass {
+        std::size_t    slot;
+        FreeSlot*      free     = nullptr;
+        unsigned char* bump     = nullptr;
+        unsigned char* bump_end = nullptr;
+    };
 
-    void* take_slot()
+    static int size_class(std::size_t bytes) { return bytes <= 64 ? 0 : bytes <= 128 ? 1 : -1; }
+
+    void* take_slot(SizeClass& c)
     {
-        if (free_ != nullptr) {
-            FreeSlot* slot = free_;
-            free_          = slot->next;
+        if (c.free != nullptr) {
+            FreeSlot* slot = c.free;
+            c.free         = slot->next;
             return slot;
         }
-        if (bump_ == bump_end_) {
+        if (c.bump == c.bump_end) {
             void* slab = ::mmap(nullptr, kSlabSize, PROT_READ | PROT_WRITE,
                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (slab == MAP_FAILED) {
@@ -151,22 +188,147 @@ private:
             }
             ::madvise(slab, kSlabSize, MADV_HUGEPAGE);   // a hint; fine if refused
             slabs_.push_back(slab);
-            bump_     = static_cast<unsigned char*>(slab);
-            bump_end_ = bump_ + kSlabSize;
+            c.bump     = static_cast<unsigned char*>(slab);
+            c.bump_end = c.bump + kSlabSize;
         }
-        void* slot = bump_;
-        bump_ += kSlot;
+        void* slot = c.bump;
+        c.bump += c.slot;
         return slot;
     }
 
     std::vector<void*> slabs_;
-    FreeSlot*          free_     = nullptr;
-    unsigned char*     bump_     = nullptr;
-    unsigned char*     bump_end_ = nullptr;
+    SizeClass          classes_[2] = {SizeClass{64}, SizeClass{128}};
 };
 
-static_assert(sizeof(Node) % alignof(std::atomic<Node*>) == 0);
-static_assert(std::atomic<Node*>::is_always_lock_free);
+// The writer's own ordered index of the linked nodes, (begin, node, height)
+// in address order, in buckets of at most kBucket entries: finding a
+// position costs a binary search over the buckets' first keys (which stay
+// in cache) and one within a bucket, two or three cache misses instead of
+// the ~20 of a walk down the skip list. The predecessors a node needs at
+// each of its levels are then the nearest entries before it that are tall
+// enough: a short backward scan of contiguous entries. Readers never see
+// it; it changes only with the list, under the write mutex.
+class WriterIndex {
+public:
+    struct Entry {
+        std::uintptr_t begin;
+        std::uintptr_t end;
+        Node*          node;
+        int            height;
+    };
+    struct Pos {
+        std::size_t bucket = 0;
+        std::size_t index  = 0;
+    };
+
+    // The first entry whose begin is >= key (or the end).
+    Pos lower_bound(std::uintptr_t key) const
+    {
+        if (buckets_.empty()) {
+            return {};
+        }
+        const auto after = std::upper_bound(first_keys_.begin(), first_keys_.end(), key);
+        std::size_t b = after == first_keys_.begin()
+                                ? 0
+                                : static_cast<std::size_t>(after - first_keys_.begin()) - 1;
+        const std::vector<std::uintptr_t>& keys = buckets_[b]->keys;
+        std::size_t i = static_cast<std::size_t>(
+                std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
+        if (i == keys.size() && b + 1 < buckets_.size()) {
+            ++b;
+            i = 0;
+        }
+        return {b, i};
+    }
+
+    bool at_end(Pos p) const
+    {
+        return buckets_.empty() || (p.bucket + 1 == buckets_.size() &&
+                                    p.index == buckets_[p.bucket]->keys.size());
+    }
+    std::uintptr_t begin_at(Pos p) const { return buckets_[p.bucket]->keys[p.index]; }
+    std::uintptr_t end_at(Pos p) const { return buckets_[p.bucket]->ends[p.index]; }
+    Node*          node_at(Pos p) const { return buckets_[p.bucket]->nodes[p.index]; }
+    int            height_at(Pos p) const { return buckets_[p.bucket]->heights[p.index]; }
+
+    // Steps to the previous entry; false at the front.
+    bool prev(Pos& p) const
+    {
+        if (p.index > 0) {
+            --p.index;
+            return true;
+        }
+        if (p.bucket == 0) {
+            return false;
+        }
+        --p.bucket;
+        p.index = buckets_[p.bucket]->keys.size() - 1;
+        return true;
+    }
+
+    // Inserts before `p` (a lower_bound of e.begin).
+    void insert(Pos p, const Entry& e)
+    {
+        if (buckets_.empty()) {
+            buckets_.push_back(std::make_unique<Bucket>());
+            first_keys_.push_back(e.begin);
+            p = {};
+        }
+        Bucket& bucket = *buckets_[p.bucket];
+        const auto at  = static_cast<std::ptrdiff_t>(p.index);
+        bucket.keys.insert(bucket.keys.begin() + at, e.begin);
+        bucket.ends.insert(bucket.ends.begin() + at, e.end);
+        bucket.nodes.insert(bucket.nodes.begin() + at, e.node);
+        bucket.heights.insert(bucket.heights.begin() + at, static_cast<std::uint8_t>(e.height));
+        first_keys_[p.bucket] = bucket.keys.front();
+        if (bucket.keys.size() > kBucket) {   // split in halves
+            auto       upper = std::make_unique<Bucket>();
+            const auto half  = static_cast<std::ptrdiff_t>(kBucket / 2);
+            upper->keys.assign(bucket.keys.begin() + half, bucket.keys.end());
+            upper->ends.assign(bucket.ends.begin() + half, bucket.ends.end());
+            upper->nodes.assign(bucket.nodes.begin() + half, bucket.nodes.end());
+            upper->heights.assign(bucket.heights.begin() + half, bucket.heights.end());
+            bucket.keys.resize(kBucket / 2);
+            bucket.ends.resize(kBucket / 2);
+            bucket.nodes.resize(kBucket / 2);
+            bucket.heights.resize(kBucket / 2);
+            const auto next = static_cast<std::ptrdiff_t>(p.bucket + 1);
+            first_keys_.insert(first_keys_.begin() + next, upper->keys.front());
+            buckets_.insert(buckets_.begin() + next, std::move(upper));
+        }
+    }
+
+    void erase(Pos p)
+    {
+        Bucket&    bucket = *buckets_[p.bucket];
+        const auto at     = static_cast<std::ptrdiff_t>(p.index);
+        bucket.keys.erase(bucket.keys.begin() + at);
+        bucket.ends.erase(bucket.ends.begin() + at);
+        bucket.nodes.erase(bucket.nodes.begin() + at);
+        bucket.heights.erase(bucket.heights.begin() + at);
+        if (bucket.keys.empty()) {
+            const auto b = static_cast<std::ptrdiff_t>(p.bucket);
+            buckets_.erase(buckets_.begin() + b);
+            first_keys_.erase(first_keys_.begin() + b);
+        } else {
+            first_keys_[p.bucket] = bucket.keys.front();
+        }
+    }
+
+private:
+    // Keys apart from the rest, so a binary search touches few cache lines.
+    struct Bucket {
+        std::vector<std::uintptr_t> keys;
+        std::vector<std::uintptr_t> ends;
+        std::vector<Node*>          nodes;
+        std::vector<std::uint8_t>   heights;
+    };
+    static constexpr std::size_t kBucket = 128;
+
+    // Pointers, so that adding or removing a bucket moves 8 bytes apiece.
+    std::vector<std::unique_ptr<Bucket>> buckets_;
+    std::vector<std::uintptr_t>          first_keys_;   // buckets_[b]->keys.front()
+};
 
 bool valid(Precision p)
 {
@@ -190,6 +352,7 @@ struct RegionRegistry::Impl {
 
     // Writers only, under write_mutex.
     std::mutex                                     write_mutex;
+    WriterIndex                                    index;
     std::vector<Node*>                             retired;
     std::uint64_t                                  random_state = 0x9e3779b97f4a7c15ULL;
     std::vector<std::string>                       labels{std::string()};
@@ -200,7 +363,7 @@ struct RegionRegistry::Impl {
     {
         Node* node = head;
         while (node != nullptr) {
-            Node* next = node->next[0].load(std::memory_order_relaxed);
+            Node* next = node->next()[0].load(std::memory_order_relaxed);
             pool.destroy(node);
             node = next;
         }
@@ -272,15 +435,15 @@ struct RegionRegistry::Impl {
 
     int random_height()
     {
-        // xorshift64: two bits per level give p = 1/4.
+        // xorshift64: one bit per level gives p = 1/2.
         random_state ^= random_state << 13;
         random_state ^= random_state >> 7;
         random_state ^= random_state << 17;
         std::uint64_t bits   = random_state;
         int           height = 1;
-        while (height < kMaxHeight && (bits & 3U) == 0) {
+        while (height < kMaxHeight && (bits & 1U) == 0) {
             ++height;
-            bits >>= 2;
+            bits >>= 1;
         }
         return height;
     }
@@ -306,12 +469,40 @@ struct RegionRegistry::Impl {
     {
         Node* x = head;
         for (int l = kMaxHeight - 1; l >= 0; --l) {
-            for (Node* n = x->next[l].load(std::memory_order_relaxed);
-                 n != nullptr && n->begin < key; n = x->next[l].load(std::memory_order_relaxed)) {
-                x = n;
+            while (x->next_key()[l] < key) {   // kNoKey past the last node
+                x = x->next()[l].load(std::memory_order_relaxed);
             }
             preds[l] = x;
         }
+    }
+
+    // preds for a node of `height` levels at index position `p` (the first
+    // entry at or after its begin), from the index: the nearest entries
+    // before it tall enough for each level. False when that would scan
+    // too far (tall nodes): find_preds then.
+    bool preds_from_index(WriterIndex::Pos p, int height, Node* preds[kMaxHeight]) const
+    {
+        constexpr int kMaxScan = 64;
+        int           level    = 0;
+        for (int scanned = 0; level < height; ++scanned) {
+            if (scanned == kMaxScan) {
+                return false;
+            }
+            if (!index.prev(p)) {
+                for (; level < height; ++level) {
+                    preds[level] = head;
+                }
+                break;
+            }
+            const int tall = index.height_at(p);
+            if (tall > level) {
+                Node* node = index.node_at(p);
+                while (level < height && tall > level) {
+                    preds[level++] = node;
+                }
+            }
+        }
+        return true;
     }
 
     // Links a new region; it must not overlap any linked one.
@@ -320,29 +511,35 @@ struct RegionRegistry::Impl {
     {
         Node* preds[kMaxHeight];
         find_preds(begin, preds);
-        link_after(preds, begin, end, base, precision, label);
+        link_after(preds, random_height(), begin, end, base, precision, label);
     }
 
-    // The same, with preds already found for `begin` (find_preds).
-    void link_after(Node* const preds[kMaxHeight], std::uintptr_t begin, std::uintptr_t end,
-                    std::uintptr_t base, Precision precision, std::uint32_t label)
+    // The same, with preds already found for `begin` at `height` levels,
+    // and `at`, when given, index.lower_bound(begin).
+    void link_after(Node* const preds[kMaxHeight], int height, std::uintptr_t begin,
+                    std::uintptr_t end, std::uintptr_t base, Precision precision,
+                    std::uint32_t label, const WriterIndex::Pos* at = nullptr)
     {
         count_chunks(begin, end, true);
-        Node* node      = pool.create(random_height());
-        node->begin     = begin;
-        node->end       = end;
-        node->base      = base;
-        node->precision = precision;
-        node->label     = label;
+        Node* node  = pool.create(height);
+        node->begin = begin;
+        node->end   = end;
+        node->base  = base;
+        node->keep  = static_cast<std::uint8_t>(precision.keep_bytes);
+        node->mode  = static_cast<std::uint8_t>(precision.mode);
+        node->label = label;
         for (int l = 0; l < node->height; ++l) {
-            node->next[l].store(preds[l]->next[l].load(std::memory_order_relaxed),
-                                std::memory_order_relaxed);
+            node->next()[l].store(preds[l]->next()[l].load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+            node->next_key()[l] = preds[l]->next_key()[l];
         }
         // Bottom level first: a reader that finds it higher up can go down.
         for (int l = 0; l < node->height; ++l) {
-            preds[l]->next[l].store(node, std::memory_order_release);
+            preds[l]->next()[l].store(node, std::memory_order_release);
+            preds[l]->next_key()[l] = begin;
         }
         count.fetch_add(1, std::memory_order_relaxed);
+        index.insert(at != nullptr ? *at : index.lower_bound(begin), {begin, end, node, height});
     }
 
     // Unlinks `node` (linked) and retires it; its own pointers stay intact
@@ -354,17 +551,21 @@ struct RegionRegistry::Impl {
         unlink_after(preds, node);
     }
 
-    // The same, with preds already found for node->begin.
-    void unlink_after(Node* const preds[kMaxHeight], Node* node)
+    // The same, with preds already found for node->begin, and `at`, when
+    // given, its index position.
+    void unlink_after(Node* const preds[kMaxHeight], Node* node,
+                      const WriterIndex::Pos* at = nullptr)
     {
         for (int l = node->height - 1; l >= 0; --l) {
-            if (preds[l]->next[l].load(std::memory_order_relaxed) == node) {
-                preds[l]->next[l].store(node->next[l].load(std::memory_order_relaxed),
-                                        std::memory_order_release);
+            if (preds[l]->next()[l].load(std::memory_order_relaxed) == node) {
+                preds[l]->next()[l].store(node->next()[l].load(std::memory_order_relaxed),
+                                          std::memory_order_release);
+                preds[l]->next_key()[l] = node->next_key()[l];
             }
         }
         count.fetch_sub(1, std::memory_order_relaxed);
         count_chunks(node->begin, node->end, false);
+        index.erase(at != nullptr ? *at : index.lower_bound(node->begin));
         retired.push_back(node);
         if (retired.size() >= kRetireBatch) {
             free_retired();
@@ -391,10 +592,10 @@ struct RegionRegistry::Impl {
         find_preds(begin, preds);
         Node* node = preds[0];
         if (node == head || node->end <= begin) {
-            node = node->next[0].load(std::memory_order_relaxed);
+            node = node->next()[0].load(std::memory_order_relaxed);
         }
         for (; node != nullptr && node->begin < end;
-             node = node->next[0].load(std::memory_order_relaxed)) {
+             node = node->next()[0].load(std::memory_order_relaxed)) {
             out.push_back(node);
         }
     }
@@ -422,11 +623,12 @@ struct RegionRegistry::Impl {
         const Node* first = hit.front();
         const Node* last  = hit.back();
         if (first->begin < begin) {
-            parts[part_count++] = Part{first->begin, begin, first->base, first->precision,
+            parts[part_count++] = Part{first->begin, begin, first->base, first->precision(),
                                        first->label};
         }
         if (last->end > end) {
-            parts[part_count++] = Part{end, last->end, last->base, last->precision, last->label};
+            parts[part_count++] = Part{end, last->end, last->base, last->precision(),
+                                       last->label};
         }
         for (Node* node : hit) {
             unlink(node);
@@ -453,15 +655,19 @@ bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precisio
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
     const std::uint32_t label_id = impl_->intern(label);
     const std::uintptr_t end      = begin + bytes;
-    // The common case, marking free space, walks the list once.
-    Node* preds[kMaxHeight];
-    impl_->find_preds(begin, preds);
-    const Node* before = preds[0];
-    const Node* after  = before->next[0].load(std::memory_order_relaxed);
-    const bool  overlaps = (before != impl_->head && before->end > begin) ||
-                          (after != nullptr && after->begin < end);
+    // The common case, marking free space, finds its place in the index.
+    const WriterIndex&      index = impl_->index;
+    const WriterIndex::Pos  at    = index.lower_bound(begin);
+    WriterIndex::Pos        before = at;
+    const bool overlaps = (index.prev(before) && index.end_at(before) > begin) ||
+                          (!index.at_end(at) && index.begin_at(at) < end);
     if (!overlaps) {
-        impl_->link_after(preds, begin, end, begin, precision, label_id);
+        const int height = impl_->random_height();
+        Node*     preds[kMaxHeight];
+        if (!impl_->preds_from_index(at, height, preds)) {
+            impl_->find_preds(begin, preds);
+        }
+        impl_->link_after(preds, height, begin, end, begin, precision, label_id, &at);
         return true;
     }
     impl_->cut(begin, end, nullptr);
@@ -476,13 +682,17 @@ bool RegionRegistry::unmark(const void* ptr)
     }
     const auto                        begin = reinterpret_cast<std::uintptr_t>(ptr);
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
-    Node*                             preds[kMaxHeight];
-    impl_->find_preds(begin, preds);
-    Node* node = preds[0]->next[0].load(std::memory_order_relaxed);
-    if (node == nullptr || node->begin != begin) {
+    const WriterIndex&                index = impl_->index;
+    const WriterIndex::Pos            at    = index.lower_bound(begin);
+    if (index.at_end(at) || index.begin_at(at) != begin) {
         return false;
     }
-    impl_->unlink_after(preds, node);
+    Node* node = index.node_at(at);
+    Node* preds[kMaxHeight];
+    if (!impl_->preds_from_index(at, index.height_at(at), preds)) {
+        impl_->find_preds(begin, preds);
+    }
+    impl_->unlink_after(preds, node, &at);
     return true;
 }
 
@@ -523,21 +733,21 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
     // start that can reach into it.
     const Node* x = impl_->head;
     for (int l = kMaxHeight - 1; l >= 0; --l) {
-        for (const Node* n = x->next[l].load(std::memory_order_acquire);
-             n != nullptr && n->begin <= q_begin; n = x->next[l].load(std::memory_order_acquire)) {
+        for (const Node* n = x->next()[l].load(std::memory_order_acquire);
+             n != nullptr && n->begin <= q_begin; n = x->next()[l].load(std::memory_order_acquire)) {
             x = n;
         }
     }
     const Node* node = x;
     if (node == impl_->head || node->end <= q_begin) {
-        node = node->next[0].load(std::memory_order_acquire);
+        node = node->next()[0].load(std::memory_order_acquire);
     }
     std::size_t count = 0;
     for (; node != nullptr && node->begin < q_end && count <= max_runs;
-         node = node->next[0].load(std::memory_order_acquire)) {
+         node = node->next()[0].load(std::memory_order_acquire)) {
         if (count < max_runs && runs != nullptr) {
             runs[count] = MarkedRun{std::max(node->begin, q_begin), std::min(node->end, q_end),
-                                    node->base, node->precision};
+                                    node->base, node->precision()};
         }
         ++count;
     }

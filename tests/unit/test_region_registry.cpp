@@ -325,44 +325,79 @@ TEST_CASE("the chunk filter never hides a region, however wide or close", "[regi
     CHECK(registry.size() == 0);
 }
 
-TEST_CASE("marks and unmarks in random order leave exactly what a reference model says",
-          "[registry]")
+namespace {
+
+// Random marks (some over marked memory), releases and unmarks on `span`
+// bytes, checked against a byte map of the precision each byte must have.
+void check_against_model(std::size_t span, int steps, std::size_t max_len, std::uint64_t seed)
 {
-    // A byte map as the model: precision per byte (0 = unmarked).
-    constexpr std::size_t kSpan = 4096;
-    std::vector<int>      model(kSpan, 0);
-    RegionRegistry        registry;
-    std::uint64_t         state = 12345;
-    auto                  next  = [&state] {
+    std::vector<unsigned char> memory(span);
+    const auto                 at_off = [&](std::size_t o) { return memory.data() + o; };
+    std::vector<int>           model(span, 0);
+    std::vector<std::size_t>   starts;   // where marks began (for unmark)
+    RegionRegistry             registry;
+    std::uint64_t              state = seed;
+    auto                       next  = [&state] {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         return static_cast<std::size_t>(state >> 33);
     };
-    for (int step = 0; step < 3000; ++step) {
-        const std::size_t begin = next() % kSpan;
-        const std::size_t len   = 1 + next() % 200;
-        const std::size_t end   = std::min(kSpan, begin + len);
-        if (next() % 3 != 0) {
+    for (int step = 0; step < steps; ++step) {
+        const std::size_t begin = next() % span;
+        const std::size_t len   = 1 + next() % max_len;
+        const std::size_t end   = std::min(span, begin + len);
+        const std::size_t what  = next() % 8;
+        if (what < 5) {
             const int k = 2 + static_cast<int>(next() % 6);
-            REQUIRE(registry.mark(at(begin), end - begin, keep(k)));
+            REQUIRE(registry.mark(at_off(begin), end - begin, keep(k)));
             std::fill(model.begin() + static_cast<std::ptrdiff_t>(begin),
                       model.begin() + static_cast<std::ptrdiff_t>(end), k);
+            starts.push_back(begin);
+        } else if (what < 7 && !starts.empty()) {
+            // Unmark where some mark began: succeeds only if a region still
+            // starts there, and then removes exactly that region.
+            const std::size_t b = starts[next() % starts.size()];
+            MarkedRun         first;
+            const std::size_t n = registry.find(at_off(b), span - b, &first, 1);
+            if (registry.unmark(at_off(b))) {
+                // The region starting at b is gone: it was the first run
+                // from b, which a query at b clips to its own end.
+                REQUIRE(n >= 1);
+                REQUIRE(first.begin == reinterpret_cast<std::uintptr_t>(at_off(b)));
+                const std::size_t e = first.end - reinterpret_cast<std::uintptr_t>(memory.data());
+                std::fill(model.begin() + static_cast<std::ptrdiff_t>(b),
+                          model.begin() + static_cast<std::ptrdiff_t>(e), 0);
+            }
         } else {
-            registry.release(at(begin), end - begin);
+            registry.release(at_off(begin), end - begin);
             std::fill(model.begin() + static_cast<std::ptrdiff_t>(begin),
                       model.begin() + static_cast<std::ptrdiff_t>(end), 0);
         }
     }
-    std::vector<int>       seen(kSpan, 0);
-    std::vector<MarkedRun> runs(kSpan);
-    const std::size_t n = registry.find(at(0), kSpan, runs.data(), runs.size());
+    std::vector<int>       seen(span, 0);
+    std::vector<MarkedRun> runs(span);
+    const std::size_t n = registry.find(at_off(0), span, runs.data(), runs.size());
     REQUIRE(n <= runs.size());
+    const auto base = reinterpret_cast<std::uintptr_t>(memory.data());
     for (std::size_t i = 0; i < n; ++i) {
         if (i > 0) {
             REQUIRE(runs[i - 1].end <= runs[i].begin);
         }
         for (std::uintptr_t a = runs[i].begin; a < runs[i].end; ++a) {
-            seen[a - addr(0)] = runs[i].precision.keep_bytes;
+            seen[a - base] = runs[i].precision.keep_bytes;
         }
     }
     CHECK(seen == model);
+    CHECK(registry.size() == n);   // every region lies inside the span
+}
+
+}  // namespace
+
+TEST_CASE("marks and unmarks in random order leave exactly what a reference model says",
+          "[registry]")
+{
+    SECTION("a few regions, much overlap") { check_against_model(4096, 3000, 200, 12345); }
+    SECTION("thousands of regions (the writer's index splits and empties buckets)")
+    {
+        check_against_model(1 << 20, 60000, 64, 777);
+    }
 }
