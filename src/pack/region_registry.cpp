@@ -68,10 +68,11 @@ std::size_t filter_slot(std::uintptr_t chunk)
 
 constexpr std::uintptr_t kNoKey = std::numeric_limits<std::uintptr_t>::max();
 
-// 32 bytes, followed in the same allocation by `height` atomic next
-// pointers (what readers follow) and `height` copies of the begin of the
-// node each points to (next_key: the writer's, so that its searches decide
-// where to stop without loading the next node, a cache miss per level).
+// 32 bytes, followed in the same allocation by `height` links, one per
+// level: the atomic next pointer readers follow, and beside it the begin of
+// the node it points to (the writer's, so that its searches decide where to
+// stop without loading the next node, and so that linking and unlinking
+// only store into the neighbours: no cache miss waits for them).
 struct Node {
     std::uintptr_t begin = 0;
     std::uintptr_t end   = 0;   // exclusive; begin < end
@@ -81,13 +82,16 @@ struct Node {
     std::uint8_t   mode  = 0;
     std::uint8_t   height = 0;
 
-    std::atomic<Node*>*       next() { return reinterpret_cast<std::atomic<Node*>*>(this + 1); }
-    const std::atomic<Node*>* next() const
-    {
-        return reinterpret_cast<const std::atomic<Node*>*>(this + 1);
-    }
-    // Writer only.
-    std::uintptr_t* next_key() { return reinterpret_cast<std::uintptr_t*>(next() + height); }
+    struct Link {
+        std::atomic<Node*> next;
+        std::uintptr_t     next_key;   // writer only; kNoKey past the last node
+    };
+
+    Link&       link(int l) { return reinterpret_cast<Link*>(this + 1)[l]; }
+    const Link& link(int l) const { return reinterpret_cast<const Link*>(this + 1)[l]; }
+    std::atomic<Node*>&       next(int l) { return link(l).next; }
+    const std::atomic<Node*>& next(int l) const { return link(l).next; }
+    std::uintptr_t&           next_key(int l) { return link(l).next_key; }
 
     Precision precision() const
     {
@@ -99,8 +103,7 @@ struct Node {
 
     static std::size_t bytes_for(int height)
     {
-        return sizeof(Node) +
-               (sizeof(std::atomic<Node*>) + sizeof(std::uintptr_t)) * static_cast<std::size_t>(height);
+        return sizeof(Node) + sizeof(Link) * static_cast<std::size_t>(height);
     }
 
     // `raw` holds bytes_for(height).
@@ -109,8 +112,7 @@ struct Node {
         Node* node   = new (raw) Node();
         node->height = static_cast<std::uint8_t>(height);
         for (int l = 0; l < height; ++l) {
-            new (&node->next()[l]) std::atomic<Node*>(nullptr);
-            node->next_key()[l] = kNoKey;
+            new (&node->link(l)) Link{{nullptr}, kNoKey};
         }
         return node;
     }
@@ -231,10 +233,10 @@ public:
         std::size_t b = after == first_keys_.begin()
                                 ? 0
                                 : static_cast<std::size_t>(after - first_keys_.begin()) - 1;
-        const std::vector<std::uintptr_t>& keys = buckets_[b]->keys;
-        std::size_t i = static_cast<std::size_t>(
-                std::lower_bound(keys.begin(), keys.end(), key) - keys.begin());
-        if (i == keys.size() && b + 1 < buckets_.size()) {
+        const Bucket& bucket = *buckets_[b];
+        std::size_t   i      = static_cast<std::size_t>(
+                std::lower_bound(bucket.keys, bucket.keys + bucket.size, key) - bucket.keys);
+        if (i == bucket.size && b + 1 < buckets_.size()) {
             ++b;
             i = 0;
         }
@@ -243,13 +245,25 @@ public:
 
     bool at_end(Pos p) const
     {
-        return buckets_.empty() || (p.bucket + 1 == buckets_.size() &&
-                                    p.index == buckets_[p.bucket]->keys.size());
+        return buckets_.empty() ||
+               (p.bucket + 1 == buckets_.size() && p.index == buckets_[p.bucket]->size);
     }
     std::uintptr_t begin_at(Pos p) const { return buckets_[p.bucket]->keys[p.index]; }
-    std::uintptr_t end_at(Pos p) const { return buckets_[p.bucket]->ends[p.index]; }
-    Node*          node_at(Pos p) const { return buckets_[p.bucket]->nodes[p.index]; }
-    int            height_at(Pos p) const { return buckets_[p.bucket]->heights[p.index]; }
+    std::uintptr_t end_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].end; }
+    Node*          node_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].node; }
+    int            height_at(Pos p) const
+    {
+        return static_cast<int>(buckets_[p.bucket]->infos[p.index].height);
+    }
+
+    // Steps to the next entry (or the end).
+    void next(Pos& p) const
+    {
+        if (++p.index == buckets_[p.bucket]->size && p.bucket + 1 < buckets_.size()) {
+            ++p.bucket;
+            p.index = 0;
+        }
+    }
 
     // Steps to the previous entry; false at the front.
     bool prev(Pos& p) const
@@ -262,7 +276,7 @@ public:
             return false;
         }
         --p.bucket;
-        p.index = buckets_[p.bucket]->keys.size() - 1;
+        p.index = buckets_[p.bucket]->size - 1;
         return true;
     }
 
@@ -275,59 +289,80 @@ public:
             p = {};
         }
         Bucket& bucket = *buckets_[p.bucket];
-        const auto at  = static_cast<std::ptrdiff_t>(p.index);
-        bucket.keys.insert(bucket.keys.begin() + at, e.begin);
-        bucket.ends.insert(bucket.ends.begin() + at, e.end);
-        bucket.nodes.insert(bucket.nodes.begin() + at, e.node);
-        bucket.heights.insert(bucket.heights.begin() + at, static_cast<std::uint8_t>(e.height));
-        first_keys_[p.bucket] = bucket.keys.front();
-        if (bucket.keys.size() > kBucket) {   // split in halves
-            auto       upper = std::make_unique<Bucket>();
-            const auto half  = static_cast<std::ptrdiff_t>(kBucket / 2);
-            upper->keys.assign(bucket.keys.begin() + half, bucket.keys.end());
-            upper->ends.assign(bucket.ends.begin() + half, bucket.ends.end());
-            upper->nodes.assign(bucket.nodes.begin() + half, bucket.nodes.end());
-            upper->heights.assign(bucket.heights.begin() + half, bucket.heights.end());
-            bucket.keys.resize(kBucket / 2);
-            bucket.ends.resize(kBucket / 2);
-            bucket.nodes.resize(kBucket / 2);
-            bucket.heights.resize(kBucket / 2);
+        bucket.insert(p.index, e);
+        first_keys_[p.bucket] = bucket.keys[0];
+        if (bucket.size == kBucket) {   // full: split in halves
+            auto upper = std::make_unique<Bucket>();
+            bucket.move_upper_half(*upper);
             const auto next = static_cast<std::ptrdiff_t>(p.bucket + 1);
-            first_keys_.insert(first_keys_.begin() + next, upper->keys.front());
+            first_keys_.insert(first_keys_.begin() + next, upper->keys[0]);
             buckets_.insert(buckets_.begin() + next, std::move(upper));
         }
     }
 
     void erase(Pos p)
     {
-        Bucket&    bucket = *buckets_[p.bucket];
-        const auto at     = static_cast<std::ptrdiff_t>(p.index);
-        bucket.keys.erase(bucket.keys.begin() + at);
-        bucket.ends.erase(bucket.ends.begin() + at);
-        bucket.nodes.erase(bucket.nodes.begin() + at);
-        bucket.heights.erase(bucket.heights.begin() + at);
-        if (bucket.keys.empty()) {
+        Bucket& bucket = *buckets_[p.bucket];
+        bucket.erase(p.index);
+        if (bucket.size == 0) {
             const auto b = static_cast<std::ptrdiff_t>(p.bucket);
             buckets_.erase(buckets_.begin() + b);
             first_keys_.erase(first_keys_.begin() + b);
         } else {
-            first_keys_[p.bucket] = bucket.keys.front();
+            first_keys_[p.bucket] = bucket.keys[0];
         }
     }
 
 private:
-    // Keys apart from the rest, so a binary search touches few cache lines.
-    struct Bucket {
-        std::vector<std::uintptr_t> keys;
-        std::vector<std::uintptr_t> ends;
-        std::vector<Node*>          nodes;
-        std::vector<std::uint8_t>   heights;
-    };
     static constexpr std::size_t kBucket = 128;
+
+    // Fixed arrays in one allocation: the keys apart (a binary search
+    // touches few cache lines), the rest of an entry together (its
+    // neighbours' heights, nodes and ends are read side by side).
+    struct Info {
+        std::uintptr_t end;
+        Node*          node;
+        std::uintptr_t height;
+    };
+    struct Bucket {
+        std::size_t    size = 0;
+        std::uintptr_t keys[kBucket];
+        Info           infos[kBucket];
+
+        void insert(std::size_t i, const Entry& e)
+        {
+            shift_up(keys, i);
+            shift_up(infos, i);
+            keys[i]  = e.begin;
+            infos[i] = Info{e.end, e.node, static_cast<std::uintptr_t>(e.height)};
+            ++size;
+        }
+        void erase(std::size_t i)
+        {
+            std::copy(keys + i + 1, keys + size, keys + i);
+            std::copy(infos + i + 1, infos + size, infos + i);
+            --size;
+        }
+        void move_upper_half(Bucket& upper)
+        {
+            const std::size_t half = size / 2;
+            upper.size             = size - half;
+            std::copy(keys + half, keys + size, upper.keys);
+            std::copy(infos + half, infos + size, upper.infos);
+            size = half;
+        }
+
+    private:
+        template <typename T>
+        void shift_up(T* array, std::size_t i)
+        {
+            std::copy_backward(array + i, array + size, array + size + 1);
+        }
+    };
 
     // Pointers, so that adding or removing a bucket moves 8 bytes apiece.
     std::vector<std::unique_ptr<Bucket>> buckets_;
-    std::vector<std::uintptr_t>          first_keys_;   // buckets_[b]->keys.front()
+    std::vector<std::uintptr_t>          first_keys_;   // buckets_[b]->keys[0]
 };
 
 bool valid(Precision p)
@@ -363,7 +398,7 @@ struct RegionRegistry::Impl {
     {
         Node* node = head;
         while (node != nullptr) {
-            Node* next = node->next()[0].load(std::memory_order_relaxed);
+            Node* next = node->next(0).load(std::memory_order_relaxed);
             pool.destroy(node);
             node = next;
         }
@@ -469,8 +504,8 @@ struct RegionRegistry::Impl {
     {
         Node* x = head;
         for (int l = kMaxHeight - 1; l >= 0; --l) {
-            while (x->next_key()[l] < key) {   // kNoKey past the last node
-                x = x->next()[l].load(std::memory_order_relaxed);
+            while (x->next_key(l) < key) {   // kNoKey past the last node
+                x = x->next(l).load(std::memory_order_relaxed);
             }
             preds[l] = x;
         }
@@ -505,6 +540,42 @@ struct RegionRegistry::Impl {
         return true;
     }
 
+    // The nodes that follow at each of `height` levels, from the index, and
+    // their begins: the nearest entries from `p` on that are tall enough,
+    // or none (kNoKey) past the last. Read from the index, not from the
+    // predecessors' pointers, which would cost a cache miss each. False
+    // when that would scan too far.
+    bool succs_from_index(WriterIndex::Pos p, int height, Node* succs[kMaxHeight],
+                          std::uintptr_t keys[kMaxHeight]) const
+    {
+        constexpr int kMaxScan = 64;
+        int           level    = 0;
+        for (int scanned = 0; level < height; ++scanned) {
+            if (scanned == kMaxScan) {
+                return false;
+            }
+            if (index.at_end(p)) {
+                for (; level < height; ++level) {
+                    succs[level] = nullptr;
+                    keys[level]  = kNoKey;
+                }
+                break;
+            }
+            const int tall = index.height_at(p);
+            if (tall > level) {
+                Node* const          node = index.node_at(p);
+                const std::uintptr_t key  = index.begin_at(p);
+                while (level < height && tall > level) {
+                    succs[level] = node;
+                    keys[level]  = key;
+                    ++level;
+                }
+            }
+            index.next(p);
+        }
+        return true;
+    }
+
     // Links a new region; it must not overlap any linked one.
     void link(std::uintptr_t begin, std::uintptr_t end, std::uintptr_t base, Precision precision,
               std::uint32_t label)
@@ -518,7 +589,8 @@ struct RegionRegistry::Impl {
     // and `at`, when given, index.lower_bound(begin).
     void link_after(Node* const preds[kMaxHeight], int height, std::uintptr_t begin,
                     std::uintptr_t end, std::uintptr_t base, Precision precision,
-                    std::uint32_t label, const WriterIndex::Pos* at = nullptr)
+                    std::uint32_t label, const WriterIndex::Pos* at = nullptr,
+                    Node* const* succs = nullptr, const std::uintptr_t* succ_keys = nullptr)
     {
         count_chunks(begin, end, true);
         Node* node  = pool.create(height);
@@ -529,14 +601,19 @@ struct RegionRegistry::Impl {
         node->mode  = static_cast<std::uint8_t>(precision.mode);
         node->label = label;
         for (int l = 0; l < node->height; ++l) {
-            node->next()[l].store(preds[l]->next()[l].load(std::memory_order_relaxed),
-                                  std::memory_order_relaxed);
-            node->next_key()[l] = preds[l]->next_key()[l];
+            if (succs != nullptr) {
+                node->next(l).store(succs[l], std::memory_order_relaxed);
+                node->next_key(l) = succ_keys[l];
+            } else {
+                node->next(l).store(preds[l]->next(l).load(std::memory_order_relaxed),
+                                      std::memory_order_relaxed);
+                node->next_key(l) = preds[l]->next_key(l);
+            }
         }
         // Bottom level first: a reader that finds it higher up can go down.
         for (int l = 0; l < node->height; ++l) {
-            preds[l]->next()[l].store(node, std::memory_order_release);
-            preds[l]->next_key()[l] = begin;
+            preds[l]->next(l).store(node, std::memory_order_release);
+            preds[l]->next_key(l) = begin;
         }
         count.fetch_add(1, std::memory_order_relaxed);
         index.insert(at != nullptr ? *at : index.lower_bound(begin), {begin, end, node, height});
@@ -557,15 +634,38 @@ struct RegionRegistry::Impl {
                       const WriterIndex::Pos* at = nullptr)
     {
         for (int l = node->height - 1; l >= 0; --l) {
-            if (preds[l]->next()[l].load(std::memory_order_relaxed) == node) {
-                preds[l]->next()[l].store(node->next()[l].load(std::memory_order_relaxed),
+            if (preds[l]->next(l).load(std::memory_order_relaxed) == node) {
+                preds[l]->next(l).store(node->next(l).load(std::memory_order_relaxed),
                                           std::memory_order_release);
-                preds[l]->next_key()[l] = node->next_key()[l];
+                preds[l]->next_key(l) = node->next_key(l);
             }
         }
         count.fetch_sub(1, std::memory_order_relaxed);
         count_chunks(node->begin, node->end, false);
         index.erase(at != nullptr ? *at : index.lower_bound(node->begin));
+        retired.push_back(node);
+        if (retired.size() >= kRetireBatch) {
+            free_retired();
+        }
+    }
+
+    // unlink_after for the node at index position `at`, with its
+    // predecessors and successors from the index: only stores to the
+    // neighbours, no loads from them or from the node.
+    void unlink_indexed(WriterIndex::Pos at, Node* const preds[kMaxHeight],
+                        Node* const succs[kMaxHeight], const std::uintptr_t succ_keys[kMaxHeight])
+    {
+        Node* const          node   = index.node_at(at);
+        const int            height = index.height_at(at);
+        const std::uintptr_t begin  = index.begin_at(at);
+        const std::uintptr_t end    = index.end_at(at);
+        for (int l = height - 1; l >= 0; --l) {
+            preds[l]->next(l).store(succs[l], std::memory_order_release);
+            preds[l]->next_key(l) = succ_keys[l];
+        }
+        count.fetch_sub(1, std::memory_order_relaxed);
+        count_chunks(begin, end, false);
+        index.erase(at);
         retired.push_back(node);
         if (retired.size() >= kRetireBatch) {
             free_retired();
@@ -592,10 +692,10 @@ struct RegionRegistry::Impl {
         find_preds(begin, preds);
         Node* node = preds[0];
         if (node == head || node->end <= begin) {
-            node = node->next()[0].load(std::memory_order_relaxed);
+            node = node->next(0).load(std::memory_order_relaxed);
         }
         for (; node != nullptr && node->begin < end;
-             node = node->next()[0].load(std::memory_order_relaxed)) {
+             node = node->next(0).load(std::memory_order_relaxed)) {
             out.push_back(node);
         }
     }
@@ -662,12 +762,18 @@ bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precisio
     const bool overlaps = (index.prev(before) && index.end_at(before) > begin) ||
                           (!index.at_end(at) && index.begin_at(at) < end);
     if (!overlaps) {
-        const int height = impl_->random_height();
-        Node*     preds[kMaxHeight];
-        if (!impl_->preds_from_index(at, height, preds)) {
+        const int      height = impl_->random_height();
+        Node*          preds[kMaxHeight];
+        Node*          succs[kMaxHeight];
+        std::uintptr_t succ_keys[kMaxHeight];
+        if (impl_->preds_from_index(at, height, preds) &&
+            impl_->succs_from_index(at, height, succs, succ_keys)) {
+            impl_->link_after(preds, height, begin, end, begin, precision, label_id, &at, succs,
+                              succ_keys);
+        } else {
             impl_->find_preds(begin, preds);
+            impl_->link_after(preds, height, begin, end, begin, precision, label_id, &at);
         }
-        impl_->link_after(preds, height, begin, end, begin, precision, label_id, &at);
         return true;
     }
     impl_->cut(begin, end, nullptr);
@@ -687,12 +793,19 @@ bool RegionRegistry::unmark(const void* ptr)
     if (index.at_end(at) || index.begin_at(at) != begin) {
         return false;
     }
-    Node* node = index.node_at(at);
-    Node* preds[kMaxHeight];
-    if (!impl_->preds_from_index(at, index.height_at(at), preds)) {
+    const int        height = index.height_at(at);
+    WriterIndex::Pos after  = at;
+    index.next(after);
+    Node*            preds[kMaxHeight];
+    Node*            succs[kMaxHeight];
+    std::uintptr_t   succ_keys[kMaxHeight];
+    if (impl_->preds_from_index(at, height, preds) &&
+        impl_->succs_from_index(after, height, succs, succ_keys)) {
+        impl_->unlink_indexed(at, preds, succs, succ_keys);
+    } else {
         impl_->find_preds(begin, preds);
+        impl_->unlink_after(preds, index.node_at(at), &at);
     }
-    impl_->unlink_after(preds, node, &at);
     return true;
 }
 
@@ -733,18 +846,18 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
     // start that can reach into it.
     const Node* x = impl_->head;
     for (int l = kMaxHeight - 1; l >= 0; --l) {
-        for (const Node* n = x->next()[l].load(std::memory_order_acquire);
-             n != nullptr && n->begin <= q_begin; n = x->next()[l].load(std::memory_order_acquire)) {
+        for (const Node* n = x->next(l).load(std::memory_order_acquire);
+             n != nullptr && n->begin <= q_begin; n = x->next(l).load(std::memory_order_acquire)) {
             x = n;
         }
     }
     const Node* node = x;
     if (node == impl_->head || node->end <= q_begin) {
-        node = node->next()[0].load(std::memory_order_acquire);
+        node = node->next(0).load(std::memory_order_acquire);
     }
     std::size_t count = 0;
     for (; node != nullptr && node->begin < q_end && count <= max_runs;
-         node = node->next()[0].load(std::memory_order_acquire)) {
+         node = node->next(0).load(std::memory_order_acquire)) {
         if (count < max_runs && runs != nullptr) {
             runs[count] = MarkedRun{std::max(node->begin, q_begin), std::min(node->end, q_end),
                                     node->base, node->precision()};
