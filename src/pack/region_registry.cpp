@@ -640,13 +640,7 @@ struct RegionRegistry::Impl {
                 preds[l]->next_key(l) = node->next_key(l);
             }
         }
-        count.fetch_sub(1, std::memory_order_relaxed);
-        count_chunks(node->begin, node->end, false);
-        index.erase(at != nullptr ? *at : index.lower_bound(node->begin));
-        retired.push_back(node);
-        if (retired.size() >= kRetireBatch) {
-            free_retired();
-        }
+        forget(node, node->begin, node->end, at != nullptr ? *at : index.lower_bound(node->begin));
     }
 
     // unlink_after for the node at index position `at`, with its
@@ -663,6 +657,13 @@ struct RegionRegistry::Impl {
             preds[l]->next(l).store(succs[l], std::memory_order_release);
             preds[l]->next_key(l) = succ_keys[l];
         }
+        forget(node, begin, end, at);
+    }
+
+    // A node that has left the list ([begin, end), at index position `at`):
+    // uncounted, out of the index, retired.
+    void forget(Node* node, std::uintptr_t begin, std::uintptr_t end, WriterIndex::Pos at)
+    {
         count.fetch_sub(1, std::memory_order_relaxed);
         count_chunks(begin, end, false);
         index.erase(at);
