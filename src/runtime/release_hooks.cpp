@@ -104,15 +104,6 @@ void release_marks(void *ptr, const char *what) noexcept
 
 }  // namespace
 
-namespace slim {
-
-bool release_hooks_active() noexcept
-{
-    // What free() means for the program: ours when we come first.
-    return dlsym(RTLD_DEFAULT, "free") == reinterpret_cast<void *>(&::free);
-}
-
-}  // namespace slim
 
 extern "C" {
 
@@ -152,3 +143,18 @@ void *realloc(void *ptr, std::size_t bytes)
 }
 
 }  // extern "C"
+
+// Our free() under a name that binds inside this library: `&free` would
+// itself be interposed and name whichever free() comes first.
+extern "C" void slim_release_hooks_free(void *ptr)
+        __attribute__((alias("free"), copy(free), visibility("hidden")));
+
+namespace slim {
+
+bool release_hooks_active() noexcept
+{
+    // What free() means for the program: ours when we come first.
+    return dlsym(RTLD_DEFAULT, "free") == reinterpret_cast<void *>(&slim_release_hooks_free);
+}
+
+}  // namespace slim

@@ -108,6 +108,11 @@ tests_mpi_freed_mark_SOURCES = tests/mpi/freed-mark.c tests/mpi/mpi_test_util.h
 tests_mpi_freed_mark_CFLAGS = $(mpi_test_mpich_cflags)
 tests_mpi_freed_mark_LDADD = src/libslimlink.la $(MPICH_LIBS)
 tests_mpi_freed_mark_LDFLAGS = -no-install
+# ... and says so when it cannot be (libslimlink dlopen()ed after libc).
+check_PROGRAMS += tests/mpi/free-probe
+tests_mpi_free_probe_SOURCES = tests/mpi/free-probe.c
+tests_mpi_free_probe_LDADD = -ldl
+tests_mpi_free_probe_LDFLAGS = -no-install
 TESTS += tests/mpi/freed-mark.test
 EXTRA_DIST += tests/mpi/freed-mark.test
 
