@@ -48,6 +48,19 @@ void resolve() noexcept
     resolving.store(false);
 }
 
+// The next definition (the C library's, usually), resolved on first use if
+// the constructor has not run yet; null only while dlsym itself runs.
+template <typename Fn>
+Fn next_of(const std::atomic<Fn> &slot) noexcept
+{
+    const Fn next = slot.load(std::memory_order_relaxed);
+    if (next != nullptr) {
+        return next;
+    }
+    resolve();
+    return slot.load();
+}
+
 // Resolved before main(), while one thread runs.
 __attribute__((constructor(101))) void resolve_at_load()
 {
@@ -113,15 +126,9 @@ void free(void *ptr)
         return;
     }
     release_marks(ptr, "free");
-    FreeFn next = next_free.load(std::memory_order_relaxed);
-    if (next == nullptr) {
-        resolve();
-        next = next_free.load();
-        if (next == nullptr) {
-            return;   // leaked: see `resolving`
-        }
-    }
-    next(ptr);
+    if (const FreeFn next = next_of(next_free)) {
+        next(ptr);
+    }   // else leaked: see `resolving`
 }
 
 void *realloc(void *ptr, std::size_t bytes)
@@ -131,15 +138,8 @@ void *realloc(void *ptr, std::size_t bytes)
         // that is not the buffer's any more. Mark again after realloc().
         release_marks(ptr, "realloc");
     }
-    ReallocFn next = next_realloc.load(std::memory_order_relaxed);
-    if (next == nullptr) {
-        resolve();
-        next = next_realloc.load();
-        if (next == nullptr) {
-            return nullptr;
-        }
-    }
-    return next(ptr, bytes);
+    const ReallocFn next = next_of(next_realloc);
+    return next != nullptr ? next(ptr, bytes) : nullptr;
 }
 
 }  // extern "C"
