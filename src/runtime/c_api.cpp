@@ -61,7 +61,6 @@ slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precisio
     if (!engine->regions().mark(ptr, bytes, precision, label)) {
         return SLIM_ERR_INVALID;
     }
-    engine->note_marked();
     return SLIM_OK;
 }
 

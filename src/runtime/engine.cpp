@@ -149,7 +149,6 @@ void Engine::start_live() noexcept
         } catch (const std::exception &e) {
             // The transport's progress drains instead: the loop still works,
             // at the cost of that work inside MPI calls.
-            poll_wanted_.store(true, std::memory_order_relaxed);
             slim_core_poll_wanted = 1;
             logger().warn("the live loop's drain thread cannot start ({}); the link loop "
                           "runs from the transport's progress instead",
@@ -265,7 +264,6 @@ std::optional<live::LiveSummary> Engine::finish_live() noexcept
     try {
         const std::lock_guard<std::mutex> lock(finish_mutex_);
         if (!final_live_) {
-            poll_wanted_.store(false, std::memory_order_relaxed);
             slim_core_poll_wanted = 0;
             // start_live() keeps the loop only together with its ring and
             // drain.

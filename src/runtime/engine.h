@@ -9,6 +9,7 @@
 #include "live/live_drain.h"
 #include "live/op_ring.h"
 #include "pack/region_registry.h"
+#include "slim_core.h"
 #include "slimlink.h"
 
 #include <atomic>
@@ -36,10 +37,9 @@ public:
     pack::RegionRegistry       &regions() noexcept { return regions_; }
     const pack::RegionRegistry &regions() const noexcept { return regions_; }
 
-    // True once anything was marked in this process: until then the send
+    // True while anything is marked in this process: otherwise the send
     // path skips the registry with one relaxed load.
-    bool any_marked() const noexcept { return any_marked_.load(std::memory_order_relaxed); }
-    void note_marked() noexcept { any_marked_.store(true, std::memory_order_relaxed); }
+    bool any_marked() const noexcept { return regions_.size() != 0; }
 
     // The live loop (issues 6, 11): the send path records each operation in
     // a ring (no lock, no system call, no wake); the LiveDrain thread
@@ -47,10 +47,10 @@ public:
     // never throws.
     void on_traffic(const live::Traffic &traffic) noexcept;
     // Transport progress: drains the ring only when the drain thread could
-    // not start (one relaxed load otherwise).
+    // not start (slim_core_poll_wanted, which the transport reads itself).
     void poll() noexcept
     {
-        if (poll_wanted_.load(std::memory_order_relaxed)) {
+        if (slim_core_poll_wanted) {
             poll_slow();
         }
     }
@@ -75,7 +75,6 @@ private:
     Config               config_;
     pack::RegionRegistry regions_;
     std::atomic<bool>    reported_{false};
-    std::atomic<bool>    any_marked_{false};
     std::string          trace_open_error_;   // why the trace was not created, if so
 
     void start_live() noexcept;
@@ -86,7 +85,6 @@ private:
     predict::TimeNs                  replay_now_ = 0;  // the loop's clock (LiveDrain)
     std::unique_ptr<live::LiveLoop>  live_;
     std::unique_ptr<live::LiveDrain> drain_;   // after live_: stops first
-    std::atomic<bool>                poll_wanted_{false};
     // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
     // next operation then really waits the reactivation time (once).
     std::atomic<bool>                inject_pending_{false};
