@@ -1,8 +1,9 @@
 /**
- * The `slim` UCT component: registration at load (the installed UCX only
- * loads the modules compiled into it, so we register from an ELF constructor
- * of the preloaded library), the UCX version check, discovery of the inner
- * transport, and remote-key operations forwarded to the inner component.
+ * The `slim` UCT component: registration at load (from an ELF constructor,
+ * which runs both when the library is preloaded into a stock UCX and when a
+ * UCX built with slim as a native module dlopens it), the UCX version check,
+ * discovery of the inner transport, and remote-key operations forwarded to
+ * the inner component.
  */
 #include "slim.h"
 
@@ -328,6 +329,17 @@ uct_tl_t slim_tl = {
 
 static int slim_registered;
 
+#ifdef SLIM_BUILT_INTO_UCX
+#  define SLIM_LOAD_MODE "built into UCX"
+
+/* Built in UCX's own tree: the headers are those of the libraries we load. */
+static int slim_ucx_version_matches(void)
+{
+    return 1;
+}
+#else
+#  define SLIM_LOAD_MODE "preloaded"
+
 /* Struct layouts of UCX's internal headers change between releases, so a
  * module built for another UCX would corrupt memory: refuse to register. */
 static int slim_ucx_version_matches(void)
@@ -346,6 +358,22 @@ static int slim_ucx_version_matches(void)
               UCT_VERNO_PATCH, major, minor, release);
     return 0;
 }
+#endif
+
+/* A process can hold two copies of the module: the preloaded one and the one
+ * a UCX with slim built in loads itself. Only the first may register, or UCX
+ * would list two components of one name. */
+static int slim_already_registered(void)
+{
+    uct_component_t *component;
+
+    ucs_list_for_each(component, &uct_components_list, list) {
+        if (!strcmp(component->name, slim_component.name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
 
 UCS_F_CTOR static void slim_module_load(void)
 {
@@ -353,9 +381,18 @@ UCS_F_CTOR static void slim_module_load(void)
         return;
     }
 
+    if (slim_already_registered()) {
+        ucs_debug("slim: another copy of the module is registered; this one "
+                  "(%s) stays out", SLIM_LOAD_MODE);
+        return;
+    }
+
     uct_component_register(&slim_component);
     uct_tl_register(&slim_component, &slim_tl);
     slim_registered = 1;
+    ucs_info("slim: slimlink %d.%d transport registered (%s, UCX %d.%d.%d)",
+             SLIMLINK_VERSION_MAJOR, SLIMLINK_VERSION_MINOR, SLIM_LOAD_MODE,
+             UCT_VERNO_MAJOR, UCT_VERNO_MINOR, UCT_VERNO_PATCH);
 }
 
 UCS_F_DTOR static void slim_module_unload(void)
