@@ -90,6 +90,11 @@ EXTRA_DIST += tests/mpi/end-to-end.test tests/tools/validate-json-lines
 TESTS += tests/mpi/live-loop.test
 EXTRA_DIST += tests/mpi/live-loop.test
 
+# Issue 15: slim built into UCX (SKIP unless SLIMLINK_UCX names such a UCX;
+# scripts/check builds one and sets it with CI=true).
+TESTS += tests/mpi/native-ucx.test
+EXTRA_DIST += tests/mpi/native-ucx.test
+
 # A rank crashes: survivors' reports, the node report's missing rank, and the
 # link restored to full width (exec backend with a logging stand-in).
 check_PROGRAMS += tests/mpi/crash

@@ -41,6 +41,14 @@ skip() {
   || hard_error "MPIEXEC is not set: run through 'make check', or export MPIEXEC=mpiexec.mpich"
 [ -x "$harness" ] || hard_error "$harness is missing or not executable"
 
+# SLIMLINK_TEST_DIRECT=1: start ranks without slimlink-run, for an MPICH or a
+# UCX with slim built in, which needs nothing loaded (scripts/check does this
+# on the MPICH that scripts/build-mpich makes).
+if [ "${SLIMLINK_TEST_DIRECT:-0}" = 1 ]; then
+  SLIMLINK_RUN=env
+  unset LD_PRELOAD
+fi
+
 # Every byte between ranks crosses the `slim` transport: no shared memory in
 # MPICH (NOLOCAL) and no UCX transport but slim for remote peers.
 export UCX_TLS=${SLIMLINK_TEST_UCX_TLS:-slim,self}
