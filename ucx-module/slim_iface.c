@@ -7,6 +7,7 @@
 #include "slim.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 
 static uct_iface_ops_t          slim_iface_ops;
@@ -304,6 +305,30 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
     return UCS_OK;
 }
 
+/* The AM alignment parameters are passed on to the inner transport, which
+ * may honour them or not (tcp does not); what no transport may accept is
+ * refused here, as UCX's own transports refuse it: an alignment that is not a
+ * power of two, or an offset without an alignment. */
+static ucs_status_t slim_iface_check_am_alignment(const uct_iface_params_t *params)
+{
+    size_t align, align_offset;
+    ucs_status_t status;
+
+    status = uct_iface_param_am_alignment(params, SIZE_MAX, 0, 0, &align,
+                                          &align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
+        !ucs_is_pow2(params->am_alignment)) {
+        ucs_error("slim: AM alignment %zu is not a power of 2",
+                  params->am_alignment);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -329,6 +354,11 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
         ucs_error("slim: only device open mode is supported");
         status = UCS_ERR_UNSUPPORTED;
+        goto err_lock;
+    }
+
+    status = slim_iface_check_am_alignment(params);
+    if (status != UCS_OK) {
         goto err_lock;
     }
 
