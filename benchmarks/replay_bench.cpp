@@ -1,12 +1,14 @@
 // replay-bench: how fast the replay driver (src/link/replay.h) runs, in
 // events per second, on a synthetic 10^7-event trace under the oracle and
-// under SPPS (the predictor included). The trace -- the periodic pattern of
+// under SPPS (the predictor included), and under the adaptive default (every
+// candidate replayed in shadow: the live loop's prediction work per event,
+// off the send path, target <= 1 us/event). The trace -- the periodic pattern of
 // tests/data/replay-periodic.trace with ids cycling 41 41 41 10 10 so the
 // predictor has patterns to find -- is generated in memory, a chunk at a
 // time, before each chunk is timed; trace parsing is not measured (the
 // reader has its own cost).
 //
-// Usage: replay-bench [--events N] [--policy oracle|spps|all]
+// Usage: replay-bench [--events N] [--policy oracle|spps|adaptive|all]
 // Exit status: 0; 2 on a usage error.
 #include "link/replay.h"
 
@@ -70,7 +72,7 @@ Run run(const ReplayConfig& config, std::uint64_t events)
 int usage(const char* message)
 {
     std::fprintf(stderr, "replay-bench: %s\nusage: replay-bench [--events N] "
-                         "[--policy oracle|spps|all]\n", message);
+                         "[--policy oracle|spps|adaptive|all]\n", message);
     return 2;
 }
 
@@ -94,8 +96,8 @@ int main(int argc, char** argv)
             }
         } else if (opt == "--policy") {
             policy = value;
-            if (policy != "oracle" && policy != "spps" && policy != "all") {
-                return usage("--policy: oracle, spps or all");
+            if (policy != "oracle" && policy != "spps" && policy != "adaptive" && policy != "all") {
+                return usage("--policy: oracle, spps, adaptive or all");
             }
         } else {
             return usage(("unknown option " + opt).c_str());
@@ -103,19 +105,21 @@ int main(int argc, char** argv)
     }
     std::printf("# replay-bench: %llu events, default link (L=4, P=0.5, low=1, tau=10us)\n",
                 static_cast<unsigned long long>(events));
-    for (const char* name : {"oracle", "spps"}) {
+    for (const char* name : {"oracle", "spps", "adaptive"}) {
         if (policy != "all" && policy != name) {
             continue;
         }
         ReplayConfig c;
         if (std::strcmp(name, "oracle") == 0) {
             c.policy.kind = PolicyKind::oracle;
+        } else if (std::strcmp(name, "adaptive") == 0) {
+            c.policy.kind = PolicyKind::adaptive;
         } else {
             c.policy.kind = PolicyKind::predictor;
             c.policy.predictor.policy = Policy::spps;
         }
         const Run r = run(c, events);
-        std::printf("replay %-6s %12.0f events/s %8.1f ns/event  savings %.1f %%\n", name,
+        std::printf("replay %-8s %12.0f events/s %8.1f ns/event  savings %.1f %%\n", name,
                     static_cast<double>(events) / r.seconds, r.seconds * 1e9 / static_cast<double>(events),
                     r.result.energy_savings_pct.value_or(0.0));
     }

@@ -28,14 +28,19 @@ namespace slim::link {
 
 class Replay;
 
-enum class CandidateKind { timeout, pps, spps, context };
+// context_timeout: the context predictor's window where it has one, else
+// an idle timeout of timeout_ns (gaps no context has foretold yet).
+enum class CandidateKind { timeout, pps, spps, context, context_timeout };
 
 struct Candidate {
     CandidateKind kind       = CandidateKind::timeout;
     TimeNs        timeout_ns = 100'000;   // timeout
     TimeNs        gt_ns      = 20'000;    // pps
-    std::size_t   depth      = 2;         // context
-    std::string   name() const;           // "timeout 100us", "pps gt 20us", "spps", "context 2"
+    std::size_t   depth      = 2;         // context, context_timeout
+    double        tolerance  = 0.10;      // context, context_timeout: ContextConfig::tolerance
+    // "timeout 100us", "pps gt 20us", "spps", "context 2 +-50%",
+    // "context 2 +-50% + timeout 50us" (no "+-N%" at the default 10 %)
+    std::string   name() const;
 };
 
 struct AdaptiveConfig {

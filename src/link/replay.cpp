@@ -54,6 +54,11 @@ void Replay::act_on_gap(TimeNs gap_end)
         // The candidate in force after the last event decided this gap.
         kind = pending_timeout_ ? PolicyKind::timeout : PolicyKind::predictor;
         timeout_ns = pending_timeout_.value_or(0);
+    } else if (kind == PolicyKind::context && !pending_low_ &&
+               config_.policy.context_fallback_timeout_ns > 0) {
+        // No window predicted for this gap: the hybrid waits like a timeout.
+        kind       = PolicyKind::timeout;
+        timeout_ns = config_.policy.context_fallback_timeout_ns;
     }
     switch (kind) {
     case PolicyKind::always_on:

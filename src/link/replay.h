@@ -36,6 +36,9 @@ struct ReplayPolicy {
     TimeNs                   timeout_ns = 100'000;   // timeout only
     predict::PredictorConfig predictor;              // predictor only
     predict::ContextConfig   context;                // context only
+    // context only: when the context predictor has no window for a gap,
+    // fall back to an idle timeout of this length (0: none).
+    TimeNs                   context_fallback_timeout_ns = 0;
     AdaptiveConfig           adaptive;               // adaptive only (link, packed: ReplayConfig's)
 };
 

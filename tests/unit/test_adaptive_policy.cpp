@@ -179,6 +179,58 @@ TEST_CASE("the adaptive policy is never far below the best timeout on irregular 
     CHECK(*a.energy_savings_pct >= best_timeout - 1.0);
 }
 
+TEST_CASE("context with a timeout fallback covers both the repeating and the irregular gaps")
+{
+    // Each iteration: three gaps that always last 150 us (the context
+    // predictor learns them; a 50 us timeout wakes late in every one), then
+    // one of 300-900 us at random (nothing foretells it; only a timeout
+    // uses it).
+    std::mt19937 rng(23);
+    std::uniform_int_distribution<TimeNs> gap(300'000, 900'000);
+    TraceBuilder b;
+    for (int i = 0; i < 400; ++i) {
+        for (std::uint32_t id = 1; id <= 3; ++id) {
+            b.burst(id);
+            b.idle(150'000);
+        }
+        b.burst(4);
+        b.idle(gap(rng));
+    }
+    const auto run = [&](PolicyKind kind, TimeNs fallback_ns, TimeNs timeout_ns) {
+        ReplayConfig c;
+        c.policy.kind                        = kind;
+        c.policy.context.depth               = 2;
+        c.policy.context_fallback_timeout_ns = fallback_ns;
+        c.policy.timeout_ns                  = timeout_ns;
+        const auto r = slim::link::replay(b.events, c);
+        REQUIRE(r.energy_savings_pct);
+        return r;
+    };
+    const auto context = run(PolicyKind::context, 0, 0);
+    const auto timeout = run(PolicyKind::timeout, 0, 50'000);
+    const auto hybrid  = run(PolicyKind::context, 50'000, 0);
+    INFO("savings % (penalty %): context " << *context.energy_savings_pct << " ("
+         << *context.time_penalty_pct << "), timeout 50us " << *timeout.energy_savings_pct
+         << " (" << *timeout.time_penalty_pct << "), hybrid " << *hybrid.energy_savings_pct
+         << " (" << *hybrid.time_penalty_pct << ")");
+    CHECK(*hybrid.energy_savings_pct > *context.energy_savings_pct + 20.0);
+    CHECK(*hybrid.energy_savings_pct > *timeout.energy_savings_pct);
+    CHECK(*hybrid.time_penalty_pct < *timeout.time_penalty_pct);
+    CHECK(*hybrid.time_penalty_pct <= 1.0);
+
+    // The adaptive policy has such candidates and does as well as this one.
+    const auto adaptive = slim::link::replay(b.events, adaptive_replay());
+    INFO("adaptive " << *adaptive.energy_savings_pct << " (" << *adaptive.time_penalty_pct << ")");
+    CHECK(*adaptive.energy_savings_pct >= *hybrid.energy_savings_pct - 1.0);
+    CHECK(*adaptive.time_penalty_pct <= 1.0);
+    bool has_hybrid = false;
+    for (const auto& k : AdaptiveConfig::default_candidates()) {
+        has_hybrid = has_hybrid || (k.kind == CandidateKind::context_timeout &&
+                                    k.name().find(" + timeout ") != std::string::npos);
+    }
+    CHECK(has_hybrid);
+}
+
 TEST_CASE("the context predictor foresees the idle interval after a context seen twice")
 {
     slim::predict::ContextPredictor p;   // depth 2
