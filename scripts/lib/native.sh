@@ -6,6 +6,17 @@
 # Build trees of UCX and MPICH (large; outside git, reused between runs).
 slim_native_work=${SLIMLINK_NATIVE_WORK:-$slim_root/.deps-build}
 
+# slim_gtest_make_arg UCX_TREE: the make argument that builds UCX's gtest
+# suite without -Werror (its 1.13 sources trip GCC 12's use-after-free
+# warning): the suite's own flags, as configure set them, plus -Wno-error.
+# Only test/gtest reads GTEST_CXXFLAGS; UCX's configure resets CXXFLAGS, and
+# overriding those would change how the rest of UCX is built.
+slim_gtest_make_arg() {
+    local configured
+    configured=$(sed -n 's/^GTEST_CXXFLAGS = *//p' "$1/test/gtest/Makefile")
+    printf 'GTEST_CXXFLAGS=%s -Wno-error' "$configured"
+}
+
 # slim_native_key WORDS...: a digest of everything a native UCX build depends
 # on: the given words (versions, flags) and the transport's sources and build
 # files. A change to any of them means a rebuild.
