@@ -6,6 +6,16 @@
 # Build trees of UCX and MPICH (large; outside git, reused between runs).
 slim_native_work=${SLIMLINK_NATIVE_WORK:-$slim_root/.deps-build}
 
+# slim_native_ucx_tree UCX_VERSION: the build tree build-ucx uses for it, one
+# of its own when SLIMLINK_UCX_GTEST=1 (the gtest suite takes long to rebuild).
+slim_native_ucx_tree() {
+    if [ "${SLIMLINK_UCX_GTEST:-0}" = 1 ]; then
+        echo "$slim_native_work/$1-gtest"
+    else
+        echo "$slim_native_work/$1"
+    fi
+}
+
 # slim_gtest_make_arg UCX_TREE: the make argument that builds UCX's gtest
 # suite without -Werror (its 1.13 sources trip GCC 12's use-after-free
 # warning): the suite's own flags, as configure set them, plus -Wno-error.
