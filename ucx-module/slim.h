@@ -151,6 +151,10 @@ typedef struct slim_iface {
     unsigned          num_eps;
     unsigned          orphan_flushes;  /* flushes of destroyed eps in flight */
     ucs_spinlock_t    eps_lock;
+    /* Where this interface's operations are recorded: counters and a ring
+     * of its own, so recording takes no locked instruction. NULL when the
+     * core could not give one (then slim_core_traffic, which can). */
+    slim_core_recorder_t *recorder;
 } slim_iface_t;
 
 
@@ -258,6 +262,20 @@ static UCS_F_ALWAYS_INLINE void slim_iface_wake(slim_iface_t *iface)
 {
     if (ucs_unlikely(iface->progress.linger.running)) {
         slim_progress_linger_stop(iface);
+    }
+}
+
+/* Records one operation the inner transport accepted or delivered. */
+static UCS_F_ALWAYS_INLINE void
+slim_iface_record(slim_iface_t *iface, slim_op_t op, slim_dir_t dir,
+                  uint8_t am_id, size_t wire_bytes, size_t orig_bytes,
+                  uintptr_t peer)
+{
+    if (ucs_likely(iface->recorder != NULL)) {
+        slim_core_recorder_traffic(iface->recorder, op, dir, am_id, wire_bytes,
+                                   orig_bytes, peer);
+    } else {
+        slim_core_traffic(op, dir, am_id, wire_bytes, orig_bytes, peer);
     }
 }
 

@@ -47,7 +47,8 @@ slim_record_op(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
                slim_dir_t dir, uint8_t am_id, size_t bytes, size_t orig)
 {
     if (slim_status_accepted(status)) {
-        slim_core_traffic(op, dir, am_id, bytes, orig, (uintptr_t)tl_ep);
+        slim_iface_record(slim_iface(tl_ep->iface), op, dir, am_id, bytes,
+                          orig, (uintptr_t)tl_ep);
     }
     return status;
 }

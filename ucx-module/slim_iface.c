@@ -90,8 +90,8 @@ static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
 {
     slim_am_slot_t *slot = arg;
 
-    slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length, length,
-                      0);
+    slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
+                      length, length, 0);
     if (ucs_unlikely(slot->id == SLIM_FRAME_AM_ID)) {
         return slim_frame_receive(slot->iface, data, length, flags);
     }
@@ -398,9 +398,11 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_close_inner;
     }
 
-    status = slim_iface_install_trampolines(self);
+    /* Before the trampolines: whatever arrives is recorded on it. */
+    self->recorder = slim_core_recorder_open();
+    status         = slim_iface_install_trampolines(self);
     if (status != UCS_OK) {
-        goto err_frame;
+        goto err_recorder;
     }
 
     slim_progress_attach(self, worker);
@@ -411,7 +413,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
               params->mode.device.dev_name);
     return UCS_OK;
 
-err_frame:
+err_recorder:
+    slim_core_recorder_close(self->recorder);
     slim_frame_iface_cleanup(self);
 err_close_inner:
     uct_iface_close(self->inner);
@@ -433,6 +436,8 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_progress_destroy(self);
     slim_frame_iface_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
+    /* After the inner iface closed: nothing records on it any more. */
+    slim_core_recorder_close(self->recorder);
 
     if (__atomic_sub_fetch(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED) == 0) {
         slim_core_report();

@@ -23,9 +23,9 @@ link::Clock LiveDrain::replay_clock(const TimeNs& replay_now)
     return [now] { return *now; };
 }
 
-LiveDrain::LiveDrain(OpRing& ring, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
+LiveDrain::LiveDrain(OpLog& log, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
                      DrainOptions options)
-    : ring_(ring), loop_(loop), now_(replay_now), real_(std::move(real)), options_(options)
+    : log_(log), loop_(loop), now_(replay_now), real_(std::move(real)), options_(options)
 {
 }
 
@@ -117,8 +117,7 @@ void LiveDrain::apply(const OpRecord& r)
 
 void LiveDrain::drain_locked(TimeNs horizon)
 {
-    OpRecord record;
-    while (ring_.pop(record)) {
+    log_.drain([this](const OpRecord& record) {
         ++stats_.records;
         replay_deadlines(record.t_ns - 1);
         now_ = std::max(now_, record.t_ns);
@@ -128,7 +127,7 @@ void LiveDrain::drain_locked(TimeNs horizon)
             // The loop reports its own failures (the controller goes to full
             // width); the drain goes on.
         }
-    }
+    });
     try {
         replay_deadlines(horizon);
     } catch (...) {

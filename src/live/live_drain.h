@@ -20,7 +20,7 @@
 
 #include "link/backend.h"
 #include "live/live_loop.h"
-#include "live/op_ring.h"
+#include "live/op_log.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -59,7 +59,7 @@ public:
 
     // `loop` must have been built with replay_clock(replay_now); all three
     // outlive the drain. `real` is the wall clock (tests pass a manual one).
-    LiveDrain(OpRing& ring, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
+    LiveDrain(OpLog& log, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
               DrainOptions options = {});
     ~LiveDrain();  // stop()
     LiveDrain(const LiveDrain&) = delete;
@@ -94,7 +94,7 @@ private:
     void replay_deadlines(TimeNs until);
     void apply(const OpRecord& record);
 
-    OpRing&        ring_;
+    OpLog&         log_;
     LiveLoop&      loop_;
     TimeNs&        now_;       // the replay clock, under mutex_
     link::Clock    real_;

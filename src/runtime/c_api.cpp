@@ -95,7 +95,7 @@ slim_status_t slim_traffic_get(slim_traffic_t *out)
     if (out == nullptr) {
         return SLIM_ERR_INVALID;
     }
-    *out = slim::process_traffic().snapshot();
+    *out = slim::process_traffic_snapshot();
     return SLIM_OK;
 }
 
@@ -242,6 +242,41 @@ void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire
         t.send       = dir == SLIM_DIR_SEND;
         engine->on_traffic(t);
     }
+}
+
+struct slim_core_recorder {
+    slim::Engine   *engine;
+    slim::Recorder *recorder;
+};
+
+slim_core_recorder_t *slim_core_recorder_open(void)
+{
+    slim::Engine *engine = slim::Engine::get();
+    if (engine == nullptr) {
+        return nullptr;
+    }
+    auto *handle = new (std::nothrow) slim_core_recorder{engine, engine->open_recorder()};
+    if (handle != nullptr && handle->recorder == nullptr) {
+        delete handle;
+        return nullptr;
+    }
+    return handle;
+}
+
+void slim_core_recorder_close(slim_core_recorder_t *recorder)
+{
+    if (recorder != nullptr) {
+        recorder->engine->close_recorder(recorder->recorder);
+        delete recorder;
+    }
+}
+
+void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op, slim_dir_t dir,
+                                unsigned am_id, size_t wire_bytes, size_t orig_bytes,
+                                uintptr_t peer)
+{
+    recorder->engine->on_traffic(*recorder->recorder, op, dir, am_id, wire_bytes, orig_bytes,
+                                 peer);
 }
 
 volatile int slim_core_poll_wanted = 0;

@@ -103,9 +103,12 @@ Engine::Engine(Config config) : config_(std::move(config)) { start_live(); }
 
 namespace {
 
-// Holds a backed-off drain's 16 ms of traffic at 2 million operations per
-// second (a tcp ping-pong records ~170 per ms here): 1.3 MB per process.
-constexpr std::size_t kRingCapacity = 32768;
+// Each interface's ring holds a backed-off drain's 16 ms of traffic at 2
+// million operations per second (a tcp ping-pong records ~170 per ms here):
+// 1.3 MB per interface. The shared ring carries only region calls and
+// interfaces without a ring of their own.
+constexpr std::size_t kSerialRingCapacity = 32768;
+constexpr std::size_t kSharedRingCapacity = 4096;
 
 } // namespace
 
@@ -136,13 +139,13 @@ void Engine::start_live() noexcept
             logger().error("UCX_SLIM_TRACE: {}; this process writes no trace",
                            live_->trace_error());
         }
-        ring_ = std::make_unique<live::OpRing>(kRingCapacity);
+        log_ = std::make_unique<live::OpLog>(kSharedRingCapacity, kSerialRingCapacity);
         live::DrainOptions options;
         options.follow_deadlines = !emulated;
         if (config_.inject_delay) {
             options.publish_low = &inject_pending_;
         }
-        drain_ = std::make_unique<live::LiveDrain>(*ring_, *live_, replay_now_,
+        drain_ = std::make_unique<live::LiveDrain>(*log_, *live_, replay_now_,
                                                    link::steady_clock_ns(), options);
         try {
             drain_->start();
@@ -156,7 +159,7 @@ void Engine::start_live() noexcept
         }
     } catch (const std::exception &e) {
         drain_.reset();
-        ring_.reset();
+        log_.reset();
         live_.reset();
         try {
             logger().error("the live link loop cannot start ({}); the link stays at full width",
@@ -165,25 +168,61 @@ void Engine::start_live() noexcept
         }
     } catch (...) {
         drain_.reset();
-        ring_.reset();
+        log_.reset();
         live_.reset();
     }
 }
 
 void Engine::push(const live::OpRecord &record) noexcept
 {
-    ring_->push(record);
-    // UCX_SLIM_INJECT_DELAY: the operation that finds the link low really
-    // waits the reactivation time, once per low-power period.
-    if (inject_pending_.load(std::memory_order_relaxed) &&
-        inject_pending_.exchange(false, std::memory_order_relaxed)) {
+    log_->shared().push(record);
+    inject_if_low();
+}
+
+void Engine::inject_now() noexcept
+{
+    if (inject_pending_.exchange(false, std::memory_order_relaxed)) {
         link::wait_real_time(link::LinkConfig{}.tau_ns);
     }
 }
 
+Recorder *Engine::open_recorder() noexcept
+{
+    Recorder *recorder = nullptr;
+    try {
+        recorder = new Recorder;
+        if (log_) {
+            recorder->ring = log_->open_serial();
+        }
+        add_serial_traffic(&recorder->counts);
+        return recorder;
+    } catch (...) {
+        if (recorder != nullptr) {
+            if (log_) {
+                log_->close_serial(recorder->ring);
+            }
+            delete recorder;
+        }
+        return nullptr;
+    }
+}
+
+void Engine::close_recorder(Recorder *recorder) noexcept
+{
+    if (recorder == nullptr) {
+        return;
+    }
+    remove_serial_traffic(&recorder->counts);
+    if (log_) {
+        // The drain frees the ring once it took the last record.
+        log_->close_serial(recorder->ring);
+    }
+    delete recorder;
+}
+
 void Engine::on_traffic(const live::Traffic &traffic) noexcept
 {
-    if (!ring_) {
+    if (!log_) {
         return;
     }
     live::OpRecord r;
@@ -206,7 +245,7 @@ void Engine::region_begin(double ratio) noexcept
                           "keeps the link", region_depth_);
             return;
         }
-        if (ring_) {
+        if (log_) {
             live::OpRecord r;
             r.t_ns  = link::steady_now_ns();
             r.kind  = live::OpKind::region_begin;
@@ -225,7 +264,7 @@ bool Engine::region_end() noexcept
             logger().warn("slim_region_end without slim_region_begin: ignored");
             return false;
         }
-        if (--region_depth_ == 0 && ring_) {
+        if (--region_depth_ == 0 && log_) {
             live::OpRecord r;
             r.t_ns = link::steady_now_ns();
             r.kind = live::OpKind::region_end;
@@ -272,7 +311,7 @@ std::optional<live::LiveSummary> Engine::finish_live() noexcept
                 return loop.summary(true);
             });
             final_live_->drain       = drain_->stats();
-            final_live_->ops_dropped = ring_->dropped();
+            final_live_->ops_dropped = log_->dropped();
         }
         return final_live_;
     } catch (...) {
@@ -328,7 +367,7 @@ void Engine::report() noexcept
     }
     try {
         const ProcessIdentity     &who     = this_process();
-        const slim_traffic_t       traffic = process_traffic().snapshot();
+        const slim_traffic_t       traffic = process_traffic_snapshot();
         const slim_packing_stats_t packing = process_packing().snapshot();
         const ErrorBound           bound   = process_packing().error_bound();
         const live::LiveSummary   *summary = live ? &*live : nullptr;

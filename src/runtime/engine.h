@@ -7,7 +7,8 @@
 #include "configuration.h"
 #include "live/live_loop.h"
 #include "live/live_drain.h"
-#include "live/op_ring.h"
+#include "live/op_log.h"
+#include "traffic_monitor.h"
 #include "pack/region_registry.h"
 #include "slim_core.h"
 #include "slimlink.h"
@@ -17,6 +18,14 @@
 #include <mutex>
 
 namespace slim {
+
+// What one UCT interface records through (slim_core_recorder_open): its own
+// counters and ring, written only by that interface's operations, which UCX
+// runs one at a time. So recording takes no locked instruction.
+struct Recorder {
+    TrafficMonitor      counts;
+    live::SerialOpRing *ring = nullptr;  // null when the live loop did not start
+};
 
 class Engine {
 public:
@@ -46,6 +55,32 @@ public:
     // replays the ring into the loop off that path. Safe from any thread,
     // never throws.
     void on_traffic(const live::Traffic &traffic) noexcept;
+
+    // A recorder for one UCT interface, or nullptr when out of memory (the
+    // interface then records through on_traffic()). Interface open/close
+    // only: these lock.
+    Recorder *open_recorder() noexcept;
+    void      close_recorder(Recorder *recorder) noexcept;
+
+    // The data path of one interface: counts the operation and logs it for
+    // the live loop. A clock read and a few plain stores.
+    void on_traffic(Recorder &recorder, slim_op_t op, slim_dir_t dir, unsigned am_id,
+                    std::size_t wire_bytes, std::size_t orig_bytes, std::uintptr_t peer) noexcept
+    {
+        recorder.counts.record_serial(op, dir, wire_bytes);
+        if (recorder.ring != nullptr) {
+            live::OpRecord r;
+            r.t_ns       = link::steady_now_ns();
+            r.wire_bytes = live::OpRecord::clamp_bytes(wire_bytes);
+            r.orig_bytes = live::OpRecord::clamp_bytes(orig_bytes);
+            r.peer       = peer;
+            r.op_class   = static_cast<std::uint8_t>(op);
+            r.am_id      = static_cast<std::uint8_t>(am_id);
+            r.send       = dir == SLIM_DIR_SEND;
+            recorder.ring->push(r);
+            inject_if_low();
+        }
+    }
     // Transport progress: drains the ring only when the drain thread could
     // not start (slim_core_poll_wanted, which the transport reads itself).
     void poll() noexcept
@@ -80,8 +115,17 @@ private:
     void start_live() noexcept;
     void poll_slow() noexcept;
     void push(const live::OpRecord &record) noexcept;
+    // UCX_SLIM_INJECT_DELAY: the operation that finds the link low really
+    // waits the reactivation time, once per low-power period.
+    void inject_if_low() noexcept
+    {
+        if (inject_pending_.load(std::memory_order_relaxed)) {
+            inject_now();
+        }
+    }
+    void inject_now() noexcept;
 
-    std::unique_ptr<live::OpRing>    ring_;
+    std::unique_ptr<live::OpLog>     log_;
     predict::TimeNs                  replay_now_ = 0;  // the loop's clock (LiveDrain)
     std::unique_ptr<live::LiveLoop>  live_;
     std::unique_ptr<live::LiveDrain> drain_;   // after live_: stops first

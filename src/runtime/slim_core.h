@@ -32,6 +32,26 @@ void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);
 void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id,
                        size_t wire_bytes, size_t orig_bytes, uintptr_t peer);
 
+/* What one UCT interface records its operations through: its own counters
+ * and ring, so that recording takes no lock and no locked instruction.
+ * Calls on one recorder must not overlap (UCT's rule for one interface:
+ * one thread at a time, handed over with a lock or a join). Opened after
+ * slim_core_init(); NULL when that failed or memory is short: the
+ * interface then records with slim_core_traffic(). Open and close lock:
+ * call them on interface open and close only. Counts of a closed recorder
+ * stay in the process's totals; records it logged still reach the live
+ * loop. */
+typedef struct slim_core_recorder slim_core_recorder_t;
+
+slim_core_recorder_t *slim_core_recorder_open(void);
+void slim_core_recorder_close(slim_core_recorder_t *recorder);
+
+/* slim_core_traffic() through `recorder`, which must not be NULL. */
+void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op,
+                                slim_dir_t dir, unsigned am_id,
+                                size_t wire_bytes, size_t orig_bytes,
+                                uintptr_t peer);
+
 /* The live loop's timer, called from the transport's progress when
  * slim_core_poll_wanted is set: closes a burst whose gap has passed, wakes
  * the link at a predicted time. */

@@ -35,6 +35,25 @@ public:
         cell.bytes.fetch_add(bytes, std::memory_order_relaxed);
     }
 
+    // The same for a monitor that only one thread at a time writes (a UCT
+    // interface's, see add_serial_traffic()): a load and a store per
+    // counter, no locked instruction. Readers still see whole values.
+    void record_serial(slim_op_t op, slim_dir_t dir, std::uint64_t bytes) noexcept
+    {
+        if (static_cast<unsigned>(op) >= SLIM_OP_COUNT ||
+            static_cast<unsigned>(dir) >= SLIM_DIR_COUNT) {
+            return;
+        }
+        Cell &cell = cells_[op][dir];
+        cell.count.store(cell.count.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+        cell.bytes.store(cell.bytes.load(std::memory_order_relaxed) + bytes,
+                         std::memory_order_relaxed);
+    }
+
+    // Adds `other`'s counts to this one's (atomically per counter).
+    void add(const TrafficMonitor &other) noexcept;
+
     slim_traffic_t snapshot() const noexcept;
     void           reset() noexcept;
 
@@ -51,6 +70,16 @@ static_assert(std::is_trivially_destructible_v<TrafficMonitor>);
 
 // The process-wide counters that slim_core_record() feeds.
 TrafficMonitor &process_traffic() noexcept;
+
+// Serially written monitors (one per UCT interface) count towards the
+// process's totals from add_serial_traffic() on; remove_serial_traffic()
+// folds their counts into process_traffic(). Both lock: interface open and
+// close, never the data path.
+void add_serial_traffic(const TrafficMonitor *monitor);
+void remove_serial_traffic(const TrafficMonitor *monitor) noexcept;
+
+// The process's totals: process_traffic() and every serial monitor.
+slim_traffic_t process_traffic_snapshot() noexcept;
 
 // Sum over operation kinds for one direction.
 slim_counter_t total(const slim_traffic_t &traffic, slim_dir_t dir) noexcept;

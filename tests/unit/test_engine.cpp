@@ -73,6 +73,34 @@ int slim_unit_child_main(const char *scenario)
         }
         return 0;
     }
+    if (name == "recorders") {
+        // Two interfaces' recorders and the shared path; one closes early.
+        if (slim_core_init() != SLIM_OK) {
+            return 3;
+        }
+        slim_core_recorder_t *a = slim_core_recorder_open();
+        slim_core_recorder_t *b = slim_core_recorder_open();
+        if (a == nullptr || b == nullptr) {
+            return 4;
+        }
+        for (int i = 0; i < 3; ++i) {
+            slim_core_recorder_traffic(a, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 2, 8, 8, 1);
+        }
+        slim_core_recorder_traffic(b, SLIM_OP_AM_ANY, SLIM_DIR_RECV, 2, 100, 100, 0);
+        slim_core_recorder_close(a);  // its counts and records stay
+        slim_core_recorder_traffic(b, SLIM_OP_AM_ANY, SLIM_DIR_RECV, 2, 100, 100, 0);
+        slim_core_traffic(SLIM_OP_PUT, SLIM_DIR_SEND, 0, 4096, 4096, 1);
+        slim_traffic_t t{};
+        slim_traffic_get(&t);
+        std::printf("short %llu %llu any %llu %llu put %llu\n",
+                    static_cast<unsigned long long>(t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].count),
+                    static_cast<unsigned long long>(t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].bytes),
+                    static_cast<unsigned long long>(t.op[SLIM_OP_AM_ANY][SLIM_DIR_RECV].count),
+                    static_cast<unsigned long long>(t.op[SLIM_OP_AM_ANY][SLIM_DIR_RECV].bytes),
+                    static_cast<unsigned long long>(t.op[SLIM_OP_PUT][SLIM_DIR_SEND].count));
+        slim_core_recorder_close(b);
+        return 0;
+    }
     if (name == "report-without-init") {
         slim_core_report();
         return 0;
@@ -257,6 +285,25 @@ TEST_CASE("the JSON report is appended once per process with every recorded oper
         // The early report of "traffic-report-now" precedes its put.
         CHECK((*r)["traffic"]["put"]["sent"]["count"].integer() == 0);
     }
+}
+
+TEST_CASE("each interface's recorder counts and logs its traffic, also after it closed")
+{
+    const TempDir     dir;
+    const std::string path = dir.path() + "/report.json";
+    const ChildResult r    = run_child("recorders", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "0"}});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == "short 3 24 any 2 200 put 1\n");
+
+    std::ifstream in(path);
+    std::string   line;
+    REQUIRE(std::getline(in, line));
+    const slim_test::Json report = slim_test::parse_json(line);
+    CHECK(report["traffic"]["am_short"]["sent"]["count"].integer() == 3);
+    CHECK(report["traffic"]["am_any"]["received"]["bytes"].integer() == 200);
+    // Every record reached the live loop: the closed recorder's too.
+    CHECK(report["link"]["ops_recorded"].integer() == 6);
+    CHECK(report["link"]["ops_dropped"].integer() == 0);
 }
 
 TEST_CASE("a report that cannot be written is logged and the process exits normally")

@@ -3,11 +3,13 @@
 #include "link/replay.h"
 #include "live/live_loop.h"
 #include "live/live_drain.h"
+#include "live/op_log.h"
 #include "live/op_ring.h"
 #include "predict/trace.h"
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -151,8 +153,9 @@ TEST_CASE("the drain thread ends a burst a gap after its last operation, with no
     const slim::link::Clock wall = slim::link::steady_clock_ns();
     replay_now = wall();
     LiveLoop             loop(c);
-    slim::live::OpRing   ring(64);
-    slim::live::LiveDrain drain(ring, loop, replay_now, wall);
+    slim::live::OpLog    log(64, 64);
+    slim::live::OpRing&  ring = log.shared();
+    slim::live::LiveDrain drain(log, loop, replay_now, wall);
     drain.start();
     slim::live::OpRecord r;
     r.t_ns       = wall();
@@ -185,9 +188,11 @@ TEST_CASE("the drain replays recorded operations exactly as a perfectly timed lo
     c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
     replay_now = direct_clock.now;
     LiveLoop             drained(c);
-    slim::live::OpRing   ring(1024);
+    // An interface's serial ring, as the transport records.
+    slim::live::OpLog    log(16, 1024);
+    slim::live::SerialOpRing& ring = *log.open_serial();
     TimeNs               wall = 0;
-    slim::live::LiveDrain drain(ring, drained, replay_now, [&wall] { return wall; });
+    slim::live::LiveDrain drain(log, drained, replay_now, [&wall] { return wall; });
 
     const auto record = [&](const Traffic& t) {
         slim::live::OpRecord r;
@@ -239,6 +244,104 @@ TEST_CASE("a full ring drops records and counts them, and never blocks")
         ++left;
     }
     CHECK(left == 4);
+}
+
+TEST_CASE("a full serial ring drops records and counts them, and never blocks")
+{
+    slim::live::SerialOpRing ring(4);
+    slim::live::OpRecord r;
+    for (int i = 0; i < 4; ++i) {
+        r.wire_bytes = static_cast<std::uint32_t>(i);
+        REQUIRE(ring.push(r));
+    }
+    CHECK_FALSE(ring.push(r));
+    CHECK(ring.dropped() == 1);
+    REQUIRE(ring.peek() != nullptr);
+    CHECK(ring.peek()->wire_bytes == 0);
+    ring.pop();
+    r.wire_bytes = 4;
+    CHECK(ring.push(r));
+    std::uint32_t expect = 1;
+    while (const slim::live::OpRecord* out = ring.peek()) {
+        CHECK(out->wire_bytes == expect++);
+        ring.pop();
+    }
+    CHECK(expect == 5);
+    CHECK(ring.pushed() == 5);
+}
+
+TEST_CASE("a serial ring hands a producer thread's records to a consumer thread in order")
+{
+    // One producer, one consumer, a ring much smaller than the stream: every
+    // record arrives once and in order, or is counted as dropped.
+    slim::live::SerialOpRing ring(256);
+    constexpr std::uint32_t kRecords = 200'000;
+    std::atomic<bool> done{false};
+    std::thread producer([&] {
+        slim::live::OpRecord r;
+        for (std::uint32_t i = 0; i < kRecords; ++i) {
+            r.wire_bytes = i;
+            r.orig_bytes = ~i;
+            ring.push(r);
+        }
+        done.store(true, std::memory_order_release);
+    });
+    std::uint64_t received = 0;
+    std::int64_t  last     = -1;
+    bool          intact   = true;
+    for (;;) {
+        const bool finished = done.load(std::memory_order_acquire);
+        while (const slim::live::OpRecord* r = ring.peek()) {
+            intact = intact && static_cast<std::int64_t>(r->wire_bytes) > last &&
+                     r->orig_bytes == ~r->wire_bytes;
+            last = r->wire_bytes;
+            ring.pop();
+            ++received;
+        }
+        if (finished) {
+            break;
+        }
+    }
+    producer.join();
+    CHECK(intact);
+    CHECK(received + ring.dropped() == kRecords);
+    CHECK(received > 0);
+}
+
+TEST_CASE("the op log replays every ring's records oldest first, closed rings included")
+{
+    slim::live::OpLog log(8, 8);
+    slim::live::SerialOpRing* a = log.open_serial();
+    slim::live::SerialOpRing* b = log.open_serial();
+    const auto at = [](TimeNs t) {
+        slim::live::OpRecord r;
+        r.t_ns = t;
+        return r;
+    };
+    REQUIRE(a->push(at(10)));
+    REQUIRE(a->push(at(40)));
+    REQUIRE(b->push(at(20)));
+    REQUIRE(log.shared().push(at(30)));
+    REQUIRE(b->push(at(50)));
+    log.close_serial(a);  // closed with records still in it
+    CHECK(log.serial_open() == 1);
+
+    std::vector<TimeNs> order;
+    CHECK(log.drain([&](const slim::live::OpRecord& r) { order.push_back(r.t_ns); }) == 5);
+    CHECK(order == std::vector<TimeNs>{10, 20, 30, 40, 50});
+    // `a` is gone now; `b` goes on.
+    REQUIRE(b->push(at(60)));
+    order.clear();
+    log.drain([&](const slim::live::OpRecord& r) { order.push_back(r.t_ns); });
+    CHECK(order == std::vector<TimeNs>{60});
+    for (int i = 0; i < 9; ++i) {
+        b->push(at(70));
+    }
+    CHECK(log.dropped() == 1);
+    log.close_serial(b);
+    log.drain([](const slim::live::OpRecord&) {});
+    CHECK(log.serial_open() == 0);
+    CHECK(log.dropped() == 1);  // kept after the ring is freed
 }
 
 TEST_CASE("records pushed by several threads all arrive, each once")
