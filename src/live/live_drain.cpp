@@ -117,20 +117,29 @@ void LiveDrain::apply(const OpRecord& r)
 
 void LiveDrain::drain_locked(TimeNs horizon)
 {
-    log_.drain([this](const OpRecord& record) {
-        ++stats_.records;
-        replay_deadlines(record.t_ns - 1);
-        now_ = std::max(now_, record.t_ns);
+    const DrainResult drained = log_.drain([this](const LogItem& item) {
+        replay_deadlines(item.at() - 1);
+        now_ = std::max(now_, item.at());
         try {
-            apply(record);
+            if (item.kind == LogItem::Kind::op) {
+                apply(item.op);
+            } else {
+                loop_.continue_burst(item.end, item.orig, item.wire);
+            }
         } catch (...) {
             // The loop reports its own failures (the controller goes to full
             // width); the drain goes on.
         }
     });
-    try {
-        replay_deadlines(horizon);
-    } catch (...) {
+    stats_.records += drained.ops;
+    // A run whose latest operations could not be read may still be going
+    // on: its burst must not end early. The next round replays these
+    // deadlines.
+    if (drained.complete) {
+        try {
+            replay_deadlines(horizon);
+        } catch (...) {
+        }
     }
     if (options_.publish_low != nullptr) {
         const bool low = loop_.link_low();

@@ -156,6 +156,17 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     extend_burst(traffic, t);
 }
 
+void LiveLoop::continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire)
+{
+    if (finished_) return;
+    Traffic t;
+    t.orig_bytes = orig;
+    t.wire_bytes = wire;
+    t.send       = false;
+    on_traffic(t);  // extends the open burst, the common case
+    last_op_ns_ = std::max(last_op_ns_, end);
+}
+
 void LiveLoop::extend_burst(const Traffic& traffic, TimeNs t)
 {
     if (traffic.send && !open_->send_id) {

@@ -70,7 +70,7 @@ struct Traffic {
 // What the drain thread did (LiveDrain::stats()).
 struct DrainCounters {
     std::uint64_t wakeups  = 0;  // thread rounds
-    std::uint64_t records  = 0;  // records replayed
+    std::uint64_t records  = 0;  // operations replayed (coalesced ones included)
 };
 
 struct LiveSummary {
@@ -114,6 +114,13 @@ public:
 
     // An operation now: wakes the link, extends or starts a burst.
     void on_traffic(const Traffic& traffic);
+    // Operations that ran from now through `end` with no gap longer than
+    // the burst gap, `orig` and `wire` bytes in all, and none of which names
+    // a burst (OpLog's continuation): the open burst takes their bytes and
+    // lasts through `end`. With no burst open (its operations came later
+    // than the drain could wait) they start one, named like an unknown
+    // operation.
+    void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire);
     // Closes the current burst when its gap has passed (cheap when none is
     // open). Called by LiveDrain at each deadline it replays.
     void poll();

@@ -4,16 +4,38 @@
 
 namespace slim::live {
 
-OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity)
-    : shared_(shared_capacity), serial_capacity_(serial_capacity)
+OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs coalesce_gap,
+             RecordClock clock)
+    : shared_(shared_capacity),
+      serial_capacity_(serial_capacity),
+      clock_(clock),
+      coalesce_ticks_(static_cast<TimeNs>(clock.ticks_within(coalesce_gap)))
 {
+}
+
+// The operations `s` coalesced from what was handed over up to `target`.
+LogItem OpLog::continuation(Source& s, const SerialTotals& target) const noexcept
+{
+    const SerialTotals& consumed = s.consumed;
+    s.target = target;
+    LogItem item;
+    item.kind = LogItem::Kind::continuation;
+    // No operation of this producer handed over yet (its first record was
+    // lost to a full ring): all that is known is the end.
+    item.start = clock_.to_ns(static_cast<std::uint64_t>(consumed.ops > 0 ? consumed.last_t
+                                                                          : target.last_t));
+    item.end   = clock_.to_ns(static_cast<std::uint64_t>(target.last_t));
+    item.ops   = target.ops - consumed.ops;
+    item.orig  = target.orig - consumed.orig;
+    item.wire  = target.wire - consumed.wire;
+    return item;
 }
 
 SerialOpRing* OpLog::open_serial()
 {
     auto ring = std::make_unique<SerialOpRing>(serial_capacity_);
     const std::lock_guard<std::mutex> lock(mutex_);
-    serial_.push_back(Source{std::move(ring), false});
+    serial_.push_back(Source{std::move(ring), false, {}, {}, {}});
     return serial_.back().ring.get();
 }
 
@@ -30,6 +52,71 @@ void OpLog::close_serial(SerialOpRing* ring) noexcept
     }
 }
 
+// The next item of one serial source: the operations it coalesced before
+// its oldest record, that record, or the operations of a run still going on.
+bool OpLog::candidate(Source& s, LogItem& out) noexcept
+{
+    if (const SerialRecord* r = s.ring->peek()) {
+        if (r->before.ops > s.consumed.ops) {
+            out = continuation(s, r->before);
+            return true;
+        }
+        out           = LogItem{};
+        out.kind      = LogItem::Kind::op;
+        out.op        = r->op;
+        out.op.t_ns   = clock_.to_ns(static_cast<std::uint64_t>(r->op.t_ns));
+        return true;
+    }
+    if (s.published && s.published->ops > s.consumed.ops) {
+        out = continuation(s, *s.published);
+        return true;
+    }
+    return false;
+}
+
+void OpLog::take(Source& s, const LogItem& item) noexcept
+{
+    if (item.kind == LogItem::Kind::continuation) {
+        s.consumed = s.target;
+        return;
+    }
+    const SerialRecord* r = s.ring->peek();
+    s.consumed.last_t = std::max(s.consumed.last_t, r->op.t_ns);
+    s.consumed.ops += 1;
+    s.consumed.orig += r->op.orig_bytes;
+    s.consumed.wire += r->op.wire_bytes;
+    s.ring->pop();
+}
+
+bool OpLog::next_item(LogItem& out) noexcept
+{
+    Source*         from = nullptr;
+    const OpRecord* head = shared_head();
+    bool            have = head != nullptr;
+    if (have) {
+        out      = LogItem{};
+        out.kind = LogItem::Kind::op;
+        out.op   = *head;
+    }
+    LogItem c;
+    for (Source& s : serial_) {
+        if (candidate(s, c) && (!have || c.at() < out.at())) {
+            out  = c;
+            from = &s;
+            have = true;
+        }
+    }
+    if (!have) {
+        return false;
+    }
+    if (from != nullptr) {
+        take(*from, out);
+    } else {
+        shared_peeked_ = false;
+    }
+    return true;
+}
+
 const OpRecord* OpLog::shared_head() noexcept
 {
     if (!shared_peeked_) {
@@ -42,6 +129,11 @@ void OpLog::free_closed_locked() noexcept
 {
     const auto done = [this](Source& s) {
         if (!s.closed || s.ring->peek() != nullptr) {
+            return false;
+        }
+        // Closed: its totals are final. Keep it until they were handed over.
+        const std::optional<SerialTotals> last = s.ring->totals();
+        if (!last || last->ops != s.consumed.ops) {
             return false;
         }
         closed_dropped_ += s.ring->dropped();

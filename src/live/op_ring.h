@@ -16,10 +16,12 @@
 
 #include "predict/types.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 namespace slim::live {
 
@@ -120,14 +122,42 @@ private:
     alignas(64) std::uint64_t  tail_ = 0;  // consumer only
 };
 
-// The ring of one serial producer: a UCT interface, whose operations UCX
+// What one serial producer (a UCT interface) has done so far: the time of
+// its latest operation and running totals over all its operations.
+struct SerialTotals {
+    TimeNs        last_t = 0;
+    std::uint64_t ops    = 0;
+    std::uint64_t orig   = 0;  // bytes before packing
+    std::uint64_t wire   = 0;  // bytes on the wire
+};
+
+// A record of a serial producer: the operation, and the producer's totals
+// just before it. The operations between the previous record and this one
+// (those it coalesced, see SerialOpRing::record) are the difference of the
+// totals; they ran without a gap longer than the coalescing gap, the last
+// of them at `before.last_t`.
+struct SerialRecord {
+    OpRecord     op;
+    SerialTotals before;
+};
+
+// The log of one serial producer: a UCT interface, whose operations UCX
 // never runs two at a time (one thread, or threads that hand the interface
-// over with a lock or a join, which orders their accesses). A push is a few
-// plain stores and one release store: no compare-and-swap, no locked
-// instruction, and no load of a line the consumer writes except when the
-// ring looks full (Lamport's queue with a cached consumer index). This is
-// what `slim` records on: the CAS and the slot's sequence load of OpRing
-// cost ~2 % of a 4 us loopback ping-pong (issue 11).
+// over with a lock or a join, which orders their accesses).
+//
+// record() writes a ring slot only for an operation that starts a run (the
+// first after a gap longer than the coalescing gap) or is the run's first
+// send: what names a burst (LiveLoop::event_id). Every other operation only
+// updates the published totals (a few plain stores to the producer's own
+// cache line, under a sequence counter). Within a run the live loop needs
+// nothing else: such an operation only extends the open burst and adds its
+// bytes (LiveLoop::extend_burst). Writing a 40-byte slot per operation cost
+// ~2 % of a 4 us loopback ping-pong, more than the slot's stores suggest,
+// because a ring larger than the cache misses on every line (issue 11); a
+// ping-pong now writes two slots in all.
+//
+// The ring itself is Lamport's queue with cached indices: a push is plain
+// stores and one release store, no compare-and-swap, no locked instruction.
 class SerialOpRing {
 public:
     // `capacity` is rounded up to a power of two (at least 2).
@@ -138,12 +168,33 @@ public:
             n <<= 1;
         }
         mask_  = n - 1;
-        slots_ = std::make_unique<OpRecord[]>(n);
+        slots_ = std::make_unique<SerialRecord[]>(n);
     }
 
-    // The producer. False when the ring is full (the record is dropped and
-    // counted).
-    bool push(const OpRecord& record) noexcept
+    // The producer: one operation at `op.t_ns`. Operations at most
+    // `coalesce_gap` after the previous one are folded into the totals
+    // unless they are the run's first send. Set `coalesce_gap` to the live
+    // loop's burst gap or less: then the loop's bursts come out the same as
+    // if every operation had been logged.
+    void record(const OpRecord& op, TimeNs coalesce_gap) noexcept
+    {
+        const bool new_run = op.t_ns - own_.last_t > coalesce_gap || own_.ops == 0;
+        if (new_run || (op.send && !run_has_send_)) {
+            // Before the totals move: a consumer that sees totals including
+            // this operation finds its record in the ring too.
+            push(SerialRecord{op, own_});
+            run_has_send_ = new_run ? op.send : true;
+        }
+        own_.last_t = std::max(own_.last_t, op.t_ns);
+        own_.ops += 1;
+        own_.orig += op.orig_bytes;
+        own_.wire += op.wire_bytes;
+        publish();
+    }
+
+    // The producer: appends a record as it is. False when the ring is full
+    // (the record is dropped and counted).
+    bool push(const SerialRecord& record) noexcept
     {
         const std::uint64_t head = head_.load(std::memory_order_relaxed);
         if (head - tail_seen_ > mask_) {
@@ -161,7 +212,7 @@ public:
     }
 
     // The consumer: the oldest record without taking it.
-    const OpRecord* peek() noexcept
+    const SerialRecord* peek() noexcept
     {
         if (tail_local_ == head_seen_) {
             head_seen_ = head_.load(std::memory_order_acquire);
@@ -179,17 +230,73 @@ public:
         tail_.store(tail_local_, std::memory_order_release);
     }
 
+    // Any thread: the totals as of some recent operation, or nothing when
+    // the producer was caught writing them several times in a row (it may
+    // be preempted mid-write; the reader never waits for it). Every record
+    // of an operation these totals include is already in the ring.
+    std::optional<SerialTotals> totals() const noexcept
+    {
+        for (int attempt = 0; attempt < 64; ++attempt) {
+            const std::uint64_t s1 = seq_.load(std::memory_order_acquire);
+            if (s1 & 1) {
+                cpu_relax();
+                continue;
+            }
+            SerialTotals t;
+            t.last_t = pub_last_t_.load(std::memory_order_relaxed);
+            t.ops    = pub_ops_.load(std::memory_order_relaxed);
+            t.orig   = pub_orig_.load(std::memory_order_relaxed);
+            t.wire   = pub_wire_.load(std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_acquire);
+            if (seq_.load(std::memory_order_relaxed) == s1) {
+                return t;
+            }
+        }
+        return std::nullopt;
+    }
+
     std::size_t   capacity() const noexcept { return mask_ + 1; }
     std::uint64_t pushed() const noexcept { return head_.load(std::memory_order_relaxed); }
     std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
 private:
-    std::size_t                 mask_ = 0;
-    std::unique_ptr<OpRecord[]> slots_;
-    // The producer's line: what it writes and its copy of the consumer's index.
+    static void cpu_relax() noexcept
+    {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+
+    // A sequence lock with one writer: odd while the totals change. On x86
+    // the fences are compiler barriers only.
+    void publish() noexcept
+    {
+        const std::uint64_t s = seq_.load(std::memory_order_relaxed);
+        seq_.store(s + 1, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_release);
+        pub_last_t_.store(own_.last_t, std::memory_order_relaxed);
+        pub_ops_.store(own_.ops, std::memory_order_relaxed);
+        pub_orig_.store(own_.orig, std::memory_order_relaxed);
+        pub_wire_.store(own_.wire, std::memory_order_relaxed);
+        seq_.store(s + 2, std::memory_order_release);
+    }
+
+    std::size_t                     mask_ = 0;
+    std::unique_ptr<SerialRecord[]> slots_;
+    // The producer's line: what it writes, and its copy of the consumer's
+    // index.
     alignas(64) std::atomic<std::uint64_t> head_{0};
     std::atomic<std::uint64_t>  dropped_{0};
     std::uint64_t               tail_seen_ = 0;
+    SerialTotals                own_;
+    bool                        run_has_send_ = false;
+    // The published totals: written by the producer per operation, read by
+    // the consumer once per drain round.
+    alignas(64) std::atomic<std::uint64_t> seq_{0};
+    std::atomic<TimeNs>         pub_last_t_{0};
+    std::atomic<std::uint64_t>  pub_ops_{0};
+    std::atomic<std::uint64_t>  pub_orig_{0};
+    std::atomic<std::uint64_t>  pub_wire_{0};
     // The consumer's line.
     alignas(64) std::atomic<std::uint64_t> tail_{0};
     std::uint64_t               tail_local_ = 0;

@@ -103,11 +103,11 @@ Engine::Engine(Config config) : config_(std::move(config)) { start_live(); }
 
 namespace {
 
-// Each interface's ring holds a backed-off drain's 16 ms of traffic at 2
-// million operations per second (a tcp ping-pong records ~170 per ms here):
-// 1.3 MB per interface. The shared ring carries only region calls and
-// interfaces without a ring of their own.
-constexpr std::size_t kSerialRingCapacity = 32768;
+// An interface logs a slot per run of operations and per run's first send
+// (SerialOpRing), not per operation: 8192 slots hold a backed-off drain's
+// 16 ms at a run every 2 us, 590 KB per interface. The shared ring carries
+// only region calls and interfaces without a ring of their own.
+constexpr std::size_t kSerialRingCapacity = 8192;
 constexpr std::size_t kSharedRingCapacity = 4096;
 
 } // namespace
@@ -130,6 +130,9 @@ void Engine::start_live() noexcept
                                            : "pid" + std::to_string(who.pid)) +
                             ".trace";
         }
+        // Operations closer than the burst gap never start a burst: each
+        // interface folds them into its totals instead of logging each.
+        const predict::TimeNs coalesce_gap = lc.burst_gap_ns;
         replay_now_ = link::steady_now_ns();
         const bool emulated = config_.link == LinkBackendKind::emulated;
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
@@ -139,7 +142,9 @@ void Engine::start_live() noexcept
             logger().error("UCX_SLIM_TRACE: {}; this process writes no trace",
                            live_->trace_error());
         }
-        log_ = std::make_unique<live::OpLog>(kSharedRingCapacity, kSerialRingCapacity);
+        log_ = std::make_unique<live::OpLog>(
+                kSharedRingCapacity, kSerialRingCapacity, coalesce_gap,
+                live::RecordClock(live::RecordClock::Source::tsc));
         live::DrainOptions options;
         options.follow_deadlines = !emulated;
         if (config_.inject_delay) {

@@ -63,21 +63,22 @@ public:
     void      close_recorder(Recorder *recorder) noexcept;
 
     // The data path of one interface: counts the operation and logs it for
-    // the live loop. A clock read and a few plain stores.
+    // the live loop. A clock read and a few plain stores (a ring slot only
+    // where a run of operations starts).
     void on_traffic(Recorder &recorder, slim_op_t op, slim_dir_t dir, unsigned am_id,
                     std::size_t wire_bytes, std::size_t orig_bytes, std::uintptr_t peer) noexcept
     {
         recorder.counts.record_serial(op, dir, wire_bytes);
         if (recorder.ring != nullptr) {
             live::OpRecord r;
-            r.t_ns       = link::steady_now_ns();
+            r.t_ns       = static_cast<predict::TimeNs>(log_->clock().now());
             r.wire_bytes = live::OpRecord::clamp_bytes(wire_bytes);
             r.orig_bytes = live::OpRecord::clamp_bytes(orig_bytes);
             r.peer       = peer;
             r.op_class   = static_cast<std::uint8_t>(op);
             r.am_id      = static_cast<std::uint8_t>(am_id);
             r.send       = dir == SLIM_DIR_SEND;
-            recorder.ring->push(r);
+            recorder.ring->record(r, log_->coalesce_ticks());
             inject_if_low();
         }
     }

@@ -5,6 +5,7 @@
 #include "live/live_drain.h"
 #include "live/op_log.h"
 #include "live/op_ring.h"
+#include "live/record_clock.h"
 #include "predict/trace.h"
 
 #include <catch2/catch.hpp>
@@ -153,7 +154,7 @@ TEST_CASE("the drain thread ends a burst a gap after its last operation, with no
     const slim::link::Clock wall = slim::link::steady_clock_ns();
     replay_now = wall();
     LiveLoop             loop(c);
-    slim::live::OpLog    log(64, 64);
+    slim::live::OpLog    log(64, 64, c.burst_gap_ns);
     slim::live::OpRing&  ring = log.shared();
     slim::live::LiveDrain drain(log, loop, replay_now, wall);
     drain.start();
@@ -188,32 +189,54 @@ TEST_CASE("the drain replays recorded operations exactly as a perfectly timed lo
     c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
     replay_now = direct_clock.now;
     LiveLoop             drained(c);
-    // An interface's serial ring, as the transport records.
-    slim::live::OpLog    log(16, 1024);
-    slim::live::SerialOpRing& ring = *log.open_serial();
+    // Two interfaces' serial rings, as the transport records (each folds
+    // operations within the burst gap into its totals), and the shared ring.
+    slim::live::OpLog    log(16, 1024, c.burst_gap_ns);
+    slim::live::SerialOpRing& lo   = *log.open_serial();
+    slim::live::SerialOpRing& eth0 = *log.open_serial();
     TimeNs               wall = 0;
     slim::live::LiveDrain drain(log, drained, replay_now, [&wall] { return wall; });
 
-    const auto record = [&](const Traffic& t) {
+    std::uint64_t ops = 0;
+    const auto record = [&](const Traffic& t, slim::live::SerialOpRing* ring) {
         slim::live::OpRecord r;
         r.t_ns       = direct_clock.now;
         r.op_class   = static_cast<std::uint8_t>(t.op_class);
         r.wire_bytes = t.wire_bytes;
         r.orig_bytes = t.orig_bytes;
         r.peer       = t.peer;
-        REQUIRE(ring.push(r));
+        r.send       = t.send;
+        if (ring != nullptr) {
+            ring->record(r, log.coalesce_ticks());
+        } else {
+            REQUIRE(log.shared().push(r));
+        }
         direct.on_traffic(t);
+        ++ops;
     };
     for (int i = 0; i < 40; ++i) {
-        record(op(0, 4096, 1));
-        direct_clock.now += 2'000;
-        record(op(0, 4096, 2));
+        Traffic received = op(0, 4096, 1);
+        received.send    = false;
+        record(received, &lo);
+        for (int k = 0; k < 8; ++k) {  // a run: 8 sends 2 us apart
+            direct_clock.now += 2'000;
+            record(op(0, 4096, 2), &lo);
+        }
+        direct_clock.now += 1'000;
+        record(op(0, 512, 4), &eth0);  // the other interface, in the same burst
         idle(direct, direct_clock, 400'000);
-        record(op(1, 8, 3));
+        record(op(1, 8, 3), i % 2 == 0 ? &eth0 : nullptr);
         idle(direct, direct_clock, 200'000);
+        if (i == 20) {
+            wall = direct_clock.now;  // a drain in the middle of it all
+            drain.drain();
+        }
     }
+    // Most operations were folded, not logged.
+    CHECK(lo.pushed() + eth0.pushed() < ops / 2);
     wall = direct_clock.now + 100'000;
     drain.drain();
+    CHECK(drain.stats().records == ops);
     const auto a = direct.summary(true);
     const auto b = drain.with_loop([](LiveLoop& l) { return l.summary(true); });
     REQUIRE(a.energy_savings_pct);
@@ -249,21 +272,21 @@ TEST_CASE("a full ring drops records and counts them, and never blocks")
 TEST_CASE("a full serial ring drops records and counts them, and never blocks")
 {
     slim::live::SerialOpRing ring(4);
-    slim::live::OpRecord r;
+    slim::live::SerialRecord r;
     for (int i = 0; i < 4; ++i) {
-        r.wire_bytes = static_cast<std::uint32_t>(i);
+        r.op.wire_bytes = static_cast<std::uint32_t>(i);
         REQUIRE(ring.push(r));
     }
     CHECK_FALSE(ring.push(r));
     CHECK(ring.dropped() == 1);
     REQUIRE(ring.peek() != nullptr);
-    CHECK(ring.peek()->wire_bytes == 0);
+    CHECK(ring.peek()->op.wire_bytes == 0);
     ring.pop();
-    r.wire_bytes = 4;
+    r.op.wire_bytes = 4;
     CHECK(ring.push(r));
     std::uint32_t expect = 1;
-    while (const slim::live::OpRecord* out = ring.peek()) {
-        CHECK(out->wire_bytes == expect++);
+    while (const slim::live::SerialRecord* out = ring.peek()) {
+        CHECK(out->op.wire_bytes == expect++);
         ring.pop();
     }
     CHECK(expect == 5);
@@ -278,10 +301,10 @@ TEST_CASE("a serial ring hands a producer thread's records to a consumer thread 
     constexpr std::uint32_t kRecords = 200'000;
     std::atomic<bool> done{false};
     std::thread producer([&] {
-        slim::live::OpRecord r;
+        slim::live::SerialRecord r;
         for (std::uint32_t i = 0; i < kRecords; ++i) {
-            r.wire_bytes = i;
-            r.orig_bytes = ~i;
+            r.op.wire_bytes = i;
+            r.op.orig_bytes = ~i;
             ring.push(r);
         }
         done.store(true, std::memory_order_release);
@@ -291,10 +314,10 @@ TEST_CASE("a serial ring hands a producer thread's records to a consumer thread 
     bool          intact   = true;
     for (;;) {
         const bool finished = done.load(std::memory_order_acquire);
-        while (const slim::live::OpRecord* r = ring.peek()) {
-            intact = intact && static_cast<std::int64_t>(r->wire_bytes) > last &&
-                     r->orig_bytes == ~r->wire_bytes;
-            last = r->wire_bytes;
+        while (const slim::live::SerialRecord* r = ring.peek()) {
+            intact = intact && static_cast<std::int64_t>(r->op.wire_bytes) > last &&
+                     r->op.orig_bytes == ~r->op.wire_bytes;
+            last = r->op.wire_bytes;
             ring.pop();
             ++received;
         }
@@ -308,40 +331,90 @@ TEST_CASE("a serial ring hands a producer thread's records to a consumer thread 
     CHECK(received > 0);
 }
 
+namespace {
+
+slim::live::OpRecord op_at(TimeNs t, bool send = true, std::uint32_t bytes = 1)
+{
+    slim::live::OpRecord r;
+    r.t_ns       = t;
+    r.send       = send;
+    r.wire_bytes = r.orig_bytes = bytes;
+    return r;
+}
+
+// The log's items as "op@t" and "cont@start-end/ops".
+std::vector<std::string> drain_items(slim::live::OpLog& log)
+{
+    std::vector<std::string> items;
+    log.drain([&](const slim::live::LogItem& item) {
+        if (item.kind == slim::live::LogItem::Kind::op) {
+            items.push_back("op@" + std::to_string(item.op.t_ns));
+        } else {
+            items.push_back("cont@" + std::to_string(item.start) + "-" +
+                            std::to_string(item.end) + "/" + std::to_string(item.ops));
+        }
+    });
+    return items;
+}
+
+}  // namespace
+
 TEST_CASE("the op log replays every ring's records oldest first, closed rings included")
 {
-    slim::live::OpLog log(8, 8);
+    // A gap of 1 ns: every operation here starts a run of its own.
+    slim::live::OpLog log(8, 8, 1);
     slim::live::SerialOpRing* a = log.open_serial();
     slim::live::SerialOpRing* b = log.open_serial();
-    const auto at = [](TimeNs t) {
-        slim::live::OpRecord r;
-        r.t_ns = t;
-        return r;
-    };
-    REQUIRE(a->push(at(10)));
-    REQUIRE(a->push(at(40)));
-    REQUIRE(b->push(at(20)));
-    REQUIRE(log.shared().push(at(30)));
-    REQUIRE(b->push(at(50)));
+    a->record(op_at(10), 1);
+    a->record(op_at(40), 1);
+    b->record(op_at(20), 1);
+    REQUIRE(log.shared().push(op_at(30)));
+    b->record(op_at(50), 1);
     log.close_serial(a);  // closed with records still in it
     CHECK(log.serial_open() == 1);
 
-    std::vector<TimeNs> order;
-    CHECK(log.drain([&](const slim::live::OpRecord& r) { order.push_back(r.t_ns); }) == 5);
-    CHECK(order == std::vector<TimeNs>{10, 20, 30, 40, 50});
+    using V = std::vector<std::string>;
+    CHECK(drain_items(log) == V{"op@10", "op@20", "op@30", "op@40", "op@50"});
     // `a` is gone now; `b` goes on.
-    REQUIRE(b->push(at(60)));
-    order.clear();
-    log.drain([&](const slim::live::OpRecord& r) { order.push_back(r.t_ns); });
-    CHECK(order == std::vector<TimeNs>{60});
+    b->record(op_at(60), 1);
+    CHECK(drain_items(log) == V{"op@60"});
     for (int i = 0; i < 9; ++i) {
-        b->push(at(70));
+        b->record(op_at(70 + 2 * i), 1);
     }
     CHECK(log.dropped() == 1);
     log.close_serial(b);
-    log.drain([](const slim::live::OpRecord&) {});
+    // The dropped record's operation still arrives, folded into the next.
+    const V items = drain_items(log);
+    CHECK(items.size() == 9);
+    CHECK(items[7] == "op@84");
+    CHECK(items[8] == "cont@84-86/1");
     CHECK(log.serial_open() == 0);
     CHECK(log.dropped() == 1);  // kept after the ring is freed
+}
+
+TEST_CASE("an interface logs where runs start and its first sends, and folds the rest")
+{
+    slim::live::OpLog log(8, 64, 20'000);
+    slim::live::SerialOpRing& ring = *log.open_serial();
+    // A run: a receive, then sends and receives 3 us apart, 10 in all.
+    for (int i = 0; i < 10; ++i) {
+        ring.record(op_at(100'000 + 3'000 * i, i % 2 == 1, 100), log.coalesce_ticks());
+    }
+    CHECK(ring.pushed() == 2);  // the run's start and its first send
+    using V = std::vector<std::string>;
+    // The run is still going on: its latest operations come from the
+    // published totals.
+    CHECK(drain_items(log) == V{"op@100000", "op@103000", "cont@103000-127000/8"});
+    // It goes on, then a gap, and a new run starts with a send.
+    ring.record(op_at(130'000, false), log.coalesce_ticks());
+    ring.record(op_at(133'000, true), log.coalesce_ticks());
+    ring.record(op_at(200'000, true), log.coalesce_ticks());
+    CHECK(drain_items(log) == V{"cont@127000-133000/2", "op@200000"});
+    const auto totals = ring.totals();
+    REQUIRE(totals);
+    CHECK(totals->ops == 13);
+    CHECK(totals->orig == 10 * 100 + 3);
+    CHECK(totals->last_t == 200'000);
 }
 
 TEST_CASE("records pushed by several threads all arrive, each once")
@@ -576,4 +649,35 @@ TEST_CASE("the adaptive default saves on live traffic and names the policy it fo
     CHECK(*s.time_penalty_pct <= 1.0);
     CHECK_FALSE(s.policy_in_force.empty());
     CHECK(s.predictor == "adaptive");
+}
+
+TEST_CASE("the record clock's stamps convert to steady-clock time")
+{
+    using slim::live::RecordClock;
+    const RecordClock steady;
+    CHECK(steady.source() == RecordClock::Source::steady);
+    CHECK(steady.to_ns(12345) == 12345);
+    CHECK(steady.ticks_within(20'000) == 20'000);
+
+    RecordClock clock(RecordClock::Source::tsc);
+    if (!RecordClock::tsc_usable()) {
+        CHECK(clock.source() == RecordClock::Source::steady);
+        WARN("this kernel does not keep time with the TSC: only the steady clock is checked");
+        return;
+    }
+    REQUIRE(clock.source() == RecordClock::Source::tsc);
+    // The coalescing gap in ticks never exceeds the gap.
+    CHECK(clock.to_ns(clock.ticks_within(20'000)) - clock.to_ns(0) <= 20'000);
+    // A stamp taken between two steady readings converts to between them,
+    // give or take the calibration, now and after time passed.
+    for (int round = 0; round < 3; ++round) {
+        const TimeNs        before = slim::link::steady_now_ns();
+        const std::uint64_t stamp  = clock.now();
+        const TimeNs        after  = slim::link::steady_now_ns();
+        clock.recalibrate();
+        const TimeNs t = clock.to_ns(stamp);
+        CHECK(t >= before - 2'000);
+        CHECK(t <= after + 2'000);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
