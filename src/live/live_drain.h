@@ -1,10 +1,10 @@
 // The live loop's consumer (issue 11): replays the send path's record log
-// (OpRing) into the LiveLoop, off the send path, on its own thread.
+// (OpLog) into the LiveLoop, off the send path, on its own thread.
 //
-// The send path only records what it did and when (OpRing::push); nothing
+// The send path only records what it did and when (OpLog); nothing
 // there waits for, locks against or wakes this thread. The drain wakes on
 // its own schedule (every `interval`, backing off to `max_sleep` while no
-// traffic comes), takes every record out of the ring, and replays them into
+// traffic comes), takes everything out of the log, and replays it into
 // the LiveLoop in time order with a *replay clock*: the loop, its
 // controller and the emulated port read the time of the record or deadline
 // being replayed, not the wall clock. Deadlines that fell between two

@@ -58,6 +58,9 @@ LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
 {
     clock_ = config_.backend.clock ? config_.backend.clock : link::steady_clock_ns();
     config_.backend.clock = clock_;
+    config_.max_burst_gap_ns = std::max(config_.max_burst_gap_ns, config_.burst_gap_ns);
+    burst_gap_ns_            = config_.burst_gap_ns;
+    widest_gap_ns_           = burst_gap_ns_;
     if (config_.kind == PredictorKind::spps || config_.kind == PredictorKind::pps) {
         config_.predictor.policy = config_.kind == PredictorKind::spps ? predict::Policy::spps
                                                                        : predict::Policy::pps;
@@ -98,7 +101,10 @@ void LiveLoop::on_traffic(const Traffic& traffic)
 {
     if (finished_) return;
     TimeNs t = now();
-    if (open_ && t - last_op_ns_ <= config_.burst_gap_ns) {
+    if (open_ && t - last_op_ns_ <= burst_gap_ns_) {
+        if (t - last_op_ns_ > config_.burst_gap_ns) {
+            ++open_->split_gaps;  // the gap widened for dense traffic merged these
+        }
         // Inside a burst, the common case: the link was woken for its first
         // operation and nothing lowers it while a burst is open (requests
         // come when it closes), so only the burst's totals change.
@@ -213,7 +219,7 @@ void LiveLoop::poll()
         return;
     }
     const TimeNs t = now();
-    if (t - last_op_ns_ > config_.burst_gap_ns) {
+    if (t - last_op_ns_ > burst_gap_ns_) {
         close_burst(t);
     }
     controller_->tick();
@@ -225,7 +231,7 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     std::optional<TimeNs> deadline;
     const auto earliest = [&](TimeNs t) { deadline = deadline ? std::min(*deadline, t) : t; };
     if (open_) {
-        earliest(last_op_ns_ + config_.burst_gap_ns + 1);
+        earliest(last_op_ns_ + burst_gap_ns_ + 1);
     }
     if (const std::optional<TimeNs> until = controller_->low_until()) {
         earliest(*until);
@@ -236,9 +242,39 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     return deadline;
 }
 
+void LiveLoop::adapt_burst_gap(TimeNs start, std::uint64_t split_gaps)
+{
+    if (last_start_ns_) {
+        // A moving mean over about the last 8 events, of the interval events
+        // would have had at the configured gap: a widened gap must not
+        // narrow again only because it merged the events it was widened for.
+        // The previous burst spans this interval: its gaps count.
+        const TimeNs interval =
+                (start - *last_start_ns_) / static_cast<TimeNs>(1 + last_split_gaps_);
+        mean_interval_ns_     = mean_interval_ns_ == 0
+                                        ? interval
+                                        : mean_interval_ns_ + (interval - mean_interval_ns_) / 8;
+    }
+    last_start_ns_   = start;
+    last_split_gaps_ = split_gaps;
+    // Every 8 events: the mean has then seen the gap in use.
+    if (events_ < 8 || events_ % 8 != 0) {
+        return;
+    }
+    if (mean_interval_ns_ < config_.dense_interval_ns && burst_gap_ns_ < config_.max_burst_gap_ns &&
+        last_ratio_.empty()) {
+        burst_gap_ns_  = std::min(2 * burst_gap_ns_, config_.max_burst_gap_ns);
+        widest_gap_ns_ = std::max(widest_gap_ns_, burst_gap_ns_);
+    } else if (mean_interval_ns_ > 4 * config_.dense_interval_ns &&
+               burst_gap_ns_ > config_.burst_gap_ns) {
+        burst_gap_ns_ = std::max(burst_gap_ns_ / 2, config_.burst_gap_ns);
+    }
+}
+
 void LiveLoop::close_burst(TimeNs now_ns)
 {
     predict::Event event = open_->event;
+    const std::uint64_t    split_gaps = open_->split_gaps;
     const predict::EventId start_id = event.id;  // what on_traffic looks up
     event.id = open_->send_id.value_or(event.id);
     open_.reset();
@@ -249,6 +285,7 @@ void LiveLoop::close_burst(TimeNs now_ns)
     }
     prev_end_ns_ = event.end_ns;
     ++events_;
+    adapt_burst_gap(event.start_ns, split_gaps);
 
     if (config_.compression_aware) {
         constexpr std::size_t kMaxRemembered = 4096;
@@ -307,6 +344,8 @@ LiveSummary LiveLoop::summary(bool final)
     s.predictor  = to_string(config_.kind);
     s.backend    = controller_->backend().name();
     s.events     = events_;
+    s.burst_gap_ns        = burst_gap_ns_;
+    s.widest_burst_gap_ns = widest_gap_ns_;
     s.lanes      = controller_->full_width();
     s.late_wakeups    = late_wakeups_;
     s.wakeup_delay_ns = wakeup_delay_ns_;

@@ -1,17 +1,20 @@
-// The send path's record log (ARCHITECTURE.md §1, "the fast path records"):
-// a bounded ring of operation records, written by any thread that sends or
-// receives through `slim`, read by one consumer (the LiveDrain thread) that
-// forms bursts and runs the predictor off that path.
+// The record logs the live loop drains (ARCHITECTURE.md §1, "the fast path
+// records"), read by one consumer (the LiveDrain thread) that forms bursts
+// and runs the predictor off the send path. Two kinds:
 //
-// A push is a clock read, one compare-and-swap on the head and a few stores:
-// no lock, no allocation, no system call, no thread wake (UCX's
-// OptimizationStyle.md). The consumer is never woken by a push; it wakes on
-// its own schedule. A full ring drops the record and counts it: the send
-// path never waits for the consumer.
+// OpRing, for records from any thread (the application's region calls, an
+// interface without a log of its own): a push is one compare-and-swap on
+// the head and a few stores. It is Vyukov's bounded queue: each slot
+// carries a sequence number that says whether it is free for the producer
+// holding ticket `seq` or holds the record of ticket `seq - 1`.
 //
-// The ring is Vyukov's bounded queue: each slot carries a sequence number
-// that says whether it is free for the producer holding ticket `seq` or
-// holds the record of ticket `seq - 1` for the consumer.
+// SerialOpRing, one per UCT interface (below): no locked instruction, and
+// a slot only where a run of operations starts.
+//
+// Neither takes a lock, allocates, makes a system call or wakes a thread
+// (UCX's OptimizationStyle.md). The consumer is never woken by a push; it
+// wakes on its own schedule. A full ring drops the record and counts it:
+// the send path never waits for the consumer.
 #pragma once
 
 #include "predict/types.h"

@@ -244,9 +244,15 @@ std::string text_live(const live::LiveSummary *l)
         out += "           policy in force: " + l->policy_in_force + " (changed " +
                std::to_string(l->policy_switches) + " times)\n";
     }
+    if (l->widest_burst_gap_ns > live::LiveConfig{}.burst_gap_ns) {
+        out += "           burst gap widened to " +
+               fixed(static_cast<double>(l->widest_burst_gap_ns) * 1e-3, 0) +
+               " us under dense traffic (" +
+               fixed(static_cast<double>(l->burst_gap_ns) * 1e-3, 0) + " us at the end)\n";
+    }
     if (l->ops_dropped > 0) {
         out += "           " + std::to_string(l->ops_dropped) +
-               " operations lost to a full record ring: idle time is overstated\n";
+               " records lost to a full record ring: bursts they started are not named\n";
     }
     out += "           time at width:";
     for (unsigned w = 1; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
@@ -306,6 +312,8 @@ void append_json_live(std::string &out, const live::LiveSummary &l)
     out.append(",\"policy_in_force\":")
             .append(l.policy_in_force.empty() ? "null" : json_quote(l.policy_in_force));
     out.append(",\"policy_switches\":").append(std::to_string(l.policy_switches));
+    out.append(",\"burst_gap_ns\":").append(std::to_string(l.burst_gap_ns));
+    out.append(",\"widest_burst_gap_ns\":").append(std::to_string(l.widest_burst_gap_ns));
     out.append(",\"ops_recorded\":").append(std::to_string(l.drain.records));
     out.append(",\"ops_dropped\":").append(std::to_string(l.ops_dropped));
     out.append(",\"drain_wakeups\":").append(std::to_string(l.drain.wakeups));

@@ -681,3 +681,60 @@ TEST_CASE("the record clock's stamps convert to steady-clock time")
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
 }
+
+TEST_CASE("dense traffic widens the burst gap until it thins out, then it narrows back")
+{
+    ManualClock clock;
+    LiveConfig  c;
+    c.backend.clock   = clock.clock();
+    c.safety_handlers = false;
+    LiveLoop loop(c);
+    const TimeNs base = c.burst_gap_ns;
+    // Streaming: an operation every 30 us (each its own event at 20 us),
+    // with a 1 ms pause every 2 ms.
+    for (int cycle = 0; cycle < 40; ++cycle) {
+        for (int k = 0; k < 66; ++k) {
+            loop.on_traffic(op(0, 65536, 1));
+            idle(loop, clock, 30'000);
+        }
+        idle(loop, clock, 1'000'000);
+    }
+    const auto dense = loop.summary(false);
+    CHECK(dense.widest_burst_gap_ns > base);
+    CHECK(dense.burst_gap_ns > base);  // not narrowed by the events it merged
+    // Far fewer events than operations: the shadows' work stays small.
+    CHECK(dense.events < 40 * 66 / 8);
+
+    // Sparse traffic: an operation every 2 ms. Back to the configured gap.
+    for (int k = 0; k < 100; ++k) {
+        loop.on_traffic(op(0, 8, 1));
+        idle(loop, clock, 2'000'000);
+    }
+    const auto sparse = loop.summary(true);
+    CHECK(sparse.burst_gap_ns == base);
+    CHECK(sparse.widest_burst_gap_ns == dense.widest_burst_gap_ns);
+}
+
+TEST_CASE("a run that packs keeps the configured burst gap under dense traffic")
+{
+    // Packed bursts wake a low link to the lanes the same event id needed
+    // last time; bursts merged by a wider gap differ from one time to the
+    // next, and the trace would no longer replay to what the loop did.
+    ManualClock clock;
+    LiveConfig  c;
+    c.backend.clock   = clock.clock();
+    c.safety_handlers = false;
+    LiveLoop loop(c);
+    for (int cycle = 0; cycle < 20; ++cycle) {
+        for (int k = 0; k < 66; ++k) {
+            Traffic t    = op(0, 65536, 1);
+            t.wire_bytes = 32768;  // packed to half
+            loop.on_traffic(t);
+            idle(loop, clock, 30'000);
+        }
+        idle(loop, clock, 1'000'000);
+    }
+    const auto s = loop.summary(true);
+    CHECK(s.widest_burst_gap_ns == c.burst_gap_ns);
+    CHECK(s.events > 20 * 66 / 2);
+}
