@@ -8,7 +8,8 @@ benchmarks_slimlink_osu_like_LDADD = $(MPICH_LIBS)
 
 EXTRA_DIST += \
 	benchmarks/README.md \
-	benchmarks/compare-slim-tcp
+	benchmarks/compare-slim-tcp \
+	benchmarks/compare-uct-perftest
 
 # predictor-bench: per-event cost of the pattern predictor and of one ADGT
 # run (src/predict/), against the targets; run it with
