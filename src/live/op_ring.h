@@ -56,15 +56,22 @@ struct OpRecord {
     }
 };
 
+// A ring's slot count: `capacity` rounded up to a power of two, at least 2.
+inline std::size_t ring_slots(std::size_t capacity) noexcept
+{
+    std::size_t n = 2;
+    while (n < capacity) {
+        n <<= 1;
+    }
+    return n;
+}
+
 class OpRing {
 public:
     // `capacity` is rounded up to a power of two (at least 2).
     explicit OpRing(std::size_t capacity)
     {
-        std::size_t n = 2;
-        while (n < capacity) {
-            n <<= 1;
-        }
+        const std::size_t n = ring_slots(capacity);
         mask_  = n - 1;
         slots_ = std::make_unique<Slot[]>(n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -165,13 +172,8 @@ class SerialOpRing {
 public:
     // `capacity` is rounded up to a power of two (at least 2).
     explicit SerialOpRing(std::size_t capacity)
+        : mask_(ring_slots(capacity) - 1), slots_(std::make_unique<SerialRecord[]>(mask_ + 1))
     {
-        std::size_t n = 2;
-        while (n < capacity) {
-            n <<= 1;
-        }
-        mask_  = n - 1;
-        slots_ = std::make_unique<SerialRecord[]>(n);
     }
 
     // The producer: one operation at `op.t_ns`. Operations at most

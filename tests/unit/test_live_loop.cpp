@@ -682,23 +682,41 @@ TEST_CASE("the record clock's stamps convert to steady-clock time")
     }
 }
 
-TEST_CASE("dense traffic widens the burst gap until it thins out, then it narrows back")
+namespace {
+
+// The default configuration (adaptive, 20 us gap) on a manual clock.
+LiveConfig defaults_on(ManualClock& clock)
 {
-    ManualClock clock;
-    LiveConfig  c;
+    LiveConfig c;
     c.backend.clock   = clock.clock();
     c.safety_handlers = false;
-    LiveLoop loop(c);
-    const TimeNs base = c.burst_gap_ns;
-    // Streaming: an operation every 30 us (each its own event at 20 us),
-    // with a 1 ms pause every 2 ms.
-    for (int cycle = 0; cycle < 40; ++cycle) {
+    return c;
+}
+
+// Streaming: 64 KiB sent every 30 us (each its own event at a 20 us gap),
+// 66 times, then a 1 ms pause; `cycles` times. `wire` below 65536: packed.
+void stream(LiveLoop& loop, ManualClock& clock, int cycles, std::uint64_t wire = 65536)
+{
+    for (int cycle = 0; cycle < cycles; ++cycle) {
         for (int k = 0; k < 66; ++k) {
-            loop.on_traffic(op(0, 65536, 1));
+            Traffic t    = op(0, 65536, 1);
+            t.wire_bytes = wire;
+            loop.on_traffic(t);
             idle(loop, clock, 30'000);
         }
         idle(loop, clock, 1'000'000);
     }
+}
+
+}  // namespace
+
+TEST_CASE("dense traffic widens the burst gap until it thins out, then it narrows back")
+{
+    ManualClock      clock;
+    const LiveConfig c = defaults_on(clock);
+    LiveLoop         loop(c);
+    const TimeNs     base = c.burst_gap_ns;
+    stream(loop, clock, 40);
     const auto dense = loop.summary(false);
     CHECK(dense.widest_burst_gap_ns > base);
     CHECK(dense.burst_gap_ns > base);  // not narrowed by the events it merged
@@ -720,20 +738,10 @@ TEST_CASE("a run that packs keeps the configured burst gap under dense traffic")
     // Packed bursts wake a low link to the lanes the same event id needed
     // last time; bursts merged by a wider gap differ from one time to the
     // next, and the trace would no longer replay to what the loop did.
-    ManualClock clock;
-    LiveConfig  c;
-    c.backend.clock   = clock.clock();
-    c.safety_handlers = false;
-    LiveLoop loop(c);
-    for (int cycle = 0; cycle < 20; ++cycle) {
-        for (int k = 0; k < 66; ++k) {
-            Traffic t    = op(0, 65536, 1);
-            t.wire_bytes = 32768;  // packed to half
-            loop.on_traffic(t);
-            idle(loop, clock, 30'000);
-        }
-        idle(loop, clock, 1'000'000);
-    }
+    ManualClock      clock;
+    const LiveConfig c = defaults_on(clock);
+    LiveLoop         loop(c);
+    stream(loop, clock, 20, 32768);  // packed to half
     const auto s = loop.summary(true);
     CHECK(s.widest_burst_gap_ns == c.burst_gap_ns);
     CHECK(s.events > 20 * 66 / 2);
