@@ -155,6 +155,10 @@ typedef struct slim_iface {
      * of its own, so recording takes no locked instruction. NULL when the
      * core could not give one (then slim_core_traffic, which can). */
     slim_core_recorder_t *recorder;
+    /* The inner transport runs AM handlers on any thread (it has no
+     * UCT_IFACE_FLAG_CB_SYNC): receives are recorded without the
+     * recorder, whose calls must not overlap. */
+    int                  recv_any_thread;
 } slim_iface_t;
 
 

@@ -90,8 +90,13 @@ static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
 {
     slim_am_slot_t *slot = arg;
 
-    slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
-                      length, length, 0);
+    if (ucs_likely(!slot->iface->recv_any_thread)) {
+        slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
+                          length, length, 0);
+    } else {
+        slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length,
+                          length, 0);
+    }
     if (ucs_unlikely(slot->id == SLIM_FRAME_AM_ID)) {
         return slim_frame_receive(slot->iface, data, length, flags);
     }
@@ -291,6 +296,9 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
 
     cb_flags = (attr.cap.flags & UCT_IFACE_FLAG_CB_SYNC) ? 0 :
                                                            UCT_CB_FLAG_ASYNC;
+    /* Handlers the inner transport may run on its async thread, beside the
+     * application's sends, must not use the interface's serial recorder. */
+    self->recv_any_thread = (cb_flags == UCT_CB_FLAG_ASYNC);
     for (id = 0; id < UCT_AM_ID_MAX; ++id) {
         self->am_slots[id].iface = self;
         self->am_slots[id].id    = id;
