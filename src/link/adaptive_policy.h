@@ -1,6 +1,7 @@
 // The default power policy (issue 11, ARCHITECTURE.md §3): candidate
-// policies — idle timeouts of several lengths, PPS at several grouping
-// thresholds, SPPS, context predictors — each replayed in shadow on the
+// policies — idle timeouts of several lengths, PPS, context predictors
+// alone and with a timeout (AdaptiveConfig::default_candidates; SPPS and
+// other PPS thresholds can be added) — each replayed in shadow on the
 // same event stream through a link model of its own (link::Replay), and
 // the one whose recent modelled savings are best at a modelled time penalty
 // within the bound is followed.
@@ -47,7 +48,8 @@ struct AdaptiveConfig {
     LinkConfig             link;
     bool                   packed = false;       // as ReplayConfig::packed
     std::vector<Candidate> candidates = default_candidates();
-    std::size_t            initial = 2;          // index in force before the first check
+    // In force before the first check: timeout 100 us.
+    std::size_t            initial = 2;
     double                 max_penalty_pct   = 1.0;
     double                 switch_margin_pct = 2.0;
     std::size_t            check_every       = 16;   // events
