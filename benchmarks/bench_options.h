@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Option parsing shared by the MPI benchmarks (slimlink-cg, slimlink-fft, packed-bw).
  * Header-only, static inline: each benchmark is one C program.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slimlink-cg: conjugate gradients on a 2-D Poisson problem, solved at full
  * precision and again with the halo sends lossy-packed, to measure what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // codec-bench: throughput of the lossy float64 codec (src/pack/codec.h)
 // against memcpy of the same buffer, in the same run. Run it with
 // benchmarks/run-codec-bench; see benchmarks/README.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // controller-bench: what the link Controller + emulated backend cost per
 // traffic event, in live time (steady_clock read by the controller and the
 // backend, as in a real run; no delay injection).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slimlink-fft: a distributed 3-D FFT Poisson solve inside a small
  * molecular-dynamics loop, run at full precision and again with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # benchmarks — point-to-point latency/bandwidth, slim vs its inner transport
 # (included by the top Makefile.am). See benchmarks/README.md.
 

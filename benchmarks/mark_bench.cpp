@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mark-bench: what marking costs at scale (issue 16: each mark used to copy
 // the whole region list, so 10^5 marks took 87 s).
 //

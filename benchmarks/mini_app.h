@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the MPI mini-apps (slimlink-cg, slimlink-fft): aligned
  * buffers, the rounding mode's name, medians, and the packing counters of a

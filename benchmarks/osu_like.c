@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slimlink-osu-like: OSU-style point-to-point latency and bandwidth, 2 ranks.
  *

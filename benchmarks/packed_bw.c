@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * packed-bw: what lossy packing does to MPI bandwidth, 2 ranks.
  *

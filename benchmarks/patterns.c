@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slimlink-patterns: MPI communication patterns for the predictor corpus
  * (issue 11). Each rank alternates communication with compute phases

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // predictor-bench: what the pattern predictor costs per event, and what one
 // ADGT run costs. Targets (issue "SPPS pattern predictor"): median <= 50 ns
 // per event, p99 <= 2 us per event, one ADGT run on 400 samples <= 10 us.

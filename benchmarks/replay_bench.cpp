@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // replay-bench: how fast the replay driver (src/link/replay.h) runs, in
 // events per second, on a synthetic 10^7-event trace under the oracle and
 // under SPPS (the predictor included), and under the adaptive default (every

@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # slim_mpi.m4 — MPI implementations for slimlink's MPI programs and tests.
 #
 # MPI programs are ordinary automake programs compiled with $(CC) and

@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 # slim_ucx.m4 — UCX checks for slimlink.
 #
 # The `slim` transport is built against UCX's *internal* UCT headers, which

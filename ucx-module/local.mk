@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The `slim` UCT transport (C, UCX style). Installed as lib/ucx/libuct_slim.so
 # next to where a UCX built with slim in its module list would look for it;
 # with Debian's UCX it is loaded by slimlink-run through LD_PRELOAD and

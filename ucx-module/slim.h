@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * slim: a UCT transport that wraps one inner UCT transport (UCX_SLIM_INNER,
  * default tcp), forwards every operation to it, and reports every data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * The `slim` UCT component: registration at load (from an ELF constructor,
  * which runs both when the library is preloaded into a stock UCX and when a

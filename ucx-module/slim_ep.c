@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * The slim endpoint: wraps one inner endpoint. Each data operation is
  * forwarded to the inner endpoint and, once the inner transport accepted it,

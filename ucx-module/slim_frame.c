@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * Lossy packing on the wire: an active message whose payload overlaps
  * marked memory leaves as a packing frame (src/pack/frame.h) on the reserved

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * The slim interface: opens the inner transport's interface on the same
  * worker and device, mirrors its capabilities (without tag offload), and

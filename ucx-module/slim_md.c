@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * The slim memory domain: opens the inner component's md of the same name
  * and forwards every memory operation to it, so memory handles and remote

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * Progress of the inner transport, and the linger thread that keeps it
  * progressing while the process finalizes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Shared by scripts/build-ucx, scripts/build-mpich and scripts/ucx-gtest
 # (sourced after scripts/lib/setup.sh): where native builds work, how their

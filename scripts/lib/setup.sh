@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Shared setup for scripts/demo and scripts/check (sourced, not executed):
 # dependencies, autotools, an out-of-tree configure in ./build, and the build.

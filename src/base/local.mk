@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/base — small utilities every layer may use (included by the top
 # Makefile.am): output files that refuse symbolic links and other users'
 # files (issue 16).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Output files that cannot be hijacked (issue 16): traces and reports are
 // often written into shared directories (mode 1777), where another user can
 // plant `rank0.trace -> /some/file`. Opening never follows a symbolic link in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/adaptive_policy.h"
 
 #include "link/replay.h"

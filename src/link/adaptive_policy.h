@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The default power policy (issue 11, ARCHITECTURE.md §3): candidate
 // policies — idle timeouts of several lengths, PPS, context predictors
 // alone and with a timeout (AdaptiveConfig::default_candidates; SPPS and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/backend.h"
 
 #include "runtime/no_destructor.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Link backends, the libfabric way (STYLE.md): the Controller decides, a
 // backend only applies a width and reports what it did. One file per backend
 // (backend_<name>.cpp), each registered by name in backend.cpp's table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The "emulated" backend (default): the LinkModel in live time. Lazy — no
 // thread: the model integrates energy only when asked or when the width
 // changes, with time read from the clock at this edge; the model stays pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The "exec" backend: one site command per width change, for vendor tools
 // (e.g. a wrapper around mlxlink or a switch CLI). UCX_SLIM_LINK_EXEC is a
 // template such as "/usr/local/sbin/set-width {device} {port} {width}".

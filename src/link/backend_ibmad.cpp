@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The "ibmad" backend: real InfiniBand through libibmad/libibumad. Reads the
 // local port's PortInfo (LinkWidthSupported/Enabled/Active) and sets
 // LinkWidthEnabled with an SMP Set(PortInfo) over directed route to itself.

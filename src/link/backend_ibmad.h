@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // PortInfo width fields (IBA vol. 1, 14.2.5.6), for the ibmad backend and its
 // tests. Pure byte work, independent of libibmad, so the encoding can be
 // checked against libibmad's own mad_encode_field/mad_decode_field.

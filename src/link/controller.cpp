@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/controller.h"
 
 #include "runtime/log.h"

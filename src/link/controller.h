@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The live link-width Controller (ARCHITECTURE.md §4): the one place that
 // decides widths. Requests from the predictor ("low power until t"), from
 // regions/packing ("burst at ratio r") and from traffic ("wake") are merged —

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/link — the link-width model, controller, backends and node arbitration.
 src_libslimcore_la_SOURCES += \
 	src/link/link_model.h src/link/link_model.cpp \

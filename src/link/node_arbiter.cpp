@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/node_arbiter.h"
 
 #include "link/node_arbiter_segment.h"

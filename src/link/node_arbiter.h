@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Node-level arbitration of one port's width between the local processes
 // that share it (thesis §4.5.4): the port runs at the maximum width any live
 // local process requests, so it drops to low power only when all are idle.

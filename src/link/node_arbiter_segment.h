@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The shared-memory layout of the node arbiter (the ABI between processes of
 // one user on one node; bump kSegmentVersion on any change). Internal: used
 // by node_arbiter.cpp and by the tests that play a crashed process.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Replay driver: see replay.h. The gap actions of a policy are taken when
 // the event after the gap arrives, because the oracle and the timeout both
 // depend on when that is; the model only ever sees times moving forward.

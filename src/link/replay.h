@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Replays an event trace through the link model (link_model.h) under a
 // power policy and says what it would have cost: energy against an
 // always-on link, and the delay late wake-ups add to the run. Pure, like

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "link/shared_segment.h"
 
 #include "runtime/log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A per-user POSIX shared-memory segment guarded by one robust,
 // process-shared mutex: what the node arbiter (src/link/node_arbiter*) and
 // the node report (src/runtime/node_report*) share between the processes of

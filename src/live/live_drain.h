@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The live loop's consumer (issue 11): replays the send path's record log
 // (OpLog) into the LiveLoop, off the send path, on its own thread.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The live loop (ARCHITECTURE.md §3–4, issue 6): traffic that `slim` sees
 // becomes events for the predictor, whose low-power requests drive the link
 // Controller and its backend (emulated by default); every operation wakes

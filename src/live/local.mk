@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/live — the live loop: slim's traffic -> events -> predictor -> link
 # controller -> backend, and the per-rank event trace (issue 6).
 src_libslimcore_la_SOURCES += \

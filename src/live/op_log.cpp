@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "live/op_log.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Everything the drain replays, from every producer: one SerialOpRing per
 // UCT interface (the send and receive path: no locked instruction, and a
 // ring slot only where a run of operations starts, see SerialOpRing) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The record logs the live loop drains (ARCHITECTURE.md §1, "the fast path
 // records"), read by one consumer (the LiveDrain thread) that forms bursts
 // and runs the predictor off the send path. Two kinds:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // What drives the link width from live traffic (UCX_SLIM_PREDICTOR).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The clock the data path stamps operations with (issue 11). Every
 // operation through `slim` reads it, so it must be the cheapest clock that
 // is still right: the CPU's time-stamp counter where the kernel itself

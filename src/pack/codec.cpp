@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Lossy float64 packing (thesis §4.3.1, §4.5). The scalar path is the
 // reference; the AVX2 path computes the same 64-bit words four at a time and
 // compacts their kept bytes with a byte shuffle, so the two are bit-identical

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Lossy packing of IEEE-754 binary64 values (thesis §4.3.1, §4.5): each
 // double keeps its `keep` most significant bytes (sign, exponent and the top
 // 8*keep - 12 stored mantissa bits); the receiver pads the rest. Pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The packing frame (frame.h has the wire format). All length arithmetic is
 // in uint64_t on operands bounded by the format (u16 counts, u32 lengths,
 // checked incrementally against orig_payload_len), so nothing can wrap.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The self-describing packing frame (ARCHITECTURE.md §2): what travels on the
 // reserved AM id in place of an active message or a put whose payload
 // overlaps marked float64 regions. The receiver needs no marking: it

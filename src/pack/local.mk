@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/pack and src/policy — lossy packing of marked float64 buffers.
 src_libslimcore_la_SOURCES += \
 	src/pack/codec.h src/pack/codec.cpp \

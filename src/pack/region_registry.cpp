@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Region registry: a skip list of non-overlapping regions sorted by address.
 // One writer at a time (a mutex) edits it in place; readers (find, the send
 // path) walk it without a lock.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Marked memory regions (sender side): which part of [p, p+n) is marked, and
 // at what precision. Thread-safe; lookups (the send path) take no lock and
 // allocate nothing. Marking and unmarking cost O(log regions) (issue 16:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Canvas: see canvas.h.
 #include "plot/canvas.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A raster canvas over an Image: rectangles, lines and text in the built-in
 // font (font.h). Pixel coordinates, origin at the top left, y down. Every
 // operation clips to the image, and to a clip rectangle when one is set, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Chart: see chart.h. Layout, top to bottom: title (font scale 2),
 // subtitle, legend row(s), plot area, x tick labels, x axis label; the y
 // axis label (turned) and y tick labels sit left of the plot area.

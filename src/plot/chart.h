@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Minimal charts on a Canvas: a framed plot area with ticks, tick labels
 // and axis labels (linear, log10 or categorical x; linear y), a title, a
 // legend row, and series -- bars, lines, steps, filled spans and horizontal

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The font of font.h, drawn here as pixel art so it can be read and fixed by
 // eye: rows separated by '|', '#' is ink, '.' is paper; rows left out at the
 // end are empty. Decoded at compile time: a malformed row fails the build.

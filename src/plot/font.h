@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A tiny bitmap font of our own for printable ASCII (32..126): 5 x 7 pixel
 // capitals and digits, lower case with two rows of descender below the
 // baseline, one column of spacing. Enough for chart titles, labels and ticks.

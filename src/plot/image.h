@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // An RGB8 raster: the value the canvas draws on and the PNG writer encodes.
 #pragma once
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/plot — PNG figures without new dependencies: an RGB image, a PNG
 # writer (stored deflate blocks), a canvas with a built-in bitmap font,
 # minimal charts, and the figures of slim-replay --plot (README.md, "Event

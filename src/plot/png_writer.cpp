@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PNG writer: see png_writer.h. Layout after the PNG specification (W3C,
 // 2003): every chunk is LENGTH TYPE DATA CRC, big-endian, the CRC over TYPE
 // and DATA.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // PNG encoding without zlib (no new dependencies): an RGB8 image becomes
 // signature, IHDR, one IDAT and IEND. The IDAT holds a zlib stream of
 // *stored* deflate blocks (RFC 1950/1951): no compression, so a W x H figure

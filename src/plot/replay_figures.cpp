@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The figures of slim-replay --plot: see replay_figures.h.
 #include "plot/replay_figures.h"
 

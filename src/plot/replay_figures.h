@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The figures of slim-replay --plot (README.md, "Event traces and
 // slim-replay"): data in, an Image out. slim-replay does the replays and
 // collects the data; this file only lays it out.

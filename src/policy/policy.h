@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Packing policy (UCX_SLIM_POLICY): maps the labels that applications give
 // to slim_mark() to a precision, or to "not packed".
 //

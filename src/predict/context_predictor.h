@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A context predictor of idle intervals (issue 11): the idle interval after
 // an event is predicted from the event's context — the ids of the last
 // `depth` events and the size classes of the idle intervals between them —

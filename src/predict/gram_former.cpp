@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Algorithm 1 (thesis §5.2.2) and the gram table behind it.
 #include "gram_former.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Grams (thesis §5.2.2): events separated only by idle time at or below the
 // grouping threshold form one gram. Algorithm 1 groups the event stream;
 // GramTable interns each distinct gram (its sequence of event ids) as a small

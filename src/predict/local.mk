@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/predict — the pattern predictor (thesis chapter 5), pure C++. Built into
 # the core convenience library so the runtime (and the unit tests) can use it.
 src_libslimcore_la_SOURCES += \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PPA, thesis §5.2.3: Algorithm 2 (the search), Algorithm 3 (updatePL).
 //
 // How the pseudo-code was read, checked event by event against Figure 5.3

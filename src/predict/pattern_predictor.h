@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The Pattern Prediction Algorithm, PPA (thesis §5.2.3, Algorithms 2 and 3):
 // finds a sequence of grams that repeats back to back in the gram array and
 // switches prediction on after three consecutive occurrences, or at once when

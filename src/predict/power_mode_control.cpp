@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Algorithm 4. Two readings beyond the pseudo-code, both needed to notice a
 // mismatch as soon as it happens instead of one or more grams later:
 // * the gram in progress is compared event by event with the predicted gram

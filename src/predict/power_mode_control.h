@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The Power Mode Control Component, PMCC (thesis §5.2.4, Algorithm 4):
 // while a prediction is active, follows the predicted pattern event by event;
 // when the gram in progress reaches the predicted gram's length and matches,

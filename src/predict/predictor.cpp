@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The predictor facade: PPS (thesis §5.2) behind the SPPS front-end (§5.3.2).
 //
 // Per event, in the thesis's order: the idle interval before the event is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The pattern predictor of the thesis (chapter 5), one per process: PPS with
 // a fixed grouping threshold, or SPPS with the threshold tuned by ADGT and
 // restarted when idle intervals fall in its dangerous zone.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ADGT, thesis §5.3.2 and Algorithm 5, and the skip/sample states around it.
 //
 // Histograms (lines 5-6). nBin = floor(sqrt(n)) bins, log-scale between

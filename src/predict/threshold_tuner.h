@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // ADGT: Automatized Detection of Grouping Threshold (thesis §5.3, Algorithm 5),
 // and the sampling state around it (skip the first intervals, collect a
 // sample). Pure: no clock, no I/O; no allocation after construction.

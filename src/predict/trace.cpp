@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "trace.h"
 
 #include "base/output_file.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Event traces: text files with one Event per line, read by slim-replay and
 // the benchmarks, written by the runtime. The format is specified in
 // README.md ("Event traces and slim-replay"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Value types shared by the predictor (thesis chapter 5). Time is always an
 // input, in nanoseconds: the predictor has no clock.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C boundary: slimlink.h (applications) and slim_core.h (UCX module).
 // No exception crosses it; failures become status codes.
 #include "engine.h"

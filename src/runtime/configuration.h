@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // UCX_SLIM_* configuration, read once per process and validated in full.
 //
 // (Not named config.h: the UCX module includes UCX's generated "config.h".)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The per-process Engine: created by the first slim_core_init(), owns the
 // configuration and the logger level, and writes the exit report. Later
 // releases add the event stream, predictor and link controller here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Environment access behind a function, so configuration and rank detection
 // are testable without touching the real environment.
 #ifndef SLIM_RUNTIME_ENV_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport's packing path (slim_core.h, "lossy packing"): finds the
 // marked runs of an outgoing message, builds its frame, and rebuilds
 // received frames; plus the counters behind slim_packing_get().

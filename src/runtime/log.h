@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The "slim" logger: spdlog, stderr, rank in every line:
 //   [slim r3] warning: ...
 #ifndef SLIM_RUNTIME_LOG_H

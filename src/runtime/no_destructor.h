@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A process-lifetime object that is never destroyed (like absl::NoDestructor).
 //
 // The UCX module may call into the core from UCX's own teardown, which can run

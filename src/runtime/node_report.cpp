@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "node_report.h"
 
 #include "link/node_arbiter.h"

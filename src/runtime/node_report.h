@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The per-node report (UCX_SLIM_REPORT, README.md "Reading the report"):
 // the ranks of one job on one node hand their finished per-rank numbers to
 // the node leader (local rank 0), which prints one table (stdout) or appends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Counters of lossy packing as the transport performed it (slimlink.h,
 // slim_packing_stats_t). Like TrafficMonitor: relaxed atomics on the data
 // path, read as a whole at report time.

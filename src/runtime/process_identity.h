@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Who this process is in the parallel job: MPI rank (from the launcher's
 // environment; the transport sits below MPI and cannot ask MPI), host, pid,
 // and where it sits on its node (local rank and size, and a key naming the

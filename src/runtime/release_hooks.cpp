@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // free() and realloc() interposed (issue 16): memory released while still
 // marked loses its marks before the allocator can hand it out again, so data
 // written there later, never marked, is never packed. Without this a buffer

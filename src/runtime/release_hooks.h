@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // free()/realloc() interposition (release_hooks.cpp, libslimlink.so only).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The per-rank exit report (UCX_SLIM_REPORT): formatting is pure, writing is
 // one write() so that ranks sharing a terminal or a file never interleave.
 #ifndef SLIM_RUNTIME_REPORT_H

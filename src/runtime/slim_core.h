@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The small C interface between the `slim` UCX module (ucx-module/) and the
  * core library. The module stays thin: it reports what it sees and asks the

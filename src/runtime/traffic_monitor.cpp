@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "traffic_monitor.h"
 
 #include "no_destructor.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // Counts of the data operations `slim` observes, per operation kind and
 // direction. Recording is a pair of relaxed atomic increments: the counters
 // are only read as a whole at report time, when ordering no longer matters.

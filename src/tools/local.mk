@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # src/tools — command-line tools other than the demo (included by the top
 # Makefile.am).
 

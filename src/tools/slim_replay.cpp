@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // slim-replay: replays an event trace (src/predict/trace.h) through the link
 // model (src/link/replay.h) under a power policy -- always-on, a timeout, an
 // oracle, or the pattern predictor (src/predict/predictor.h) the runtime

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slimlink-demo: a few collectives of doubles, checked element by element.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the packing frame (src/pack/frame.h), built with
 // clang++ -fsanitize=fuzzer,address by tests/fuzz/local.mk. Two properties:
 // - any input, taken as a received frame, is either rejected or decodes into

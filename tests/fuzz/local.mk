@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz — libFuzzer targets, built straight from the sources they need
 # with clang++ -fsanitize=fuzzer,address (configure: HAVE_CLANG_FUZZER).
 # frame-fuzz.test runs the frame fuzzer for a bounded time and skips (77)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Collectives over the `slim` transport (run with 4 ranks; any count >= 2
  * works). MPICH turns each of them into point-to-point messages, so they

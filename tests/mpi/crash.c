@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A rank crashes mid-run (crash.test, 3 ranks on one node): all ranks
  * exchange traffic in a ring with idle gaps (so the link predictor gets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shortest complete MPI program that connects every pair of ranks:
  * Init, Barrier, Finalize. MPICH 4.0.2 over UCX 1.13.1's tcp transport hangs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/mpi — MPI tests run by `make check` (included by the top Makefile.am).
 #
 # Every test is a script that starts real MPI ranks through slimlink-run with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Sourced by the tests/mpi/*.test scripts: locates the build, sets the
 # environment every MPI test runs under, and runs ranks through the stall

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers shared by the MPI tests: data patterns, failure reporting, and the
  * check that the `slim` transport carried the traffic.

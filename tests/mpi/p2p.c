@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Point-to-point over the `slim` transport, 2 ranks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Lossy packing end to end over the `slim` transport (MPICH).
  *

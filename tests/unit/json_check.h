@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // A small strict JSON parser for tests: enough to prove that a report line is
 // valid JSON and to look values up by key. Not for production use.
 #ifndef SLIM_TESTS_JSON_CHECK_H

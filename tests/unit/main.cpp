@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Catch2 v2 main for slim-unit-tests.
 //
 // Engine tests need a fresh process each (the Engine is built once per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The default policy (issue 11): candidates in shadow, the best followed;
 // and the context predictor that is one of them. Traces are built here,
 // with the shapes the issue names.

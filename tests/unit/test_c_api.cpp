@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "slim_core.h"
 #include "slimlink.h"
 #include "slimlink_config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The lossy float64 codec (src/pack/codec.h; thesis §4.3.1, §4.5). Expected
 // bits come from an independent reference written here with plain integer
 // arithmetic on the kept part (compare-based rounding), never from the codec.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UCX_SLIM_* parsing: defaults, every accepted form, every rejected form with
 // a message naming the variable, the value and what is accepted.
 #include "configuration.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The live link Controller and its backends (ARCHITECTURE.md §4): merging of
 // width requests, "any error -> full width, reported once", the exec and
 // ibmad backends, and full width restored by a fatal signal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Engine through the C API the module uses (slim_core.h), each scenario
 // in a fresh child process with a controlled environment.
 #include "engine.h"

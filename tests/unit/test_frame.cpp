@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The packing frame (src/pack/frame.h). Expected payloads come from a model
 // written here: every whole element of a marked run (boundaries from its
 // region base) becomes pack::round_trip of the original, every other byte is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport's packing path through the C interface the module uses
 // (slim_core.h): frames built from marked memory, rebuilt and checked on
 // receipt, and the counters behind slim_packing_get().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Algorithm 1 (thesis §5.2.2): events separated by idle time at or below the
 // grouping threshold form one gram; the gram table interns grams by their
 // event ids.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The live loop on a manual clock: bursts from operations, the predictor
 // driving the emulated link, and a trace that replays to the same savings.
 #include "link/replay.h"

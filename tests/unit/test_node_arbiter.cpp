@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // NodeArbiter and PortMap (thesis §4.5.4): the port's width is the maximum
 // requested by the local processes; low power only when all are idle.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-node report: what each rank hands over (RankRecord), the node's
 // totals, its table and JSON line, and the shared-memory exchange between
 // the ranks of a node, including ranks that die without reporting.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Output files (src/base/output_file.h): traces and reports in a shared
 // directory are never written through a planted symbolic link or into
 // another user's file, and new ones get the mode asked for.

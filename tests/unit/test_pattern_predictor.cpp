@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PPA (thesis §5.2.3, Algorithms 2 and 3), replayed on the worked example of
 // Figure 5.3 and on cases the example does not cover.
 #include "predict/pattern_predictor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // src/plot/: the PNG writer (decoded back here, stored blocks and all), the
 // canvas and its font, the idle histogram of slim-replay --plot, and the
 // replay's width timeline the width figure draws (src/link/replay.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UCX_SLIM_POLICY: every accepted rule form, and every malformed one rejected
 // with a message naming the offending token and the accepted forms.
 #include "policy/policy.h"

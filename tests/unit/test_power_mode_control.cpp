@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Algorithm 4 (thesis §5.2.4): the Power Mode Control Component.
 #include "predict/power_mode_control.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The predictor facade: PPS with a fixed grouping threshold and SPPS with the
 // threshold tuned by ADGT (thesis §5.2, §5.3), on the worked example and on
 // synthetic application-like traces with jittered idle times.

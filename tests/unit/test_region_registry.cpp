@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sender-side region registry: marking, overlap replacement, clipped
 // lookups, and lock-free readers racing a writer.
 #include "pack/region_registry.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The replay driver (src/link/replay.h) on traces whose results are worked
 // out by hand from the link model (default link: 4 lanes of 0.5 W, low
 // width 1, tau 10 us, so 2 W at full width, in any transition, and 0.5 W

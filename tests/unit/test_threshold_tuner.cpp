@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ADGT (thesis §5.3.2, Algorithm 5) and the tuner's skip/sample states, on
 // synthetic idle-interval samples built here; the default TunerConfig is the
 // thesis's (skip 100, sample 400, alpha 4, 20 us..1 s, gap 1.494).

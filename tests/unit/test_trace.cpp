@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Event traces (src/predict/trace.h): the line format, every rejected input
 // with its FILE:LINE message, streaming, and writer/reader round trips.
 #include "predict/trace.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "traffic_monitor.h"
 
 #include <catch2/catch.hpp>

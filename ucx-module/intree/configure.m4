@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # slimlink's `slim` transport built inside a UCX source tree, as src/uct/slim
 # (copied there with the module's sources by ucx-module/intree/add-to-ucx).
