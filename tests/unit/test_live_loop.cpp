@@ -747,3 +747,60 @@ TEST_CASE("a run that packs keeps the configured burst gap under dense traffic")
     CHECK(s.widest_burst_gap_ns == c.burst_gap_ns);
     CHECK(s.events > 20 * 66 / 2);
 }
+
+TEST_CASE("every operation of interfaces recording while the log drains is handed over once")
+{
+    // Two interfaces' threads record (small rings: many records dropped,
+    // runs of every length), a third pushes region-like records, and the
+    // drain runs all the while. Dropped records lose a burst's name, never
+    // an operation: the operations handed over sum to those recorded.
+    slim::live::OpLog log(64, 256, 20'000,
+                          slim::live::RecordClock(slim::live::RecordClock::Source::tsc));
+    slim::live::SerialOpRing* rings[2] = {log.open_serial(), log.open_serial()};
+    constexpr int kOps = 100'000;
+    std::atomic<bool> done{false};
+    std::uint64_t     ops = 0, shared_ops = 0;
+    std::thread consumer([&] {
+        const auto take = [&] {
+            ops += log.drain([&](const slim::live::LogItem& it) {
+                          if (it.kind == slim::live::LogItem::Kind::op && it.op.t_ns == 1) {
+                              ++shared_ops;
+                          }
+                      }).ops;
+        };
+        while (!done.load()) {
+            take();
+        }
+        take();
+    });
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 2; ++p) {
+        producers.emplace_back([&log, &rings, p] {
+            for (int i = 0; i < kOps; ++i) {
+                slim::live::OpRecord op;
+                op.t_ns       = static_cast<TimeNs>(log.clock().now());
+                op.send       = (i + p) % 3 == 0;
+                op.wire_bytes = op.orig_bytes = 100;
+                // Every 50th operation starts a run of its own.
+                rings[p]->record(op, i % 50 == 0 ? 0 : log.coalesce_ticks());
+            }
+        });
+    }
+    producers.emplace_back([&log] {
+        for (int i = 0; i < 1000; ++i) {
+            slim::live::OpRecord r;
+            r.t_ns = 1;
+            log.shared().push(r);
+        }
+    });
+    for (auto& t : producers) {
+        t.join();
+    }
+    log.close_serial(rings[0]);
+    log.close_serial(rings[1]);
+    done = true;
+    consumer.join();
+    CHECK(ops - shared_ops == 2u * kOps);
+    CHECK(shared_ops + log.shared().dropped() == 1000);
+    CHECK(log.serial_open() == 0);
+}
