@@ -167,10 +167,11 @@ private:
 
     void close_burst(TimeNs now);
     // Follows the event rate with the burst gap (issue 11). Every event
-    // costs the drain about a microsecond of shadow replays under the
-    // adaptive policy, taken from a core the application polls on; a
+    // costs the drain a few hundred ns of shadow replays under the
+    // adaptive policy (about a microsecond with its first twenty
+    // candidates), taken from a core the application polls on; a
     // streaming phase (rendezvous puts waiting for their requests) makes
-    // one every 30-40 us, 3 % of a core, and its 20-40 us gaps save little
+    // one every 30-40 us, up to 3 % of a core, and its 20-40 us gaps save little
     // under any policy. So where events come denser than
     // config_.dense_interval_ns the gap widens and they merge. Not in a
     // run that packs: a packed burst wakes a low link to the lanes its
