@@ -111,6 +111,7 @@ struct LiveSummary {
     // The send path's record log and its drain (issue 11).
     DrainCounters drain;
     std::uint64_t ops_dropped = 0;           // records lost to a full ring
+    std::uint64_t ops_logged  = 0;           // records written (runs, first sends, regions)
 };
 
 class LiveLoop {

@@ -138,6 +138,7 @@ void OpLog::free_closed_locked() noexcept
             return false;
         }
         closed_dropped_ += s.ring->dropped();
+        closed_logged_ += s.ring->pushed();
         return true;
     };
     serial_.erase(std::remove_if(serial_.begin(), serial_.end(), done), serial_.end());
@@ -149,6 +150,16 @@ std::uint64_t OpLog::dropped() const noexcept
     std::uint64_t n = shared_.dropped() + closed_dropped_;
     for (const Source& s : serial_) {
         n += s.ring->dropped();
+    }
+    return n;
+}
+
+std::uint64_t OpLog::logged() const noexcept
+{
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::uint64_t n = shared_.pushed() + closed_logged_;
+    for (const Source& s : serial_) {
+        n += s.ring->pushed();
     }
     return n;
 }

@@ -107,6 +107,9 @@ public:
 
     // Records lost to a full ring, over every ring the log ever had.
     std::uint64_t dropped() const noexcept;
+    // Records written, over every ring the log ever had: far fewer than
+    // the operations where runs are long (SerialOpRing::record).
+    std::uint64_t logged() const noexcept;
     // Serial rings now open (tests).
     std::size_t serial_open() const noexcept;
 
@@ -134,6 +137,7 @@ private:
     mutable std::mutex  mutex_;
     std::vector<Source> serial_;             // under mutex_
     std::uint64_t       closed_dropped_ = 0; // under mutex_: freed rings' drops
+    std::uint64_t       closed_logged_  = 0; // under mutex_: freed rings' records
     OpRecord            shared_next_;        // the consumer's peeked record
     bool                shared_peeked_ = false;
 };

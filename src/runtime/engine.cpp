@@ -318,6 +318,7 @@ std::optional<live::LiveSummary> Engine::finish_live() noexcept
             });
             final_live_->drain       = drain_->stats();
             final_live_->ops_dropped = log_->dropped();
+            final_live_->ops_logged  = log_->logged();
         }
         return final_live_;
     } catch (...) {

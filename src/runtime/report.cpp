@@ -316,6 +316,7 @@ void append_json_live(std::string &out, const live::LiveSummary &l)
     out.append(",\"burst_gap_ns\":").append(std::to_string(l.burst_gap_ns));
     out.append(",\"widest_burst_gap_ns\":").append(std::to_string(l.widest_burst_gap_ns));
     out.append(",\"ops_recorded\":").append(std::to_string(l.drain.records));
+    out.append(",\"ops_logged\":").append(std::to_string(l.ops_logged));
     out.append(",\"ops_dropped\":").append(std::to_string(l.ops_dropped));
     out.append(",\"drain_wakeups\":").append(std::to_string(l.drain.wakeups));
     out.append("}");
