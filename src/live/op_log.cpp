@@ -14,11 +14,18 @@ OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs co
 {
 }
 
+const SerialTotals* OpLog::continuation_target(const Source& s) noexcept
+{
+    if (const SerialRecord* r = s.ring->peek()) {
+        return r->before.ops > s.consumed.ops ? &r->before : nullptr;
+    }
+    return s.published && s.published->ops > s.consumed.ops ? &*s.published : nullptr;
+}
+
 // The operations `s` coalesced from what was handed over up to `target`.
-LogItem OpLog::continuation(Source& s, const SerialTotals& target) const noexcept
+LogItem OpLog::continuation(const Source& s, const SerialTotals& target) const noexcept
 {
     const SerialTotals& consumed = s.consumed;
-    s.target = target;
     LogItem item;
     item.kind = LogItem::Kind::continuation;
     // No operation of this producer handed over yet (its first record was
@@ -57,35 +64,29 @@ void OpLog::close_serial(SerialOpRing* ring) noexcept
 // its oldest record, that record, or the operations of a run still going on.
 bool OpLog::candidate(Source& s, LogItem& out) noexcept
 {
-    if (const SerialRecord* r = s.ring->peek()) {
-        if (r->before.ops > s.consumed.ops) {
-            out = continuation(s, r->before);
-            return true;
-        }
-        out           = LogItem{};
-        out.kind      = LogItem::Kind::op;
-        out.op        = r->op;
-        out.op.t_ns   = clock_.to_ns(static_cast<std::uint64_t>(r->op.t_ns));
+    if (const SerialTotals* target = continuation_target(s)) {
+        s.target = *target;
+        out      = continuation(s, s.target);
         return true;
     }
-    if (s.published && s.published->ops > s.consumed.ops) {
-        out = continuation(s, *s.published);
+    if (const SerialRecord* r = s.ring->peek()) {
+        out         = LogItem{};
+        out.kind    = LogItem::Kind::op;
+        out.op      = r->op;
+        out.op.t_ns = clock_.to_ns(static_cast<std::uint64_t>(r->op.t_ns));
         return true;
     }
     return false;
 }
 
+// Hands over what candidate() offered for `s`.
 void OpLog::take(Source& s, const LogItem& item) noexcept
 {
     if (item.kind == LogItem::Kind::continuation) {
         s.consumed = s.target;
         return;
     }
-    const SerialRecord* r = s.ring->peek();
-    s.consumed.last_t = std::max(s.consumed.last_t, r->op.t_ns);
-    s.consumed.ops += 1;
-    s.consumed.orig += r->op.orig_bytes;
-    s.consumed.wire += r->op.wire_bytes;
+    s.consumed.add(s.ring->peek()->op);
     s.ring->pop();
 }
 
@@ -144,24 +145,27 @@ void OpLog::free_closed_locked() noexcept
     serial_.erase(std::remove_if(serial_.begin(), serial_.end(), done), serial_.end());
 }
 
+// `closed` plus `count` over the shared ring and every serial ring.
+template <typename Count>
+std::uint64_t OpLog::sum_locked(std::uint64_t closed, Count count) const noexcept
+{
+    std::uint64_t n = closed + count(shared_);
+    for (const Source& s : serial_) {
+        n += count(*s.ring);
+    }
+    return n;
+}
+
 std::uint64_t OpLog::dropped() const noexcept
 {
     const std::lock_guard<std::mutex> lock(mutex_);
-    std::uint64_t n = shared_.dropped() + closed_dropped_;
-    for (const Source& s : serial_) {
-        n += s.ring->dropped();
-    }
-    return n;
+    return sum_locked(closed_dropped_, [](const auto& ring) { return ring.dropped(); });
 }
 
 std::uint64_t OpLog::logged() const noexcept
 {
     const std::lock_guard<std::mutex> lock(mutex_);
-    std::uint64_t n = shared_.pushed() + closed_logged_;
-    for (const Source& s : serial_) {
-        n += s.ring->pushed();
-    }
-    return n;
+    return sum_locked(closed_logged_, [](const auto& ring) { return ring.pushed(); });
 }
 
 std::size_t OpLog::serial_open() const noexcept

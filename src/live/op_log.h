@@ -120,10 +120,18 @@ private:
         // In the clock's ticks:
         SerialTotals                  consumed;   // what the log handed over
         std::optional<SerialTotals>   published;  // read at this drain's start
-        SerialTotals                  target;     // of the continuation offered
+        // What the continuation candidate() offered leads to: kept, since a
+        // record may arrive before take() and would point elsewhere.
+        SerialTotals                  target;
     };
 
-    LogItem         continuation(Source& s, const SerialTotals& target) const noexcept;
+    // The totals a continuation of `s` would bring it to, if it has one
+    // now: those its oldest record carries, or (no record left) the
+    // published ones.
+    static const SerialTotals* continuation_target(const Source& s) noexcept;
+    LogItem         continuation(const Source& s, const SerialTotals& target) const noexcept;
+    template <typename Count>
+    std::uint64_t   sum_locked(std::uint64_t closed, Count count) const noexcept;
     bool            next_item(LogItem& out) noexcept;
     bool            candidate(Source& s, LogItem& out) noexcept;
     void            take(Source& s, const LogItem& item) noexcept;

@@ -140,6 +140,15 @@ struct SerialTotals {
     std::uint64_t ops    = 0;
     std::uint64_t orig   = 0;  // bytes before packing
     std::uint64_t wire   = 0;  // bytes on the wire
+
+    // The totals once `op` is counted too.
+    void add(const OpRecord& op) noexcept
+    {
+        last_t = std::max(last_t, op.t_ns);
+        ops += 1;
+        orig += op.orig_bytes;
+        wire += op.wire_bytes;
+    }
 };
 
 // A record of a serial producer: the operation, and the producer's totals
@@ -191,10 +200,7 @@ public:
             push(SerialRecord{op, own_});
             run_has_send_ = new_run ? op.send : true;
         }
-        own_.last_t = std::max(own_.last_t, op.t_ns);
-        own_.ops += 1;
-        own_.orig += op.orig_bytes;
-        own_.wire += op.wire_bytes;
+        own_.add(op);
         publish();
     }
 
