@@ -37,6 +37,9 @@ namespace slim::live {
 
 using predict::TimeNs;
 
+// The default burst gap (LiveConfig::burst_gap_ns says why 20 us).
+inline constexpr TimeNs kDefaultBurstGapNs = 20'000;
+
 struct LiveConfig {
     PredictorKind             kind = PredictorKind::adaptive;
     predict::PredictorConfig  predictor;          // spps / pps
@@ -48,7 +51,7 @@ struct LiveConfig {
     // under any policy, and a gap this wide keeps an MPI call's protocol
     // round trips (rendezvous request, ack, fragments: 4-32 us over tcp)
     // inside one event instead of splitting it into several.
-    TimeNs                    burst_gap_ns = 20'000;
+    TimeNs                    burst_gap_ns = kDefaultBurstGapNs;
     // Dense traffic widens the gap (see LiveLoop::adapt_burst_gap): while
     // events start on average less than `dense_interval_ns` apart, the gap
     // doubles, up to `max_burst_gap_ns`; it halves back once they are four

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "no_destructor.h"
 #include "report.h"
+#include "report_json.h"
 #include "traffic_monitor.h"
 
 #include <algorithm>
@@ -153,11 +154,6 @@ std::string text_or_dash(const std::optional<double> &v, int decimals)
     return v ? format_fixed(*v, decimals) : std::string("-");
 }
 
-std::string json_or_null(const std::optional<double> &v)
-{
-    return v ? format_fixed(*v, 4) : std::string("null");
-}
-
 std::string describe_missing(const MissingRank &m)
 {
     std::string who = m.rank >= 0 ? "rank " + std::to_string(m.rank) + " (local " +
@@ -256,81 +252,79 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
 
 std::string format_node_json(const NodeInfo &node, const NodeCollection &collection)
 {
-    const NodeTotals t = node_totals(collection.reported);
-    std::string      out;
-    out.reserve(1024 + 400 * collection.reported.size());
-    out.append("{\"schema\":").append(json_quote(node_report_schema));
-    out.append(",\"host\":").append(json_quote(node.host));
-    out.append(",\"job\":").append(json_quote(node.job.key));
-    out.append(",\"launcher\":").append(json_quote(node.job.launcher));
-    out.append(",\"local_size\":").append(std::to_string(node.job.local_size));
-    out.append(",\"ranks_reported\":").append(std::to_string(collection.reported.size()));
-    out.append(",\"ranks_missing\":[");
-    bool first = true;
+    const NodeTotals t       = node_totals(collection.reported);
+    ReportJson       missing = ReportJson::array();
     for (const MissingRank &m : collection.missing) {
-        out.append(first ? "{" : ",{");
-        out.append("\"local_rank\":").append(std::to_string(m.local_rank));
-        out.append(",\"rank\":").append(m.rank >= 0 ? std::to_string(m.rank) : "null");
-        out.append(",\"pid\":").append(m.pid > 0 ? std::to_string(m.pid) : "null");
-        out.append(",\"reason\":").append(json_quote(to_string(m.reason))).append("}");
-        first = false;
+        missing.push_back({
+                {"local_rank", m.local_rank},
+                {"rank", m.rank >= 0 ? ReportJson(m.rank) : ReportJson(nullptr)},
+                {"pid", m.pid > 0 ? ReportJson(m.pid) : ReportJson(nullptr)},
+                {"reason", to_string(m.reason)},
+        });
     }
-    out.append("],\"totals\":{");
-    out.append("\"events\":").append(u64(t.events));
-    out.append(",\"energy_joules\":").append(format_fixed(t.energy_joules, 6));
-    out.append(",\"baseline_joules\":").append(format_fixed(t.baseline_joules, 6));
-    out.append(",\"energy_savings_pct\":").append(json_or_null(t.energy_savings_pct));
-    out.append(",\"time_penalty_pct_max\":").append(json_or_null(t.time_penalty_pct_max));
-    out.append(",\"time_penalty_pct_mean\":").append(json_or_null(t.time_penalty_pct_mean));
-    out.append(",\"late_wakeups\":").append(u64(t.late_wakeups));
-    out.append(",\"wakeup_delay_ns\":").append(std::to_string(t.wakeup_delay_ns));
-    out.append(",\"predictions\":").append(u64(t.predictions));
-    out.append(",\"hits\":").append(u64(t.hits));
-    out.append(",\"hit_rate_pct\":").append(json_or_null(t.hit_rate_pct));
-    out.append(",\"restarts\":").append(u64(t.restarts));
-    out.append(",\"time_at_width_ns\":{");
+    ReportJson widths = ReportJson::object();
     for (unsigned w = 1; w <= t.lanes; ++w) {
-        out.append(w == 1 ? "\"" : ",\"").append(std::to_string(w)).append("\":");
-        out.append(std::to_string(t.time_at_width_ns[w]));
+        widths[std::to_string(w)] = t.time_at_width_ns[w];
     }
-    out.append("}");
-    out.append(",\"bytes_sent\":").append(u64(t.bytes_sent));
-    out.append(",\"packed_bytes\":").append(u64(t.packed_bytes));
-    out.append(",\"saved_bytes\":").append(u64(t.saved_bytes));
-    out.append(",\"missed_bytes\":").append(u64(t.missed_bytes));
-    out.append(",\"max_rel_error_bound\":").append(json_error_bound(t.error_bound));
-    out.append(",\"controllers_failed\":").append(std::to_string(t.controllers_failed));
-    out.append("},\"ranks\":[");
-    first = true;
+    const ReportJson totals = {
+            {"events", t.events},
+            {"energy_joules", json_fixed(t.energy_joules, 6)},
+            {"baseline_joules", json_fixed(t.baseline_joules, 6)},
+            {"energy_savings_pct", json_fixed(t.energy_savings_pct, 4)},
+            {"time_penalty_pct_max", json_fixed(t.time_penalty_pct_max, 4)},
+            {"time_penalty_pct_mean", json_fixed(t.time_penalty_pct_mean, 4)},
+            {"late_wakeups", t.late_wakeups},
+            {"wakeup_delay_ns", t.wakeup_delay_ns},
+            {"predictions", t.predictions},
+            {"hits", t.hits},
+            {"hit_rate_pct", json_fixed(t.hit_rate_pct, 4)},
+            {"restarts", t.restarts},
+            {"time_at_width_ns", widths},
+            {"bytes_sent", t.bytes_sent},
+            {"packed_bytes", t.packed_bytes},
+            {"saved_bytes", t.saved_bytes},
+            {"missed_bytes", t.missed_bytes},
+            {"max_rel_error_bound", json_error_bound(t.error_bound)},
+            {"controllers_failed", t.controllers_failed},
+    };
+    ReportJson ranks = ReportJson::array();
     for (const RankRecord &r : collection.reported) {
-        out.append(first ? "{" : ",{");
-        out.append("\"rank\":").append(std::to_string(r.rank));
-        out.append(",\"local_rank\":").append(std::to_string(r.local_rank));
-        out.append(",\"pid\":").append(std::to_string(r.pid));
-        out.append(",\"link\":").append(r.has_link ? "true" : "false");
-        out.append(",\"events\":").append(u64(r.events));
-        out.append(",\"energy_savings_pct\":")
-                .append(r.has_savings ? format_fixed(r.energy_savings_pct, 4) : "null");
-        out.append(",\"time_penalty_pct\":")
-                .append(r.has_penalty ? format_fixed(r.time_penalty_pct, 4) : "null");
-        out.append(",\"late_wakeups\":").append(u64(r.late_wakeups));
-        out.append(",\"predictions\":").append(u64(r.predictions));
-        out.append(",\"hits\":").append(u64(r.hits));
-        out.append(",\"hit_rate_pct\":").append(json_or_null(hit_rate(r)));
-        out.append(",\"gt_ns\":").append(r.has_gt ? std::to_string(r.gt_ns) : "null");
-        out.append(",\"restarts\":").append(u64(r.restarts));
-        out.append(",\"bytes_sent\":").append(u64(r.bytes_sent));
-        out.append(",\"packed_bytes\":").append(u64(r.packed_bytes));
-        out.append(",\"saved_bytes\":").append(u64(r.saved_bytes()));
-        out.append(",\"missed_bytes\":").append(u64(r.missed_bytes));
-        out.append(",\"max_rel_error_bound\":")
-                .append(json_error_bound(ErrorBound{r.error_bound_bits}));
-        out.append(",\"controller_failed\":").append(r.controller_failed ? "true" : "false");
-        out.append("}");
-        first = false;
+        ranks.push_back({
+                {"rank", r.rank},
+                {"local_rank", r.local_rank},
+                {"pid", r.pid},
+                {"link", r.has_link},
+                {"events", r.events},
+                {"energy_savings_pct",
+                 r.has_savings ? json_fixed(r.energy_savings_pct, 4) : ReportJson(nullptr)},
+                {"time_penalty_pct",
+                 r.has_penalty ? json_fixed(r.time_penalty_pct, 4) : ReportJson(nullptr)},
+                {"late_wakeups", r.late_wakeups},
+                {"predictions", r.predictions},
+                {"hits", r.hits},
+                {"hit_rate_pct", json_fixed(hit_rate(r), 4)},
+                {"gt_ns", r.has_gt ? ReportJson(r.gt_ns) : ReportJson(nullptr)},
+                {"restarts", r.restarts},
+                {"bytes_sent", r.bytes_sent},
+                {"packed_bytes", r.packed_bytes},
+                {"saved_bytes", r.saved_bytes()},
+                {"missed_bytes", r.missed_bytes},
+                {"max_rel_error_bound", json_error_bound(ErrorBound{r.error_bound_bits})},
+                {"controller_failed", r.controller_failed},
+        });
     }
-    out.append("]}\n");
-    return out;
+    const ReportJson report = {
+            {"schema", node_report_schema},
+            {"host", node.host},
+            {"job", node.job.key},
+            {"launcher", node.job.launcher},
+            {"local_size", node.job.local_size},
+            {"ranks_reported", collection.reported.size()},
+            {"ranks_missing", missing},
+            {"totals", totals},
+            {"ranks", ranks},
+    };
+    return json_line(report);
 }
 
 // ---- the shared-memory exchange --------------------------------------------

@@ -3,6 +3,7 @@
 
 #include "base/output_file.h"
 
+#include "report_json.h"
 #include "traffic_monitor.h"
 
 #include <array>
@@ -31,19 +32,14 @@ std::string text_row(const char *name, const slim_counter_t &sent, const slim_co
     return line.data();
 }
 
-void append_counter(std::string &out, const slim_counter_t &c)
+ReportJson counter_json(const slim_counter_t &c)
 {
-    out.append("{\"count\":").append(std::to_string(c.count));
-    out.append(",\"bytes\":").append(std::to_string(c.bytes)).append("}");
+    return {{"count", c.count}, {"bytes", c.bytes}};
 }
 
-void append_directions(std::string &out, const slim_counter_t &sent, const slim_counter_t &recv)
+ReportJson directions_json(const slim_counter_t &sent, const slim_counter_t &recv)
 {
-    out.append("{\"sent\":");
-    append_counter(out, sent);
-    out.append(",\"received\":");
-    append_counter(out, recv);
-    out.append("}");
+    return {{"sent", counter_json(sent)}, {"received", counter_json(recv)}};
 }
 
 // One write() for the whole block; loops only on EINTR and short writes
@@ -125,15 +121,30 @@ std::string format_fixed(double v, int decimals)
     return text.data();
 }
 
-std::string json_error_bound(ErrorBound bound)
+ReportJson json_error_bound(ErrorBound bound)
 {
-    if (!bound.packed()) {
-        return "null";
-    }
-    // 17 significant digits: the power of two exactly, never rounded below it.
-    std::array<char, 48> text{};
-    std::snprintf(text.data(), text.size(), "%.17g", bound.relative());
-    return text.data();
+    // The exact power of two: the shortest text that reads back as this
+    // double never rounds the bound below it.
+    return bound.packed() ? ReportJson(bound.relative()) : ReportJson(nullptr);
+}
+
+ReportJson json_fixed(double v, int decimals)
+{
+    // The number the text with `decimals` decimals says, so a report reads
+    // the same in JSON as in text.
+    return std::stod(format_fixed(v, decimals));
+}
+
+ReportJson json_fixed(const std::optional<double> &v, int decimals)
+{
+    return v ? json_fixed(*v, decimals) : ReportJson(nullptr);
+}
+
+std::string json_line(const ReportJson &j)
+{
+    // Host names and paths are bytes: invalid UTF-8 becomes U+FFFD rather
+    // than an exception that would lose the report.
+    return j.dump(-1, ' ', false, ReportJson::error_handler_t::replace) + "\n";
 }
 
 std::string text_error_bound(ErrorBound bound)
@@ -193,23 +204,15 @@ std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound)
     return out;
 }
 
-void append_json_packing(std::string &out, const slim_packing_stats_t &p, ErrorBound bound)
+ReportJson packing_json(const slim_packing_stats_t &p, ErrorBound bound)
 {
-    const std::pair<const char *, std::uint64_t> fields[] = {
+    return {
             {"frames_sent", p.frames_sent},         {"payload_bytes", p.payload_bytes},
             {"wire_bytes", p.wire_bytes},           {"marked_bytes", p.marked_bytes},
             {"packed_bytes", p.packed_bytes},       {"edge_bytes", p.edge_bytes},
             {"missed_bytes", p.missed_bytes},       {"frames_received", p.frames_received},
-            {"frames_rejected", p.frames_rejected},
+            {"frames_rejected", p.frames_rejected}, {"max_rel_error_bound", json_error_bound(bound)},
     };
-    out.append("{");
-    bool first = true;
-    for (const auto &[name, value] : fields) {
-        out.append(first ? "\"" : ",\"").append(name).append("\":").append(std::to_string(value));
-        first = false;
-    }
-    out.append(",\"max_rel_error_bound\":").append(json_error_bound(bound));
-    out.append("}");
 }
 
 std::string text_live(const live::LiveSummary *l)
@@ -245,7 +248,7 @@ std::string text_live(const live::LiveSummary *l)
         out += "           policy in force: " + l->policy_in_force + " (changed " +
                std::to_string(l->policy_switches) + " times)\n";
     }
-    if (l->widest_burst_gap_ns > live::LiveConfig{}.burst_gap_ns) {
+    if (l->widest_burst_gap_ns > live::kDefaultBurstGapNs) {
         out += "           burst gap widened to " +
                fixed(static_cast<double>(l->widest_burst_gap_ns) * 1e-3, 0) +
                " us under dense traffic (" +
@@ -274,52 +277,43 @@ std::string text_live(const live::LiveSummary *l)
     return out;
 }
 
-void append_json_number(std::string &out, const char *name, double v)
+ReportJson live_json(const live::LiveSummary &l)
 {
-    out.append(",\"").append(name).append("\":").append(fixed(v, 6));
-}
-
-void append_json_live(std::string &out, const live::LiveSummary &l)
-{
-    out.append("{\"backend\":").append(json_quote(l.backend));
-    out.append(",\"predictor\":").append(json_quote(l.predictor));
-    out.append(",\"lanes\":").append(std::to_string(l.lanes));
-    out.append(",\"events\":").append(std::to_string(l.events));
-    out.append(",\"span_ns\":").append(std::to_string(l.span_ns));
-    append_json_number(out, "energy_joules", l.energy_joules);
-    append_json_number(out, "baseline_joules", l.baseline_joules);
-    out.append(",\"energy_savings_pct\":")
-            .append(l.energy_savings_pct ? fixed(*l.energy_savings_pct, 4) : "null");
-    out.append(",\"time_penalty_pct\":")
-            .append(l.time_penalty_pct ? fixed(*l.time_penalty_pct, 4) : "null");
-    out.append(",\"late_wakeups\":").append(std::to_string(l.late_wakeups));
-    out.append(",\"wakeup_delay_ns\":").append(std::to_string(l.wakeup_delay_ns));
-    out.append(",\"transitions\":").append(std::to_string(l.transitions));
-    out.append(",\"predictions\":").append(std::to_string(l.predictions));
-    out.append(",\"hits\":").append(std::to_string(l.hits));
-    out.append(",\"restarts\":").append(std::to_string(l.restarts));
-    out.append(",\"gt_ns\":").append(l.gt_ns ? std::to_string(*l.gt_ns) : "null");
-    out.append(",\"time_at_width_ns\":{");
-    bool first = true;
+    ReportJson widths = ReportJson::object();
     for (unsigned w = 1; w <= l.lanes && w < l.time_at_width_ns.size(); ++w) {
-        out.append(first ? "\"" : ",\"").append(std::to_string(w)).append("\":");
-        out.append(std::to_string(l.time_at_width_ns[w]));
-        first = false;
+        widths[std::to_string(w)] = l.time_at_width_ns[w];
     }
-    out.append("}");
-    out.append(",\"controller_failed\":").append(l.controller_failed ? "true" : "false");
-    out.append(",\"trace\":").append(l.trace_path.empty() ? "null" : json_quote(l.trace_path));
-    out.append(",\"trace_events\":").append(std::to_string(l.trace_events));
-    out.append(",\"policy_in_force\":")
-            .append(l.policy_in_force.empty() ? "null" : json_quote(l.policy_in_force));
-    out.append(",\"policy_switches\":").append(std::to_string(l.policy_switches));
-    out.append(",\"burst_gap_ns\":").append(std::to_string(l.burst_gap_ns));
-    out.append(",\"widest_burst_gap_ns\":").append(std::to_string(l.widest_burst_gap_ns));
-    out.append(",\"ops_recorded\":").append(std::to_string(l.drain.records));
-    out.append(",\"ops_logged\":").append(std::to_string(l.ops_logged));
-    out.append(",\"ops_dropped\":").append(std::to_string(l.ops_dropped));
-    out.append(",\"drain_wakeups\":").append(std::to_string(l.drain.wakeups));
-    out.append("}");
+    return {
+            {"backend", l.backend},
+            {"predictor", l.predictor},
+            {"lanes", l.lanes},
+            {"events", l.events},
+            {"span_ns", l.span_ns},
+            {"energy_joules", json_fixed(l.energy_joules, 6)},
+            {"baseline_joules", json_fixed(l.baseline_joules, 6)},
+            {"energy_savings_pct", json_fixed(l.energy_savings_pct, 4)},
+            {"time_penalty_pct", json_fixed(l.time_penalty_pct, 4)},
+            {"late_wakeups", l.late_wakeups},
+            {"wakeup_delay_ns", l.wakeup_delay_ns},
+            {"transitions", l.transitions},
+            {"predictions", l.predictions},
+            {"hits", l.hits},
+            {"restarts", l.restarts},
+            {"gt_ns", l.gt_ns ? ReportJson(*l.gt_ns) : ReportJson(nullptr)},
+            {"time_at_width_ns", widths},
+            {"controller_failed", l.controller_failed},
+            {"trace", l.trace_path.empty() ? ReportJson(nullptr) : ReportJson(l.trace_path)},
+            {"trace_events", l.trace_events},
+            {"policy_in_force",
+             l.policy_in_force.empty() ? ReportJson(nullptr) : ReportJson(l.policy_in_force)},
+            {"policy_switches", l.policy_switches},
+            {"burst_gap_ns", l.burst_gap_ns},
+            {"widest_burst_gap_ns", l.widest_burst_gap_ns},
+            {"ops_recorded", l.drain.records},
+            {"ops_logged", l.ops_logged},
+            {"ops_dropped", l.ops_dropped},
+            {"drain_wakeups", l.drain.wakeups},
+    };
 }
 
 } // namespace
@@ -359,32 +353,22 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
                                const slim_packing_stats_t &packing,
                                const live::LiveSummary *live, ErrorBound bound)
 {
-    std::string out;
-    out.reserve(1024);
-    out.append("{\"schema\":").append(json_quote(report_schema));
-    out.append(",\"rank\":").append(std::to_string(who.rank));
-    out.append(",\"host\":").append(json_quote(who.host));
-    out.append(",\"pid\":").append(std::to_string(who.pid));
-    out.append(",\"traffic\":{");
+    ReportJson operations = ReportJson::object();
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
-        if (op > 0) {
-            out.push_back(',');
-        }
-        out.append(json_quote(slim_op_name(static_cast<slim_op_t>(op)))).push_back(':');
-        append_directions(out, traffic.op[op][SLIM_DIR_SEND], traffic.op[op][SLIM_DIR_RECV]);
+        operations[slim_op_name(static_cast<slim_op_t>(op))] =
+                directions_json(traffic.op[op][SLIM_DIR_SEND], traffic.op[op][SLIM_DIR_RECV]);
     }
-    out.append("},\"totals\":");
-    append_directions(out, total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV));
-    out.append(",\"packing\":");
-    append_json_packing(out, packing, bound);
-    out.append(",\"link\":");
-    if (live != nullptr) {
-        append_json_live(out, *live);
-    } else {
-        out.append("null");
-    }
-    out.append("}\n");
-    return out;
+    const ReportJson report = {
+            {"schema", report_schema},
+            {"rank", who.rank},
+            {"host", who.host},
+            {"pid", who.pid},
+            {"traffic", operations},
+            {"totals", directions_json(total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV))},
+            {"packing", packing_json(packing, bound)},
+            {"link", live != nullptr ? live_json(*live) : ReportJson(nullptr)},
+    };
+    return json_line(report);
 }
 
 void write_report(const ReportTarget &target, const ProcessIdentity &who,

@@ -39,9 +39,6 @@ std::string json_quote(std::string_view text);
 // as zero, not "-0.0".
 std::string format_fixed(double v, int decimals);
 
-// The error bound as a JSON value: the exact power of two, or null.
-std::string json_error_bound(ErrorBound bound);
-
 // The error bound for people: "2^-28 (3.7e-09)", or "-" when nothing was packed.
 std::string text_error_bound(ErrorBound bound);
 

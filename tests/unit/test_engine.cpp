@@ -276,15 +276,15 @@ TEST_CASE("the JSON report is appended once per process with every recorded oper
 
     const slim_test::Json r0 = slim_test::parse_json(line0);
     const slim_test::Json r1 = slim_test::parse_json(line1);
-    CHECK(r0["rank"].integer() == 0);
-    CHECK(r1["rank"].integer() == 1);
+    CHECK(r0.at("rank").get<std::int64_t>() == 0);
+    CHECK(r1.at("rank").get<std::int64_t>() == 1);
     for (const slim_test::Json *r : {&r0, &r1}) {
-        CHECK((*r)["traffic"]["am_short"]["sent"]["count"].integer() == 1);
-        CHECK((*r)["traffic"]["am_short"]["sent"]["bytes"].integer() == 8);
-        CHECK((*r)["traffic"]["am_any"]["received"]["count"].integer() == 2);
-        CHECK((*r)["traffic"]["am_any"]["received"]["bytes"].integer() == 128);
+        CHECK(r->at("traffic").at("am_short").at("sent").at("count").get<std::int64_t>() == 1);
+        CHECK(r->at("traffic").at("am_short").at("sent").at("bytes").get<std::int64_t>() == 8);
+        CHECK(r->at("traffic").at("am_any").at("received").at("count").get<std::int64_t>() == 2);
+        CHECK(r->at("traffic").at("am_any").at("received").at("bytes").get<std::int64_t>() == 128);
         // The early report of "traffic-report-now" precedes its put.
-        CHECK((*r)["traffic"]["put"]["sent"]["count"].integer() == 0);
+        CHECK(r->at("traffic").at("put").at("sent").at("count").get<std::int64_t>() == 0);
     }
 }
 
@@ -300,16 +300,16 @@ TEST_CASE("each interface's recorder counts and logs its traffic, also after it 
     std::string   line;
     REQUIRE(std::getline(in, line));
     const slim_test::Json report = slim_test::parse_json(line);
-    CHECK(report["traffic"]["am_short"]["sent"]["count"].integer() == 3);
-    CHECK(report["traffic"]["am_any"]["received"]["bytes"].integer() == 200);
+    CHECK(report.at("traffic").at("am_short").at("sent").at("count").get<std::int64_t>() == 3);
+    CHECK(report.at("traffic").at("am_any").at("received").at("bytes").get<std::int64_t>() == 200);
     // Every record reached the live loop: the closed recorder's too.
-    CHECK(report["link"]["ops_recorded"].integer() == 6);
-    CHECK(report["link"]["ops_dropped"].integer() == 0);
+    CHECK(report.at("link").at("ops_recorded").get<std::int64_t>() == 6);
+    CHECK(report.at("link").at("ops_dropped").get<std::int64_t>() == 0);
     // Each recorder writes a record where its run starts (and for the run's
     // first send); the rest only move its totals. One more for the shared
     // path's put. More only if this process was preempted between calls.
-    CHECK(report["link"]["ops_logged"].integer() >= 3);
-    CHECK(report["link"]["ops_logged"].integer() <= 6);
+    CHECK(report.at("link").at("ops_logged").get<std::int64_t>() >= 3);
+    CHECK(report.at("link").at("ops_logged").get<std::int64_t>() <= 6);
 }
 
 TEST_CASE("a report that cannot be written is logged and the process exits normally")

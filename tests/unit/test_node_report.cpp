@@ -28,7 +28,9 @@ using slim::NodeExchange;
 using slim::NodeReportError;
 using slim::RankRecord;
 using slim_test::Json;
+using slim_test::keys;
 using slim_test::parse_json;
+using Strings = std::vector<std::string>;
 
 namespace {
 
@@ -221,38 +223,38 @@ TEST_CASE("the node JSON line has the documented schema and lists missing ranks"
     CHECK(line.back() == '\n');
     CHECK(line.find('\n') == line.size() - 1);
     const Json j = parse_json(line);
-    CHECK(j.keys == std::vector<std::string>{"schema", "host", "job", "launcher", "local_size",
+    CHECK(keys(j) == Strings{"schema", "host", "job", "launcher", "local_size",
                                              "ranks_reported", "ranks_missing", "totals",
                                              "ranks"});
-    CHECK(j["schema"].text == "slimlink.node.v1");
-    CHECK(j["host"].text == "node7");
-    CHECK(j["job"].text == "hydra-77-1234");
-    CHECK(j["local_size"].integer() == 3);
-    CHECK(j["ranks_reported"].integer() == 2);
-    REQUIRE(j["ranks_missing"].array.size() == 1);
-    const Json &missing = j["ranks_missing"].array[0];
-    CHECK(missing["rank"].integer() == 1);
-    CHECK(missing["local_rank"].integer() == 1);
-    CHECK(missing["pid"].integer() == 1001);
-    CHECK(missing["reason"].text == "died");
+    CHECK(j.at("schema").get<std::string>() == "slimlink.node.v1");
+    CHECK(j.at("host").get<std::string>() == "node7");
+    CHECK(j.at("job").get<std::string>() == "hydra-77-1234");
+    CHECK(j.at("local_size").get<std::int64_t>() == 3);
+    CHECK(j.at("ranks_reported").get<std::int64_t>() == 2);
+    REQUIRE(j.at("ranks_missing").size() == 1);
+    const Json &missing = j.at("ranks_missing")[0];
+    CHECK(missing.at("rank").get<std::int64_t>() == 1);
+    CHECK(missing.at("local_rank").get<std::int64_t>() == 1);
+    CHECK(missing.at("pid").get<std::int64_t>() == 1001);
+    CHECK(missing.at("reason").get<std::string>() == "died");
 
-    const Json &t = j["totals"];
-    CHECK(std::stod(t["energy_savings_pct"].text) == Approx(60.0));
-    CHECK(std::stod(t["time_penalty_pct_max"].text) == Approx(1.5));
-    CHECK(std::stod(t["time_penalty_pct_mean"].text) == Approx(1.0));
-    CHECK(std::stod(t["hit_rate_pct"].text) == Approx(57.5));
-    CHECK(t["time_at_width_ns"].keys == std::vector<std::string>{"1", "2", "3", "4"});
-    CHECK(t["time_at_width_ns"]["4"].integer() == 3'000'000'000);
-    CHECK(t["saved_bytes"].integer() == 6000);
-    CHECK(std::stod(t["max_rel_error_bound"].text) == std::ldexp(1.0, -20));
+    const Json &t = j.at("totals");
+    CHECK(t.at("energy_savings_pct").get<double>() == Approx(60.0));
+    CHECK(t.at("time_penalty_pct_max").get<double>() == Approx(1.5));
+    CHECK(t.at("time_penalty_pct_mean").get<double>() == Approx(1.0));
+    CHECK(t.at("hit_rate_pct").get<double>() == Approx(57.5));
+    CHECK(keys(t.at("time_at_width_ns")) == Strings{"1", "2", "3", "4"});
+    CHECK(t.at("time_at_width_ns").at("4").get<std::int64_t>() == 3'000'000'000);
+    CHECK(t.at("saved_bytes").get<std::int64_t>() == 6000);
+    CHECK(t.at("max_rel_error_bound").get<double>() == std::ldexp(1.0, -20));
 
-    REQUIRE(j["ranks"].array.size() == 2);
-    const Json &r2 = j["ranks"].array[1];
-    CHECK(r2["rank"].integer() == 2);
-    CHECK(r2["local_rank"].integer() == 2);
-    CHECK(r2["gt_ns"].integer() == 12'500);
-    CHECK(std::stod(r2["hit_rate_pct"].text) == Approx(50.0));
-    CHECK(std::stod(r2["max_rel_error_bound"].text) == std::ldexp(1.0, -29));
+    REQUIRE(j.at("ranks").size() == 2);
+    const Json &r2 = j.at("ranks")[1];
+    CHECK(r2.at("rank").get<std::int64_t>() == 2);
+    CHECK(r2.at("local_rank").get<std::int64_t>() == 2);
+    CHECK(r2.at("gt_ns").get<std::int64_t>() == 12'500);
+    CHECK(r2.at("hit_rate_pct").get<double>() == Approx(50.0));
+    CHECK(r2.at("max_rel_error_bound").get<double>() == std::ldexp(1.0, -29));
 }
 
 TEST_CASE("a node where nobody reported still gives valid JSON with nulls")
@@ -262,12 +264,12 @@ TEST_CASE("a node where nobody reported still gives valid JSON with nulls")
     m.local_rank = 0;
     c.missing.push_back(m);
     const Json j = parse_json(slim::format_node_json(node(), c));
-    CHECK(j["ranks_reported"].integer() == 0);
-    CHECK(j["ranks_missing"].array[0]["rank"].type == Json::Type::null);
-    CHECK(j["ranks_missing"].array[0]["reason"].text == "never_started");
-    CHECK(j["totals"]["energy_savings_pct"].type == Json::Type::null);
-    CHECK(j["totals"]["max_rel_error_bound"].type == Json::Type::null);
-    CHECK(j["ranks"].array.empty());
+    CHECK(j.at("ranks_reported").get<std::int64_t>() == 0);
+    CHECK(j.at("ranks_missing")[0].at("rank").is_null());
+    CHECK(j.at("ranks_missing")[0].at("reason").get<std::string>() == "never_started");
+    CHECK(j.at("totals").at("energy_savings_pct").is_null());
+    CHECK(j.at("totals").at("max_rel_error_bound").is_null());
+    CHECK(j.at("ranks").empty());
 }
 
 TEST_CASE("the node table has a row per reported rank, a total row and the missing ranks")

@@ -13,7 +13,9 @@
 
 using Catch::Matchers::Contains;
 using slim_test::Json;
+using slim_test::keys;
 using slim_test::parse_json;
+using Strings = std::vector<std::string>;
 
 namespace {
 
@@ -54,58 +56,67 @@ TEST_CASE("the JSON report is one valid JSON line with the documented schema")
     CHECK(count_lines(line) == 1);
 
     const Json j = parse_json(line);
-    REQUIRE(j.type == Json::Type::object);
-    CHECK(j.keys == std::vector<std::string>{"schema", "rank", "host", "pid", "traffic", "totals",
+    REQUIRE(j.is_object());
+    CHECK(keys(j) == Strings{"schema", "rank", "host", "pid", "traffic", "totals",
                                              "packing", "link"});
-    CHECK(j["schema"].text == "slimlink.report.v1");
-    CHECK(j["rank"].integer() == 3);
-    CHECK(j["host"].text == "node\"7\\x");
-    CHECK(j["pid"].integer() == 4242);
+    CHECK(j.at("schema").get<std::string>() == "slimlink.report.v1");
+    CHECK(j.at("rank").get<std::int64_t>() == 3);
+    CHECK(j.at("host").get<std::string>() == "node\"7\\x");
+    CHECK(j.at("pid").get<std::int64_t>() == 4242);
 }
 
 TEST_CASE("the JSON report lists every operation kind with its counters")
 {
     const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic()));
-    const Json &traffic = j["traffic"];
-    CHECK(traffic.keys == std::vector<std::string>{"am_short", "am_bcopy", "am_zcopy", "am_any",
+    const Json &traffic = j.at("traffic");
+    CHECK(keys(traffic) == Strings{"am_short", "am_bcopy", "am_zcopy", "am_any",
                                                    "put", "get", "atomic"});
-    CHECK(traffic["am_short"]["sent"]["count"].integer() == 10);
-    CHECK(traffic["am_short"]["sent"]["bytes"].integer() == 640);
-    CHECK(traffic["am_short"]["received"]["count"].integer() == 0);
-    CHECK(traffic["am_any"]["received"]["count"].integer() == 12);
-    CHECK(traffic["am_any"]["received"]["bytes"].integer() == 70000);
-    CHECK(traffic["put"]["sent"]["bytes"].integer() == 1 << 20);
-    CHECK(traffic["atomic"]["sent"]["count"].integer() == 0);
+    CHECK(traffic.at("am_short").at("sent").at("count").get<std::int64_t>() == 10);
+    CHECK(traffic.at("am_short").at("sent").at("bytes").get<std::int64_t>() == 640);
+    CHECK(traffic.at("am_short").at("received").at("count").get<std::int64_t>() == 0);
+    CHECK(traffic.at("am_any").at("received").at("count").get<std::int64_t>() == 12);
+    CHECK(traffic.at("am_any").at("received").at("bytes").get<std::int64_t>() == 70000);
+    CHECK(traffic.at("put").at("sent").at("bytes").get<std::int64_t>() == 1 << 20);
+    CHECK(traffic.at("atomic").at("sent").at("count").get<std::int64_t>() == 0);
 
-    const Json &totals = j["totals"];
-    CHECK(totals["sent"]["count"].integer() == 11);
-    CHECK(totals["sent"]["bytes"].integer() == 640 + (1 << 20));
-    CHECK(totals["received"]["count"].integer() == 12);
-    CHECK(totals["received"]["bytes"].integer() == 70000);
+    const Json &totals = j.at("totals");
+    CHECK(totals.at("sent").at("count").get<std::int64_t>() == 11);
+    CHECK(totals.at("sent").at("bytes").get<std::int64_t>() == 640 + (1 << 20));
+    CHECK(totals.at("received").at("count").get<std::int64_t>() == 12);
+    CHECK(totals.at("received").at("bytes").get<std::int64_t>() == 70000);
 }
 
 TEST_CASE("the JSON report of a process without traffic has zero totals")
 {
     const Json j = parse_json(slim::format_json_report(sample_process(), slim_traffic_t{}));
-    CHECK(j["totals"]["sent"]["count"].integer() == 0);
-    CHECK(j["totals"]["received"]["bytes"].integer() == 0);
+    CHECK(j.at("totals").at("sent").at("count").get<std::int64_t>() == 0);
+    CHECK(j.at("totals").at("received").at("bytes").get<std::int64_t>() == 0);
 }
 
 TEST_CASE("an unknown rank is reported as -1")
 {
     slim::ProcessIdentity who = sample_process();
     who.rank = -1;
-    CHECK(parse_json(slim::format_json_report(who, slim_traffic_t{}))["rank"].integer() == -1);
+    const auto j = parse_json(slim::format_json_report(who, slim_traffic_t{}));
+    CHECK(j.at("rank").get<std::int64_t>() == -1);
     CHECK_THAT(slim::format_text_report(who, slim_traffic_t{}), Contains("rank unknown"));
 }
 
-TEST_CASE("JSON strings escape quotes, backslashes and control characters")
+TEST_CASE("JSON strings keep quotes, backslashes and control characters")
 {
-    CHECK(slim::json_quote("plain") == "\"plain\"");
-    CHECK(slim::json_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
-    CHECK(slim::json_quote("\n\t\r\b\f") == "\"\\n\\t\\r\\b\\f\"");
-    CHECK(slim::json_quote(std::string("\x01\x1f", 2)) == "\"\\u0001\\u001f\"");
-    CHECK(parse_json(slim::json_quote("x\x02y")).text == "x\x02y");
+    slim::ProcessIdentity who = sample_process();
+    who.host = std::string("a\"b\\c\n\t\x01\x1f\xc3\xa9", 12);
+    const std::string line = slim::format_json_report(who, slim_traffic_t{});
+    CHECK(count_lines(line) == 1);
+    CHECK(parse_json(line).at("host").get<std::string>() == who.host);
+}
+
+TEST_CASE("a host name that is not UTF-8 still gives a valid report")
+{
+    slim::ProcessIdentity who = sample_process();
+    who.host = "bad\xff";
+    const std::string line = slim::format_json_report(who, slim_traffic_t{});
+    CHECK(parse_json(line).at("host").get<std::string>() == "bad\xef\xbf\xbd");  // U+FFFD
 }
 
 TEST_CASE("the text report names the process and lists only non-zero rows")
@@ -180,8 +191,8 @@ TEST_CASE("JSON reports are appended one line per write")
     REQUIRE(std::getline(in, first));
     REQUIRE(std::getline(in, second));
     CHECK_FALSE(std::getline(in, extra));
-    CHECK(parse_json(first)["totals"]["sent"]["count"].integer() == 11);
-    CHECK(parse_json(second)["totals"]["sent"]["count"].integer() == 0);
+    CHECK(parse_json(first).at("totals").at("sent").at("count").get<std::int64_t>() == 11);
+    CHECK(parse_json(second).at("totals").at("sent").at("count").get<std::int64_t>() == 0);
 
     ::unlink(path.c_str());
     ::rmdir(dir_template);
@@ -220,15 +231,15 @@ TEST_CASE("the JSON report carries every packing counter")
 {
     const Json j = parse_json(
             slim::format_json_report(sample_process(), sample_traffic(), sample_packing()));
-    const Json &p = j["packing"];
-    CHECK(p.keys == std::vector<std::string>{"frames_sent", "payload_bytes", "wire_bytes",
+    const Json &p = j.at("packing");
+    CHECK(keys(p) == Strings{"frames_sent", "payload_bytes", "wire_bytes",
                                              "marked_bytes", "packed_bytes", "edge_bytes",
                                              "missed_bytes", "frames_received",
                                              "frames_rejected", "max_rel_error_bound"});
-    CHECK(p["frames_sent"].integer() == 5);
-    CHECK(p["wire_bytes"].integer() == 40208);
-    CHECK(p["missed_bytes"].integer() == 100);
-    CHECK(p["frames_rejected"].integer() == 1);
+    CHECK(p.at("frames_sent").get<std::int64_t>() == 5);
+    CHECK(p.at("wire_bytes").get<std::int64_t>() == 40208);
+    CHECK(p.at("missed_bytes").get<std::int64_t>() == 100);
+    CHECK(p.at("frames_rejected").get<std::int64_t>() == 1);
 }
 
 TEST_CASE("the text report shows packing only when something was marked or framed")
@@ -245,14 +256,14 @@ TEST_CASE("the text report shows packing only when something was marked or frame
 TEST_CASE("the error bound is null until something is packed, then the exact power of two")
 {
     CHECK(parse_json(slim::format_json_report(sample_process(), sample_traffic(), sample_packing()))
-                  ["packing"]["max_rel_error_bound"]
-                          .type == Json::Type::null);
+                  .at("packing").at("max_rel_error_bound")
+                          .is_null());
     // keep 4 bytes, truncated: 20 mantissa bits survive.
     const slim::ErrorBound bound{slim::guaranteed_bits({4, slim::pack::Rounding::truncate})};
     REQUIRE(bound.min_bits == 20);
     const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic(),
                                                        sample_packing(), nullptr, bound));
-    CHECK(std::stod(j["packing"]["max_rel_error_bound"].text) == std::ldexp(1.0, -20));
+    CHECK(j.at("packing").at("max_rel_error_bound").get<double>() == std::ldexp(1.0, -20));
 }
 
 TEST_CASE("the text report states the error bound, rounded up, as a bound")
