@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "link/backend.h"
 
-#include "runtime/no_destructor.h"
+#include "base/no_destructor.h"
 
 #include <mutex>
 #include <thread>

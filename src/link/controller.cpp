@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "link/controller.h"
 
-#include "runtime/log.h"
+#include "base/log.h"
 
 #include <algorithm>
 #include <atomic>

@@ -2,7 +2,7 @@
 // The emulated port of issue "link-width controller" (thesis §2.6, §4.5.2).
 #include "link/link_model.h"
 
-#include "runtime/configuration.h"
+#include "base/parse.h"
 
 #include <algorithm>
 #include <chrono>

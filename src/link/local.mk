@@ -10,7 +10,6 @@ tests_unit_slim_unit_tests_SOURCES += \
 
 # NodeArbiter and PortMap (thesis §4.5.4): POSIX shm (-lrt, -pthread) and hwloc.
 src_libslimcore_la_SOURCES += \
-	src/link/shared_segment.h src/link/shared_segment.cpp \
 	src/link/node_arbiter.h src/link/node_arbiter.cpp src/link/node_arbiter_segment.h \
 	src/link/port_map.h src/link/port_map.cpp
 src_libslimcore_la_CPPFLAGS += $(HWLOC_CFLAGS)

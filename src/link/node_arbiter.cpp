@@ -2,8 +2,8 @@
 #include "link/node_arbiter.h"
 
 #include "link/node_arbiter_segment.h"
-#include "link/shared_segment.h"
-#include "runtime/log.h"
+#include "base/shared_segment.h"
+#include "base/log.h"
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +21,14 @@
 #include <unistd.h>
 
 namespace slim::link {
+
+// The segment helpers are the base layer's (src/base/shared_segment.h).
+using base::init_robust_mutex;
+using base::lock_robust_mutex;
+using base::map_private_segment;
+using base::SegmentMapping;
+using base::SharedSegmentError;
+using base::wait_published;
 
 namespace {
 

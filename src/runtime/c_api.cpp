@@ -2,7 +2,7 @@
 // The C boundary: slimlink.h (applications) and slim_core.h (UCX module).
 // No exception crosses it; failures become status codes.
 #include "engine.h"
-#include "log.h"
+#include "base/log.h"
 #include "release_hooks.h"
 #include "slim_core.h"
 #include "slimlink.h"

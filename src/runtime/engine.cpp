@@ -2,10 +2,10 @@
 #include "engine.h"
 #include "slim_core.h"
 
-#include "log.h"
+#include "base/log.h"
 #include "node_report.h"
 #include "packing_monitor.h"
-#include "no_destructor.h"
+#include "base/no_destructor.h"
 #include "process_identity.h"
 #include "report.h"
 #include "traffic_monitor.h"

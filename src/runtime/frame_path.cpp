@@ -3,7 +3,7 @@
 // marked runs of an outgoing message, builds its frame, and rebuilds
 // received frames; plus the counters behind slim_packing_get().
 #include "engine.h"
-#include "log.h"
+#include "base/log.h"
 #include "packing_monitor.h"
 #include "pack/frame.h"
 #include "slim_core.h"

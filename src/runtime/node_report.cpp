@@ -2,9 +2,9 @@
 #include "node_report.h"
 
 #include "link/node_arbiter.h"
-#include "link/shared_segment.h"
-#include "log.h"
-#include "no_destructor.h"
+#include "base/shared_segment.h"
+#include "base/log.h"
+#include "base/no_destructor.h"
 #include "report.h"
 #include "report_json.h"
 #include "traffic_monitor.h"
@@ -413,7 +413,7 @@ class NodeExchange::Lock {
 public:
     Lock(Segment *seg, const std::string &name) : seg_(seg)
     {
-        if (const int rc = link::lock_robust_mutex(&seg_->mutex, "node report", name); rc != 0) {
+        if (const int rc = base::lock_robust_mutex(&seg_->mutex, "node report", name); rc != 0) {
             throw_sys("pthread_mutex_lock", name, rc);
         }
     }
@@ -453,10 +453,10 @@ NodeExchange NodeExchange::join(const std::string &name, int local_rank, int loc
     const auto give_up = std::chrono::steady_clock::now() + init_wait;
     for (int attempt = 0; attempt < kOpenAttempts || std::chrono::steady_clock::now() < give_up;
          ++attempt) {
-        std::optional<link::SegmentMapping> mapped;
+        std::optional<base::SegmentMapping> mapped;
         try {
-            mapped = link::map_private_segment(name, bytes, init_wait);
-        } catch (const link::SharedSegmentError &e) {
+            mapped = base::map_private_segment(name, bytes, init_wait);
+        } catch (const base::SharedSegmentError &e) {
             throw NodeReportError(std::string("node report: ") + e.what());
         }
         if (!mapped) {
@@ -467,7 +467,7 @@ NodeExchange NodeExchange::join(const std::string &name, int local_rank, int loc
         Segment *seg = self.seg_;
 
         if (mapped->creator) {
-            if (const int rc = link::init_robust_mutex(&seg->mutex); rc != 0) {
+            if (const int rc = base::init_robust_mutex(&seg->mutex); rc != 0) {
                 self.unmap();
                 ::shm_unlink(name.c_str());
                 throw_sys("pthread_mutex_init (robust, process-shared)", name, rc);
@@ -477,7 +477,7 @@ NodeExchange NodeExchange::join(const std::string &name, int local_rank, int loc
             seg->slot_size  = sizeof(Slot);
             seg->magic.store(kMagic, std::memory_order_release);
         } else {
-            if (!link::wait_published(seg->magic, kMagic, mapped->deadline)) {
+            if (!base::wait_published(seg->magic, kMagic, mapped->deadline)) {
                 throw NodeReportError("node report: shared-memory segment '" + name +
                                       "' was never initialised (creator crashed? remove "
                                       "/dev/shm" + name + ")");

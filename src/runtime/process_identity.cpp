@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "process_identity.h"
 
-#include "no_destructor.h"
+#include "base/log.h"
+
+#include "base/no_destructor.h"
 
 #include <array>
 #include <charconv>
@@ -216,5 +218,13 @@ const ProcessIdentity &this_process()
     static NoDestructor<ProcessIdentity> identity{make_process_identity(process_environment())};
     return *identity;
 }
+
+namespace {
+
+// The log lines' "[slim r3]": installed as this library loads, before its
+// first line (base/log.h).
+const bool log_label_installed = (set_log_label_source([] { return this_process().label(); }), true);
+
+} // namespace
 
 } // namespace slim

@@ -13,7 +13,7 @@
 // block's 64 KiB chunks (the registry's chunk filter) and, only when it holds
 // marks, a walk of the region list.
 #include "engine.h"
-#include "log.h"
+#include "base/log.h"
 #include "release_hooks.h"
 
 #include <atomic>

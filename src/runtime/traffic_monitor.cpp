@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "traffic_monitor.h"
 
-#include "no_destructor.h"
+#include "base/no_destructor.h"
 
 #include <algorithm>
 #include <mutex>

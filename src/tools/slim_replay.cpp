@@ -9,14 +9,15 @@
 //
 // Exit status: 0 done, 2 bad command line or bad trace, 1 anything else
 // (e.g. standard output could not be written).
-#include "configuration.h"
+#include "base/parse.h"
 #include "link/link_model.h"
 #include "link/replay.h"
 #include "plot/png_writer.h"
 #include "plot/replay_figures.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
-#include "report.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -474,13 +475,13 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
     auto u64 = [](std::uint64_t v) { return std::to_string(v); };
     auto i64 = [](TimeNs v) { return std::to_string(v); };
     std::string out = "{\"schema\":\"slimlink.replay.v1\"";
-    out.append(",\"trace\":").append(slim::json_quote(trace.name()));
+    out.append(",\"trace\":").append(nlohmann::json(trace.name()).dump());
     out.append(",\"policy\":\"").append(o.policy_name).append("\"");
     if (o.kind == PolicyKind::timeout) {
         out.append(",\"timeout_ns\":").append(i64(o.timeout_ns));
     }
     if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
-        out.append(",\"policy_in_force\":").append(slim::json_quote(a->in_force().name()));
+        out.append(",\"policy_in_force\":").append(nlohmann::json(a->in_force().name()).dump());
         out.append(",\"policy_switches\":").append(u64(a->switches()));
         out.append(",\"predictions\":").append(u64(a->predictions()));
         out.append(",\"hits\":").append(u64(a->hits()));

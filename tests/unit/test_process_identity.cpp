@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "log.h"
+#include "base/log.h"
 #include "process_identity.h"
 
 #include <catch2/catch.hpp>

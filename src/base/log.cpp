@@ -1,16 +1,28 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "log.h"
+#include "base/log.h"
 
-#include "no_destructor.h"
-#include "process_identity.h"
+#include "base/no_destructor.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <atomic>
 #include <memory>
+
+#include <unistd.h>
 
 namespace slim {
 
 namespace {
+
+std::atomic<LogLabelSource> label_source{nullptr};
+
+std::string process_label()
+{
+    if (const LogLabelSource source = label_source.load(std::memory_order_acquire)) {
+        return source();
+    }
+    return "pid" + std::to_string(::getpid());
+}
 
 spdlog::level::level_enum to_spdlog(LogLevel level)
 {
@@ -28,7 +40,7 @@ spdlog::level::level_enum to_spdlog(LogLevel level)
 spdlog::logger make_logger()
 {
     spdlog::logger slim_logger{"slim", std::make_shared<spdlog::sinks::stderr_sink_mt>()};
-    slim_logger.set_pattern(log_pattern(this_process().label()));
+    slim_logger.set_pattern(log_pattern(process_label()));
     slim_logger.set_level(to_spdlog(LogLevel::warn));
     // Errors must reach the user even if the process dies right after.
     slim_logger.flush_on(spdlog::level::warn);
@@ -36,6 +48,19 @@ spdlog::logger make_logger()
 }
 
 } // namespace
+
+const char *to_string(LogLevel level) noexcept
+{
+    switch (level) {
+    case LogLevel::off:   return "off";
+    case LogLevel::error: return "error";
+    case LogLevel::warn:  return "warn";
+    case LogLevel::info:  return "info";
+    case LogLevel::debug: return "debug";
+    case LogLevel::trace: return "trace";
+    }
+    return "?";
+}
 
 std::string log_pattern(const std::string &process_label)
 {
@@ -50,5 +75,10 @@ spdlog::logger &logger()
 }
 
 void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
+
+void set_log_label_source(LogLabelSource source)
+{
+    label_source.store(source, std::memory_order_release);
+}
 
 } // namespace slim

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "link/shared_segment.h"
+#include "base/shared_segment.h"
 
-#include "runtime/log.h"
+#include "base/log.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace slim::link {
+namespace slim::base {
 
 namespace {
 
@@ -148,4 +148,4 @@ int lock_robust_mutex(pthread_mutex_t* mutex, const char* who, const std::string
     return rc;
 }
 
-}  // namespace slim::link
+}  // namespace slim::base

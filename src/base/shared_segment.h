@@ -16,7 +16,7 @@
 
 #include <pthread.h>
 
-namespace slim::link {
+namespace slim::base {
 
 // Names what failed and the segment; callers add who they are and what
 // happens next ("node arbiter: ...; using full width").
@@ -59,4 +59,4 @@ bool wait_published(const std::atomic<std::uint64_t>& magic, std::uint64_t expec
 // checks repair what a dead one left. Callers throw their own error type.
 int lock_robust_mutex(pthread_mutex_t* mutex, const char* who, const std::string& name);
 
-}  // namespace slim::link
+}  // namespace slim::base

@@ -5,8 +5,8 @@
 // after static destructors (ucp/uct cleanup in library destructors, atexit
 // handlers registered before ours). Objects reachable from the C API therefore
 // outlive everything: they are built in static storage and never torn down.
-#ifndef SLIM_RUNTIME_NO_DESTRUCTOR_H
-#define SLIM_RUNTIME_NO_DESTRUCTOR_H
+#ifndef SLIM_BASE_NO_DESTRUCTOR_H
+#define SLIM_BASE_NO_DESTRUCTOR_H
 
 #include <new>
 #include <utility>

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The "slim" logger: spdlog, stderr, rank in every line:
 //   [slim r3] warning: ...
-#ifndef SLIM_RUNTIME_LOG_H
-#define SLIM_RUNTIME_LOG_H
-
-#include "configuration.h"
+#ifndef SLIM_BASE_LOG_H
+#define SLIM_BASE_LOG_H
 
 #include <spdlog/logger.h>
 
@@ -12,12 +10,24 @@
 
 namespace slim {
 
+enum class LogLevel { off, error, warn, info, debug, trace };
+
+const char *to_string(LogLevel level) noexcept;
+
+
 // The process's logger, created on first use at level warn. It is not put in
 // spdlog's global registry: the application may use spdlog itself (and call
 // spdlog::drop_all() or shutdown()) without affecting slimlink.
 spdlog::logger &logger();
 
 void set_log_level(LogLevel level);
+
+// Where the lines' process label ("r3", "pid42") comes from. The runtime,
+// which knows the launcher's rank variables, installs its own; without one
+// the label is "pid<N>". It takes effect when the logger is made, at its
+// first use: install it before (the runtime does, as its library loads).
+using LogLabelSource = std::string (*)();
+void set_log_label_source(LogLabelSource source);
 
 // The line prefix for a process label ("r3" -> "[slim r3] "), for tests.
 std::string log_pattern(const std::string &process_label);

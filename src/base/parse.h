@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// Parsing single values for configuration and command lines: integers,
+// numbers, durations and choices in a range, with one uniform message,
+//   VAR='value': accepted values are <what>
+// so that every bad value names its variable (or option) and the range.
+#ifndef SLIM_BASE_PARSE_H
+#define SLIM_BASE_PARSE_H
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace slim {
+
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Parsers for single values. Each throws ConfigError with the message
+//   VAR='value': accepted values are <what>
+// Use them for every new UCX_SLIM_* variable so messages stay uniform.
+namespace parse {
+
+// y or n (also yes, no), case-insensitively.
+bool yes_no(const char *var, const std::string &value);
+
+// ASCII case-insensitive equality ("Stdout" names stdout).
+bool iequals(std::string_view a, std::string_view b);
+
+// Formats the uniform message; `accepted` completes "accepted values are ...".
+std::string bad_value(std::string_view var, std::string_view value, std::string_view accepted);
+
+// One of `choices`, compared case-insensitively; returns its index.
+std::size_t choice(const char *var, const std::string &value,
+                   std::initializer_list<const char *> choices);
+
+// A decimal integer in [min, max] (no sign for positive values, no spaces).
+std::int64_t integer(const char *var, const std::string &value, std::int64_t min,
+                     std::int64_t max);
+
+// A finite decimal number ("0.05", "1e-3") in [min, max].
+double real(const char *var, const std::string &value, double min, double max);
+
+// A duration: a non-negative number followed by a unit ns, us, ms or s
+// ("10us", "1.5ms", "1s"), in [min, max], rounded to the nearest nanosecond.
+std::chrono::nanoseconds duration(const char *var, const std::string &value,
+                                  std::chrono::nanoseconds min, std::chrono::nanoseconds max);
+
+// Human form of a duration for messages: the largest of s, ms, us, ns that
+// shows it exactly ("100ms", "10us", "1500ns").
+std::string format_duration(std::chrono::nanoseconds d);
+
+// Shortest decimal form of a double for messages ("0.05", "1e+20").
+std::string format_real(double v);
+
+} // namespace parse
+
+} // namespace slim
+
+#endif
