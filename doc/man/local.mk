@@ -42,3 +42,7 @@ doc/man/slimlink-run.1: $(srcdir)/doc/man/slimlink-run.1.md $(man_deps)
 doc/man/slim-replay.1: $(srcdir)/doc/man/slim-replay.1.md $(man_deps)
 	$(AM_V_GEN)src=$(srcdir)/doc/man/slim-replay.1.md; $(man_generate)
 
+# Each page renders without warnings, and slimlink(7) documents every
+# UCX_SLIM_* variable of the code (with its default) and every report field.
+TESTS += tests/man/man-pages.test
+EXTRA_DIST += tests/man/man-pages.test
