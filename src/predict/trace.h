@@ -9,7 +9,8 @@
 // The reader streams (10^7-line traces are normal) and rejects anything the
 // predictor could not take -- in particular events out of order -- with a
 // TraceError "FILE:LINE: message". The writer checks the same rules, so every
-// trace it writes reads back.
+// trace it writes reads back. The reader also takes events already in memory
+// (slim-replay's OTF2 archives, src/tools/otf2_trace.h) under the same rules.
 #pragma once
 
 #include "types.h"
@@ -23,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace slim::predict {
 
@@ -61,6 +63,11 @@ public:
     // Reads from `in`, which must outlive the reader; `name` is the FILE of
     // error messages.
     TraceReader(std::istream& in, std::string name);
+    // Reads `events`, converted from another format, under the rules of the
+    // text format (each event valid, sorted, not overlapping); `name` is the
+    // FILE of error messages and line() counts events from 1. The converter
+    // need not check those rules itself.
+    TraceReader(std::vector<Event> events, std::string name);
 
     TraceReader(const TraceReader&) = delete;
     TraceReader& operator=(const TraceReader&) = delete;
@@ -69,15 +76,20 @@ public:
     std::optional<Event> next();
 
     const std::string& name() const { return name_; }
-    // Lines read so far (1-based): after next() returns an event, its line.
+    // Lines read so far (1-based): after next() returns an event, its line
+    // (its index, for events given in memory).
     std::size_t line() const { return line_; }
     std::size_t events() const { return events_; }
 
 private:
     [[noreturn]] void fail(const std::string& message) const;
+    std::optional<Event> next_in_memory();
+    Event accept(const Event& event);
 
     std::ifstream file_;   // owned input when constructed from a path
-    std::istream* in_;
+    std::istream* in_;     // null when the events are in memory
+    std::vector<Event> memory_;
+    std::size_t        memory_next_ = 0;
     std::string   name_;
     std::string   buffer_;
     std::size_t   line_   = 0;

@@ -9,6 +9,28 @@ src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp
 src_tools_slim_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(NLOHMANN_JSON_CFLAGS)
 src_tools_slim_replay_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
+# Its OTF2 archive reader (--events ARCHIVE/traces.otf2). Compiled into
+# slim-replay and the unit tests only, not into the core library: the
+# preloaded libslimlink must not depend on OTF2.
+src_tools_slim_replay_SOURCES += src/tools/otf2_trace.h src/tools/otf2_trace.cpp
+src_tools_slim_replay_CPPFLAGS += $(OTF2_CFLAGS)
+src_tools_slim_replay_LDADD += $(OTF2_LIBS)
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_otf2_trace.cpp \
+	src/tools/otf2_trace.cpp \
+	tests/replay/otf2_sample.h tests/replay/otf2_sample.cpp
+tests_unit_slim_unit_tests_CPPFLAGS += $(OTF2_CFLAGS)
+tests_unit_slim_unit_tests_LDADD += $(OTF2_LIBS)
+
+# Writes the sample OTF2 archive slim-replay.test replays (built for check
+# only; the archive is written into the test's temporary directory).
+check_PROGRAMS += tests/replay/write-otf2-sample
+tests_replay_write_otf2_sample_SOURCES = \
+	tests/replay/write_otf2_sample.cpp \
+	tests/replay/otf2_sample.h tests/replay/otf2_sample.cpp
+tests_replay_write_otf2_sample_CPPFLAGS = $(AM_CPPFLAGS) $(OTF2_CFLAGS)
+tests_replay_write_otf2_sample_LDADD = $(OTF2_LIBS)
+
 # Its command-line tests; the traces they replay are in tests/data/.
 TESTS += tests/replay/slim-replay.test
 EXTRA_DIST += \

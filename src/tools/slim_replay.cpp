@@ -16,6 +16,7 @@
 #include "plot/replay_figures.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
+#include "tools/otf2_trace.h"
 
 #include <nlohmann/json.hpp>
 
@@ -74,14 +75,18 @@ constexpr const char* link_forms =
 constexpr const char* usage_text =
         "usage: slim-replay --events FILE [--policy POLICY] [--link SPEC] [--packed]\n"
         "                   [--gt DURATION] [--displacement X] [--t-react DURATION]\n"
-        "                   [--dump-events] [--json] [--plot DIR]\n"
+        "                   [--dump-events] [--json] [--plot DIR] [--location N]\n"
         "\n"
         "Replays an event trace through the link model under a power policy and\n"
         "prints a summary: energy saved, time lost, and for pps/spps the predictor's\n"
         "statistics.\n"
         "\n"
         "  --events FILE        trace, one event per line: t_start_ns t_end_ns event_id\n"
-        "                       [bytes] [packed_bytes]; '#' starts a comment; '-' is stdin\n"
+        "                       [bytes] [packed_bytes]; '#' starts a comment; '-' is stdin;\n"
+        "                       or an OTF2 archive's anchor file (FILE.otf2): one event\n"
+        "                       per MPI communication call of one location (README.md)\n"
+        "  --location N         OTF2 only: the location (OTF2 location id) to replay\n"
+        "                       (default: the first MPI location, rank 0)\n"
         "  --policy POLICY      spps (default): the pattern predictor, grouping threshold\n"
         "                       tuned by ADGT; pps: fixed grouping threshold (--gt);\n"
         "                       always-on: never low; timeout:DURATION: low after that\n"
@@ -134,6 +139,7 @@ struct Options {
     bool                  dump_events = false;
     bool                  json        = false;
     std::string           plot_dir;                    // --plot; empty: no figures
+    std::string           location;                    // --location; empty: default
     bool                  help        = false;
 };
 
@@ -242,6 +248,8 @@ Options parse_options(int argc, char** argv)
             o.help = true;
         } else if (opt == "--events") {
             o.events = args.value(opt, "a trace file, or - for standard input");
+        } else if (opt == "--location") {
+            o.location = args.value(opt, "an OTF2 location id, e.g. 0");
         } else if (opt == "--policy") {
             parse_policy(o, args.value(opt, policy_forms));
         } else if (opt == "--link") {
@@ -602,7 +610,8 @@ void make_plot_dir(const std::string& dir)
 class TraceAgain {
 public:
     explicit TraceAgain(const std::string& path)
-        : path_(path), keep_(path == "-" || !std::filesystem::is_regular_file(path))
+        : path_(path), keep_(path == "-" || !std::filesystem::is_regular_file(path) ||
+                             slim::tools::is_otf2_anchor(path))
     {
     }
 
@@ -731,7 +740,8 @@ int run(const Options& o)
         make_plot_dir(o.plot_dir);
     }
     Replay                    driver = make_replay(o);
-    TraceReader               trace(o.events);
+    const auto                reader = slim::tools::open_trace(o.events, o.location);
+    TraceReader&              trace  = *reader;
     TraceAgain                again(o.events);
     slim::plot::IdleHistogram idle;
     std::optional<TimeNs>     previous_end;

@@ -374,3 +374,35 @@ TEST_CASE("a trace file that cannot be created is named in the error", "[trace]"
     CHECK_THROWS_WITH(TraceWriter("/nonexistent/dir/out.trace"),
                       "/nonexistent/dir/out.trace: cannot create: No such file or directory");
 }
+
+TEST_CASE("events given in memory read back under the rules of the text format", "[trace]")
+{
+    SECTION("valid events come back in order, line() counting events")
+    {
+        TraceReader reader({event(0, 10, 7, 64), event(10, 20, 8)}, "a.otf2");
+        const auto first = reader.next();
+        REQUIRE(first);
+        CHECK(same(*first, event(0, 10, 7, 64)));
+        CHECK(reader.line() == 1);
+        REQUIRE(reader.next());
+        CHECK(!reader.next());
+        CHECK(reader.events() == 2);
+        CHECK(reader.line() == 2);
+    }
+    SECTION("overlapping events name the event's index")
+    {
+        TraceReader reader({event(0, 10, 7), event(5, 20, 8)}, "a.otf2");
+        reader.next();
+        CHECK_THROWS_WITH(reader.next(),
+                          "a.otf2:2: t_start_ns 5 is before the previous event's t_end_ns 10 "
+                          "(events must be sorted and must not overlap)");
+    }
+    SECTION("a negative time and a time past 2^62-1 ns are refused")
+    {
+        TraceReader negative({event(-1, 10, 7)}, "a.otf2");
+        CHECK_THROWS_WITH(negative.next(), "a.otf2:1: t_start_ns -1 is negative");
+        TraceReader late({event(1, std::int64_t{1} << 62, 7)}, "a.otf2");
+        CHECK_THROWS_WITH(late.next(), "a.otf2:1: t_end_ns 4611686018427387904 is out of "
+                                       "range (at most 4611686018427387903)");
+    }
+}
