@@ -12,6 +12,10 @@ dnl SPDX-License-Identifier: BSD-3-Clause
 AC_DEFUN([SLIM_CHECK_UCX], [
   PKG_CHECK_MODULES([UCX], [ucx ucx-uct ucx-ucs], [],
     [AC_MSG_ERROR([UCX not found by pkg-config (ucx, ucx-uct, ucx-ucs); install the Debian package 'libucx-dev'])])
+  # The core library parses UCX_SLIM_* with UCX's configuration parser
+  # (src/runtime/slim_config.h): it links libucs alone.
+  PKG_CHECK_MODULES([UCS], [ucx-ucs], [],
+    [AC_MSG_ERROR([UCX's libucs not found by pkg-config (ucx-ucs); install the Debian package 'libucx-dev'])])
 
   AC_PATH_PROG([UCX_INFO], [ucx_info])
   AS_IF([test -z "$UCX_INFO"],

@@ -37,23 +37,12 @@
 #define SLIM_MD_NAME_PREFIX  "slim_"
 
 
-/* Memory-domain configuration: UCX_SLIM_* rows shown by `ucx_info -c`. The
- * core library reads and validates the same variables (src/runtime/config);
- * the rows here make them visible and keep UCX from warning that they are
- * unused. Defaults must match the core's. */
+/* Memory-domain configuration: UCX's generic md rows under the SLIM_ prefix.
+ * slimlink's own UCX_SLIM_* variables are one table of the core library
+ * (src/runtime/slim_config.h), which this module registers with UCX for
+ * `ucx_info -c` and the core parses once per process. */
 typedef struct slim_md_config {
     uct_md_config_t super;
-    char            *inner;      /* UCX_SLIM_INNER */
-    char            *report;     /* UCX_SLIM_REPORT */
-    char            *report_wait; /* UCX_SLIM_REPORT_WAIT */
-    char            *log_level;  /* UCX_SLIM_LOG_LEVEL */
-    char            *link;       /* UCX_SLIM_LINK */
-    char            *link_exec;  /* UCX_SLIM_LINK_EXEC */
-    char            *inject_delay; /* UCX_SLIM_INJECT_DELAY */
-    char            *policy;     /* UCX_SLIM_POLICY */
-    char            *packing;    /* UCX_SLIM_PACKING */
-    char            *predictor;  /* UCX_SLIM_PREDICTOR */
-    char            *trace;      /* UCX_SLIM_TRACE */
 } slim_md_config_t;
 
 

@@ -7,6 +7,7 @@
  * the inner component.
  */
 #include "slim.h"
+#include "slim_config.h"
 
 #include <ucp/api/ucp.h>
 #include <uct/api/version.h>
@@ -19,73 +20,17 @@ static ucs_config_field_t slim_md_config_table[] = {
      ucs_offsetof(slim_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
-    {"INNER", "tcp",
-     "Inner UCT transport that slim wraps and forwards every operation to\n"
-     "(tcp, rc_verbs, rc_mlx5, ud_verbs, ud_mlx5, dc_mlx5, ...).",
-     ucs_offsetof(slim_md_config_t, inner), UCS_CONFIG_TYPE_STRING},
-
-    {"REPORT", "none",
-     "slimlink report written at exit: none, stdout (each node's local rank\n"
-     "0 prints its own block and a table of the node's ranks), or a path\n"
-     "ending in .json (JSON Lines: one object per rank and one per node).",
-     ucs_offsetof(slim_md_config_t, report), UCS_CONFIG_TYPE_STRING},
-
-    {"REPORT_WAIT", "10s",
-     "How long the node leader (local rank 0) waits at exit for the other\n"
-     "local ranks' numbers before writing the node report without them\n"
-     "(0s..600s); ranks still missing are listed as such.",
-     ucs_offsetof(slim_md_config_t, report_wait), UCS_CONFIG_TYPE_STRING},
-
-    {"LOG_LEVEL", "warn",
-     "slimlink's own log level: off, error, warn, info, debug, trace.",
-     ucs_offsetof(slim_md_config_t, log_level), UCS_CONFIG_TYPE_STRING},
-
-    {"LINK", "emulated",
-     "Link-width backend: emulated (a modelled InfiniBand port with energy\n"
-     "accounting), ibmad (PortInfo LinkWidthEnabled through libibmad; needs\n"
-     "umad permission), or exec (runs UCX_SLIM_LINK_EXEC per width change).",
-     ucs_offsetof(slim_md_config_t, link), UCS_CONFIG_TYPE_STRING},
-
-    {"LINK_EXEC", "",
-     "Site command for UCX_SLIM_LINK=exec, e.g. \"/path/cmd {device} {port}\n"
-     "{width}\"; must contain {width}. Failure or a 2 s timeout restores\n"
-     "full width.",
-     ucs_offsetof(slim_md_config_t, link_exec), UCS_CONFIG_TYPE_STRING},
-
-    {"INJECT_DELAY", "n",
-     "With the emulated link, really wait out late wake-ups (y|n), so a live\n"
-     "run's time shows the cost of a wrong prediction.",
-     ucs_offsetof(slim_md_config_t, inject_delay), UCS_CONFIG_TYPE_STRING},
-
-    {"POLICY", "",
-     "Lossy packing of buffers marked with slim_mark(): rules LABEL=off,\n"
-     "LABEL=keep:N[:truncate|round] (N 2..7), LABEL=rel:EPS[:truncate|round],\n"
-     "separated by ';' (\"*\" matches other labels), or @FILE with one rule per\n"
-     "line. Empty: nothing is packed.",
-     ucs_offsetof(slim_md_config_t, policy), UCS_CONFIG_TYPE_STRING},
-
-    {"PACKING", "auto",
-     "Lossy packing of marked buffers (auto|on|off). on: pack, and steer UCP\n"
-     "(no put/get zcopy) so that marked data of every size is seen; auto: the\n"
-     "same when UCX_SLIM_POLICY packs some label, else pack only what UCP\n"
-     "shows; off: never pack.",
-     ucs_offsetof(slim_md_config_t, packing), UCS_CONFIG_TYPE_STRING},
-
-    {"PREDICTOR", "adaptive",
-     "What drives the link width from live traffic: adaptive (timeouts, PPS,\n"
-     "SPPS and context predictors replayed in shadow, the best at <= 1 %\n"
-     "modelled penalty followed), spps (self-tuned pattern predictor), pps\n"
-     "(fixed grouping threshold), timeout (low after 100 us idle) or off\n"
-     "(always full width; energy accounting only).",
-     ucs_offsetof(slim_md_config_t, predictor), UCS_CONFIG_TYPE_STRING},
-
-    {"TRACE", "",
-     "Directory where each rank writes its event trace (rank<N>.trace, the\n"
-     "format slim-replay reads). Empty: no trace.",
-     ucs_offsetof(slim_md_config_t, trace), UCS_CONFIG_TYPE_STRING},
-
     {NULL}
 };
+
+/* slimlink's own variables (UCX_SLIM_INNER, _REPORT, _POLICY, ...): the core
+ * library's table, listed by `ucx_info -c` with their types, defaults and
+ * doc strings. The core parses it (once per process, slim_core_init); UCX
+ * parses it here only to print it. */
+UCS_CONFIG_DECLARE_TABLE(slim_config_table, "slimlink", SLIM_CONFIG_TABLE_PREFIX,
+                         slim_config_t)
+UCS_CONFIG_REGISTER_TABLE_ENTRY(&slim_config_table_config_entry,
+                                &ucs_config_global_list);
 
 static ucs_config_field_t slim_iface_config_table[] = {
     {"", "", NULL,
@@ -173,23 +118,15 @@ static void slim_inner_report_missing(const char *tl_name)
     ucs_string_buffer_cleanup(&names);
 }
 
-/* Reads UCX_SLIM_INNER and finds its component. Called from
- * query_md_resources, which UCX calls before anything else on us. */
+/* Finds the component of UCX_SLIM_INNER (as the core parsed it). Called
+ * from query_md_resources, which UCX calls before anything else on us,
+ * after slim_core_init(). */
 static ucs_status_t slim_global_inner_lookup(void)
 {
-    slim_md_config_t *config;
-    uct_md_config_t *md_config;
     ucs_status_t status;
 
-    status = uct_md_config_read(&slim_component, NULL, NULL, &md_config);
-    if (status != UCS_OK) {
-        return status;
-    }
-
-    config = ucs_derived_of(md_config, slim_md_config_t);
-    ucs_strncpy_zero(slim_global_inner_name, config->inner,
+    ucs_strncpy_zero(slim_global_inner_name, slim_core_inner_name(),
                      sizeof(slim_global_inner_name));
-    uct_config_release(md_config);
 
     if (!strcmp(slim_global_inner_name, SLIM_TL_NAME)) {
         ucs_error("UCX_SLIM_INNER=%s: slim cannot wrap itself; name a real "

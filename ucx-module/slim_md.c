@@ -132,8 +132,6 @@ static uct_md_ops_t slim_md_ops = {
 ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
                           const uct_md_config_t *config, uct_md_h *md_p)
 {
-    const slim_md_config_t *slim_config = ucs_derived_of(config,
-                                                         slim_md_config_t);
     size_t prefix_len                   = strlen(SLIM_MD_NAME_PREFIX);
     uct_md_config_t *inner_config;
     slim_md_t *self;
@@ -150,10 +148,10 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
         return UCS_ERR_NO_MEMORY;
     }
 
-    status = slim_inner_find(slim_config->inner, &self->inner_tl);
+    status = slim_inner_find(slim_inner_tl_name(), &self->inner_tl);
     if (status != UCS_OK) {
         ucs_error("UCX_SLIM_INNER=%s: no such transport is loaded",
-                  slim_config->inner);
+                  slim_inner_tl_name());
         goto err_free;
     }
 

@@ -224,6 +224,12 @@ slim_status_t slim_region_end(void)
 
 slim_status_t slim_core_init(void) { return slim::Engine::init(); }
 
+const char *slim_core_inner_name(void)
+{
+    const slim::Engine *engine = slim::Engine::get();
+    return engine != nullptr ? engine->config().inner.c_str() : nullptr;
+}
+
 void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes)
 {
     slim::process_traffic().record(op, dir, bytes);

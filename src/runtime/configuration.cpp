@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "configuration.h"
 
-#include <array>
-#include <charconv>
-#include <cmath>
-#include <limits>
+#include "slim_config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <strings.h>
 #include <vector>
 
 namespace slim {
@@ -72,22 +76,6 @@ ReportTarget parse_report(const std::string &value)
     return target;
 }
 
-LogLevel parse_log_level(const std::string &value)
-{
-    static constexpr std::array<LogLevel, 6> levels{LogLevel::off,  LogLevel::error,
-                                                    LogLevel::warn, LogLevel::info,
-                                                    LogLevel::debug, LogLevel::trace};
-    return levels.at(parse::choice(Config::log_level_var, value,
-                                   {"off", "error", "warn", "info", "debug", "trace"}));
-}
-
-LinkBackendKind parse_link(const std::string &value)
-{
-    static constexpr std::array<LinkBackendKind, 3> kinds{
-            LinkBackendKind::emulated, LinkBackendKind::ibmad, LinkBackendKind::exec};
-    return kinds.at(parse::choice(Config::link_var, value, {"emulated", "ibmad", "exec"}));
-}
-
 constexpr const char *link_exec_accepted =
         "a command containing {width} and optionally {device} and {port}, "
         "e.g. '/usr/local/sbin/set-width {device} {port} {width}'";
@@ -117,39 +105,6 @@ std::string parse_link_exec(const std::string &value)
     return value;
 }
 
-PackingMode parse_packing(const std::string &value)
-{
-    static constexpr std::array<PackingMode, 3> modes{PackingMode::automatic, PackingMode::on,
-                                                      PackingMode::off};
-    return modes.at(parse::choice(Config::packing_var, value, {"auto", "on", "off"}));
-}
-
-live::PredictorKind parse_predictor(const std::string &value)
-{
-    using live::PredictorKind;
-    static constexpr std::array<PredictorKind, 5> kinds{PredictorKind::adaptive, PredictorKind::spps,
-                                                        PredictorKind::pps, PredictorKind::timeout,
-                                                        PredictorKind::off};
-    return kinds.at(parse::choice(Config::predictor_var, value,
-                                  {"adaptive", "spps", "pps", "timeout", "off"}));
-}
-
-// Any value: empty means no trace (as `ucx_info -c` documents); a directory
-// that cannot be written is reported by the trace itself, in the report.
-std::string parse_trace_dir(const std::string &value) { return value; }
-
-// 0s: the leader takes what is there at exit; 600s bounds a hung job's exit.
-std::chrono::nanoseconds parse_report_wait(const std::string &value)
-{
-    return parse::duration(Config::report_wait_var, value, std::chrono::seconds(0),
-                           std::chrono::seconds(600));
-}
-
-bool parse_inject_delay(const std::string &value)
-{
-    return parse::yes_no(Config::inject_delay_var, value);
-}
-
 // Inline rules or @file; a PolicyError already names the variable, the
 // offending rule (and file:line) and the accepted forms.
 policy::Policy parse_policy(const std::string &value)
@@ -161,42 +116,153 @@ policy::Policy parse_policy(const std::string &value)
     }
 }
 
+// A refused value's full message, for describe_bad_values(): UCX's own
+// line names only the field ("Invalid value for INNER").
+thread_local std::string last_error;
+
+// UCX_SLIM_POLICY as UCX stores it: the text (for `ucx_info -c`) and the
+// rules parsed from it, once.
+struct PolicyValue {
+    std::string    text;
+    policy::Policy policy;
+};
+
+std::string var_of(const ucs_config_field_t &field)
+{
+    return std::string(SLIM_CONFIG_ENV_PREFIX) + SLIM_CONFIG_TABLE_PREFIX + field.name;
+}
+
+const char *accepted(slim_config_check_t check)
+{
+    switch (check) {
+    case SLIM_CHECK_INNER:
+        return "a UCT transport name of 1 to 31 characters a-z, 0-9 and _, other than slim";
+    case SLIM_CHECK_REPORT:     return "none, stdout, or a path ending in .json";
+    case SLIM_CHECK_LINK_EXEC:  return link_exec_accepted;
+    case SLIM_CHECK_POLICY:
+        return "rules LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round] "
+               "separated by ';', or @FILE";
+    }
+    return "?";
+}
+
+// Runs `check` on `value`; a refused value leaves its message in last_error.
+template <typename Check>
+bool checked(Check &&check)
+{
+    try {
+        check();
+        return true;
+    } catch (const ConfigError &e) {
+        last_error = e.what();
+    } catch (const std::exception &e) {  // e.g. bad_alloc: refuse, never throw into C
+        last_error = e.what();
+    }
+    return false;
+}
+
+// Every variable set in the environment that its field's parser refuses,
+// with the full variable name and what it accepts. Called once UCX's parser
+// has refused one: it stops at the first, a user wants them all.
+std::vector<std::string> describe_bad_values()
+{
+    std::vector<std::string> problems;
+    for (const ucs_config_field_t *field = slim_config_table; field->name != nullptr; ++field) {
+        const std::string var   = var_of(*field);
+        const char       *value = std::getenv(var.c_str());
+        if (value == nullptr) {
+            continue;
+        }
+        alignas(16) unsigned char scratch[64] = {};
+        last_error.clear();
+        if (field->parser.read(value, scratch, field->parser.arg) == 1) {
+            field->parser.release(scratch, field->parser.arg);
+            continue;
+        }
+        if (!last_error.empty()) {
+            problems.push_back(last_error);
+            continue;
+        }
+        char help[256] = {};
+        field->parser.help(help, sizeof(help) - 1, field->parser.arg);
+        problems.push_back(parse::bad_value(var, value, help));
+    }
+    if (problems.empty()) {
+        // A bad value from a UCX configuration file (ucx.conf), not the
+        // environment: UCX's own message above names it.
+        problems.emplace_back("UCX's configuration parser refused a UCX_SLIM_* value from a "
+                              "configuration file; its message names it");
+    }
+    return problems;
+}
+
+// Frees what UCX's parser allocated (strings, the policy) on every path.
+class ParsedTable {
+public:
+    ParsedTable() = default;
+    ParsedTable(const ParsedTable &) = delete;
+    ParsedTable &operator=(const ParsedTable &) = delete;
+    ~ParsedTable()
+    {
+        if (filled_) {
+            ucs_config_parser_release_opts(&raw_, slim_config_table);
+        }
+    }
+    ucs_status_t fill()
+    {
+        const ucs_status_t status = ucs_config_parser_fill_opts(
+                &raw_, slim_config_table, SLIM_CONFIG_ENV_PREFIX, SLIM_CONFIG_TABLE_PREFIX, 0);
+        filled_ = status == UCS_OK;
+        return status;
+    }
+    const slim_config_t &raw() const { return raw_; }
+
+private:
+    slim_config_t raw_{};
+    bool          filled_ = false;
+};
+
 } // namespace
 
-Config Config::from_lookup(const EnvLookup &lookup)
+Config Config::from_ucx()
 {
+    ParsedTable table;
+    if (table.fill() != UCS_OK) {
+        std::string msg;
+        for (const std::string &p : describe_bad_values()) {
+            msg.append(msg.empty() ? "" : "; ").append(p);
+        }
+        throw ConfigError(msg);
+    }
+    const slim_config_t     &raw = table.raw();
     Config                   config;
     std::vector<std::string> problems;
-
-    // Reads one variable into `field` when it is set; collects the error
-    // otherwise, so a user fixes every bad variable in one round.
-    auto read = [&](const char *var, auto &field, auto parser) {
-        const std::optional<std::string> value = lookup(var);
-        if (!value) {
-            return;
-        }
-        try {
-            field = parser(*value);
-        } catch (const ConfigError &e) {
-            problems.emplace_back(e.what());
-        }
-    };
-    read(inner_var, config.inner, parse_inner);
-    read(report_var, config.report, parse_report);
-    read(log_level_var, config.log_level, parse_log_level);
-    read(link_var, config.link, parse_link);
-    read(link_exec_var, config.link_exec, parse_link_exec);
-    read(inject_delay_var, config.inject_delay, parse_inject_delay);
-    read(policy_var, config.policy, parse_policy);
-    read(packing_var, config.packing, parse_packing);
-    read(predictor_var, config.predictor, parse_predictor);
-    read(trace_var, config.trace_dir, parse_trace_dir);
-    read(report_wait_var, config.report_wait, parse_report_wait);
-    if (config.link == LinkBackendKind::exec && !lookup(link_exec_var)) {
+    config.inner        = raw.inner;
+    config.report       = parse_report(raw.report);
+    config.log_level    = static_cast<LogLevel>(raw.log_level);
+    config.link         = static_cast<LinkBackendKind>(raw.link);
+    config.link_exec    = raw.link_exec;
+    config.inject_delay = raw.inject_delay != 0;
+    config.policy       = static_cast<const PolicyValue *>(raw.policy)->policy;
+    config.packing      = static_cast<PackingMode>(raw.packing);
+    config.predictor    = static_cast<live::PredictorKind>(raw.predictor);
+    config.trace_dir    = raw.trace;
+    // UCX's time parser has no range: 0s lets the leader take what is there
+    // at exit; 600s bounds a hung job's exit.
+    constexpr double max_report_wait_s = 600.0;
+    if (!(raw.report_wait >= 0.0 && raw.report_wait <= max_report_wait_s)) {
+        const char *text = std::getenv("UCX_SLIM_REPORT_WAIT");
+        problems.push_back(parse::bad_value(report_wait_var,
+                                            text ? text : parse::format_real(raw.report_wait) + "s",
+                                            "durations from 0s to 600s"));
+    } else {
+        config.report_wait = std::chrono::nanoseconds(
+                static_cast<std::int64_t>(raw.report_wait * 1e9 + 0.5));
+    }
+    if (config.link == LinkBackendKind::exec && config.link_exec.empty()) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);
     }
-
     if (!problems.empty()) {
         std::string msg;
         for (const std::string &p : problems) {
@@ -207,6 +273,87 @@ Config Config::from_lookup(const EnvLookup &lookup)
     return config;
 }
 
-Config Config::from_environment() { return from_lookup(process_environment()); }
+LogLevel Config::log_level_for_errors() noexcept
+{
+    const char *value = std::getenv(log_level_var);
+    for (unsigned i = 0; value != nullptr && slim_config_log_levels[i] != nullptr; ++i) {
+        if (strcasecmp(value, slim_config_log_levels[i]) == 0) {
+            return static_cast<LogLevel>(i);
+        }
+    }
+    return LogLevel::warn;
+}
 
 } // namespace slim
+
+// ---- UCX's parser calls these for our value types (slim_config.h) -------
+
+extern "C" {
+
+int slim_config_read_checked(const char *buf, void *dest, const void *arg)
+{
+    using namespace slim;
+    const auto check = *static_cast<const slim_config_check_t *>(arg);
+    const bool ok    = checked([&] {
+        const std::string value = buf;
+        switch (check) {
+        case SLIM_CHECK_INNER:     parse_inner(value); break;
+        case SLIM_CHECK_REPORT:    parse_report(value); break;
+        case SLIM_CHECK_LINK_EXEC:
+            // Empty is the default: no command (required only for exec).
+            if (!value.empty()) {
+                parse_link_exec(value);
+            }
+            break;
+        case SLIM_CHECK_POLICY:    parse_policy(value); break;
+        }
+    });
+    return ok ? ucs_config_sscanf_string(buf, dest, nullptr) : 0;
+}
+
+void slim_config_help_checked(char *buf, size_t max, const void *arg)
+{
+    std::snprintf(buf, max, "%s", slim::accepted(*static_cast<const slim_config_check_t *>(arg)));
+}
+
+int slim_config_read_policy(const char *buf, void *dest, const void * /*arg*/)
+{
+    using namespace slim;
+    PolicyValue *value = nullptr;
+    const bool   ok    = checked([&] {
+        auto parsed = std::make_unique<PolicyValue>(PolicyValue{buf, parse_policy(buf)});
+        value       = parsed.release();
+    });
+    if (!ok) {
+        return 0;
+    }
+    *static_cast<void **>(dest) = value;
+    return 1;
+}
+
+int slim_config_write_policy(char *buf, size_t max, const void *src, const void * /*arg*/)
+{
+    const auto *value = *static_cast<const slim::PolicyValue *const *>(src);
+    std::snprintf(buf, max, "%s", value != nullptr ? value->text.c_str() : "");
+    return 1;
+}
+
+ucs_status_t slim_config_clone_policy(const void *src, void *dest, const void * /*arg*/)
+{
+    const auto *value = *static_cast<const slim::PolicyValue *const *>(src);
+    auto *copy = value != nullptr ? new (std::nothrow) slim::PolicyValue(*value) : nullptr;
+    if (value != nullptr && copy == nullptr) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    *static_cast<void **>(dest) = copy;
+    return UCS_OK;
+}
+
+void slim_config_release_policy(void *ptr, const void * /*arg*/)
+{
+    auto **value = static_cast<slim::PolicyValue **>(ptr);
+    delete *value;
+    *value = nullptr;
+}
+
+} // extern "C"

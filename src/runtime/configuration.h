@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// UCX_SLIM_* configuration, read once per process and validated in full.
+// UCX_SLIM_* configuration, read once per process with UCX's own parser
+// from the one table that declares the variables (slim_config.h).
 //
 // (Not named config.h: the UCX module includes UCX's generated "config.h".)
 //
 // Every bad value throws ConfigError whose message names the variable, the
 // value and what is accepted, e.g.
 //   UCX_SLIM_REPORT='foo': accepted values are none, stdout, or a path ending in .json
-// The same table of variables is documented by the module's ucs_config_field_t
-// table (ucx_info -c) and in README.md; keep the three in step.
+// `ucx_info -c` shows that table; README.md and slimlink(7) document it
+// (tests/man/man-pages.test checks the defaults).
 #ifndef SLIM_RUNTIME_CONFIGURATION_H
 #define SLIM_RUNTIME_CONFIGURATION_H
 
@@ -89,10 +90,15 @@ struct Config {
                (packing == PackingMode::automatic && policy.lossy());
     }
 
-    // Reads every variable; unset ones keep their defaults. Throws ConfigError
-    // listing every bad variable ("; "-separated) when any is bad.
-    static Config from_lookup(const EnvLookup &lookup);
-    static Config from_environment();
+    // Parses UCX_SLIM_* (environment, then UCX's configuration files) with
+    // UCX's parser and the one table of them (slim_config.h); unset ones
+    // keep their defaults. Throws ConfigError listing every bad variable
+    // ("; "-separated), each with its full name and what it accepts.
+    static Config from_ucx();
+
+    // UCX_SLIM_LOG_LEVEL alone, for reporting a configuration that failed
+    // as a whole: warn when it is unset or bad too.
+    static LogLevel log_level_for_errors() noexcept;
 };
 
 

@@ -23,20 +23,6 @@ std::once_flag       g_init_once;
 slim_status_t        g_init_status = SLIM_ERR_INTERNAL;
 std::atomic<Engine *> g_engine{nullptr};
 
-// The log level alone, so that a bad UCX_SLIM_REPORT is still reported at the
-// level the user asked for; the default when the level itself is bad.
-LogLevel log_level_for_errors(const EnvLookup &lookup)
-{
-    try {
-        return Config::from_lookup([&](const char *name) -> std::optional<std::string> {
-                   return std::string_view{name} == Config::log_level_var ? lookup(name)
-                                                                          : std::nullopt;
-               }).log_level;
-    } catch (const ConfigError &) {
-        return Config{}.log_level;
-    }
-}
-
 void report_at_exit()
 {
     if (Engine *engine = Engine::get()) {
@@ -51,12 +37,13 @@ void report_at_exit()
 
 slim_status_t create_engine()
 {
-    const EnvLookup lookup = process_environment();
-    Config          config;
+    Config config;
     try {
-        config = Config::from_lookup(lookup);
+        config = Config::from_ucx();
     } catch (const ConfigError &e) {
-        set_log_level(log_level_for_errors(lookup));
+        // At the level the user asked for, so that a bad UCX_SLIM_REPORT is
+        // still reported (or silenced) as asked.
+        set_log_level(Config::log_level_for_errors());
         logger().error("invalid configuration, the slim transport is disabled: {}", e.what());
         return SLIM_ERR_CONFIG;
     }
@@ -70,7 +57,7 @@ slim_status_t create_engine()
     // messages by am_bcopy even when slim withholds put/get zcopy: marked
     // data there is invisible to slim and cannot even be counted as missed.
     if (engine->config().packing_steers()) {
-        const std::optional<std::string> proto = lookup("UCX_PROTO_ENABLE");
+        const std::optional<std::string> proto = process_environment()("UCX_PROTO_ENABLE");
         if (proto && (*proto == "y" || *proto == "yes" || *proto == "on" || *proto == "1")) {
             logger().warn("UCX_PROTO_ENABLE={}: UCX's v2 protocols send messages of about "
                           "24 KiB and more by am_bcopy, where slim cannot see or pack marked "

@@ -21,6 +21,10 @@ extern "C" {
  * been logged once, naming the variable and its accepted values. */
 slim_status_t slim_core_init(void);
 
+/* UCX_SLIM_INNER as the core parsed it: the transport `slim` wraps. Valid
+ * after a successful slim_core_init(); NULL before. */
+const char *slim_core_inner_name(void);
+
 /* Records one observed data operation. Lock-free (relaxed atomics); safe to
  * call before slim_core_init() (counts are kept from the start). */
 void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// UCX_SLIM_* parsing: defaults, every accepted form, every rejected form with
-// a message naming the variable, the value and what is accepted.
+// UCX_SLIM_* parsing through UCX's parser and the one table of them
+// (slim_config.h): defaults, every accepted form, every rejected form with a
+// message naming the variable, the value and what is accepted.
 #include "configuration.h"
+#include "slim_config.h"
+
+#include "live/predictor_kind.h"
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <string>
+
+#include <unistd.h>  // environ
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -19,18 +26,48 @@ namespace {
 
 using Env = std::map<std::string, std::string>;
 
-slim::EnvLookup lookup_in(const Env &env)
-{
-    return [env](const char *name) -> std::optional<std::string> {
-        const auto it = env.find(name);
-        if (it == env.end()) {
-            return std::nullopt;
+// Runs UCX's parser over `env` as the process environment: every other
+// UCX_SLIM_* variable is unset for the call and restored after it.
+class ScopedEnvironment {
+public:
+    explicit ScopedEnvironment(const Env &env)
+    {
+        for (char **e = environ; *e != nullptr; ++e) {
+            const std::string entry = *e;
+            if (entry.rfind("UCX_SLIM_", 0) == 0) {
+                const std::size_t eq = entry.find('=');
+                saved_[entry.substr(0, eq)] = entry.substr(eq + 1);
+            }
         }
-        return it->second;
-    };
-}
+        for (const auto &[name, value] : saved_) {
+            unsetenv(name.c_str());
+        }
+        for (const auto &[name, value] : env) {
+            setenv(name.c_str(), value.c_str(), 1);
+        }
+        set_ = env;
+    }
+    ~ScopedEnvironment()
+    {
+        for (const auto &[name, value] : set_) {
+            unsetenv(name.c_str());
+        }
+        for (const auto &[name, value] : saved_) {
+            setenv(name.c_str(), value.c_str(), 1);
+        }
+    }
+    ScopedEnvironment(const ScopedEnvironment &) = delete;
+    ScopedEnvironment &operator=(const ScopedEnvironment &) = delete;
 
-Config parse(const Env &env) { return Config::from_lookup(lookup_in(env)); }
+private:
+    Env saved_, set_;
+};
+
+Config parse(const Env &env)
+{
+    const ScopedEnvironment scope(env);
+    return Config::from_ucx();
+}
 
 // The ConfigError message for `env`, or "" when it parses.
 std::string error_for(const Env &env)
@@ -135,8 +172,7 @@ TEST_CASE("UCX_SLIM_LOG_LEVEL rejects unknown levels")
         CAPTURE(bad);
         CHECK(error_for({{"UCX_SLIM_LOG_LEVEL", bad}}) ==
               std::string("UCX_SLIM_LOG_LEVEL='") + bad +
-                      "': accepted values are off, error, warn, info, debug, trace "
-                      "(case-insensitive)");
+                      "': accepted values are [off|error|warn|info|debug|trace]");
     }
 }
 
@@ -284,8 +320,7 @@ TEST_CASE("UCX_SLIM_LINK accepts emulated, ibmad and exec")
     CHECK(exec.link_exec == "/usr/sbin/w {device} {port} {width}");
     CHECK(std::string(slim::to_string(slim::LinkBackendKind::exec)) == "exec");
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK", "verbs"}}),
-                      "UCX_SLIM_LINK='verbs': accepted values are emulated, ibmad, exec "
-                      "(case-insensitive)");
+                      "UCX_SLIM_LINK='verbs': accepted values are [emulated|ibmad|exec]");
 }
 
 TEST_CASE("UCX_SLIM_LINK=exec requires UCX_SLIM_LINK_EXEC")
@@ -298,7 +333,7 @@ TEST_CASE("UCX_SLIM_LINK=exec requires UCX_SLIM_LINK_EXEC")
 
 TEST_CASE("UCX_SLIM_LINK_EXEC must contain {width} and no unknown placeholder")
 {
-    for (const char *bad : {"", "   ", "/bin/w {device} {port}", "/bin/w {width} {lanes}",
+    for (const char *bad : {"   ", "/bin/w {device} {port}", "/bin/w {width} {lanes}",
                             "/bin/w {width", "/bin/w width}", "{width}", "/bin/w {{width}}"}) {
         CAPTURE(bad);
         CHECK_THROWS_WITH(parse({{"UCX_SLIM_LINK_EXEC", bad}}),
@@ -306,16 +341,19 @@ TEST_CASE("UCX_SLIM_LINK_EXEC must contain {width} and no unknown placeholder")
                                    "': accepted values are a command containing {width}"));
     }
     CHECK(parse({{"UCX_SLIM_LINK_EXEC", "w {width}"}}).link_exec == "w {width}");
+    // Empty is the default, no command: an error only with UCX_SLIM_LINK=exec.
+    CHECK(parse({{"UCX_SLIM_LINK_EXEC", ""}}).link_exec.empty());
 }
 
-TEST_CASE("UCX_SLIM_INJECT_DELAY accepts y and n")
+TEST_CASE("UCX_SLIM_INJECT_DELAY is a UCX boolean")
 {
     CHECK(parse({{"UCX_SLIM_INJECT_DELAY", "y"}}).inject_delay);
     CHECK(parse({{"UCX_SLIM_INJECT_DELAY", "YES"}}).inject_delay);
+    CHECK(parse({{"UCX_SLIM_INJECT_DELAY", "1"}}).inject_delay);
     CHECK_FALSE(parse({{"UCX_SLIM_INJECT_DELAY", "n"}}).inject_delay);
-    CHECK_THROWS_WITH(parse({{"UCX_SLIM_INJECT_DELAY", "1"}}),
-                      "UCX_SLIM_INJECT_DELAY='1': accepted values are y, n, yes, no "
-                      "(case-insensitive)");
+    CHECK_FALSE(parse({{"UCX_SLIM_INJECT_DELAY", "0"}}).inject_delay);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_INJECT_DELAY", "maybe"}}),
+                      "UCX_SLIM_INJECT_DELAY='maybe': accepted values are <y|n>");
 }
 
 TEST_CASE("bad link variables are all reported together")
@@ -368,7 +406,7 @@ TEST_CASE("UCX_SLIM_PACKING decides whether the transport steers UCP")
     CHECK(parse({{"UCX_SLIM_PACKING", "ON"}}).packing_steers());
     CHECK_FALSE(parse({{"UCX_SLIM_PACKING", "off"}, {"UCX_SLIM_POLICY", "*=keep:3"}}).packing_steers());
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PACKING", "maybe"}}),
-                      Contains("UCX_SLIM_PACKING='maybe': accepted values are auto, on, off"));
+                      Contains("UCX_SLIM_PACKING='maybe': accepted values are [auto|on|off]"));
 }
 
 TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, adaptive by default")
@@ -379,7 +417,8 @@ TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, adaptive by default")
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor == slim::live::PredictorKind::timeout);
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor == slim::live::PredictorKind::off);
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PREDICTOR", "oracle"}}),
-                      Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are adaptive, spps, pps, timeout, off"));
+                      Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are "
+                               "[adaptive|spps|pps|timeout|off]"));
 }
 
 TEST_CASE("UCX_SLIM_TRACE names a directory; empty means no trace")
@@ -397,7 +436,43 @@ TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node leader's wait, 10s by default")
     CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "600s"}}).report_wait == 600s);
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "601s"}}),
                       Contains("UCX_SLIM_REPORT_WAIT='601s': accepted values are durations from "
-                               "0ns to 600s"));
-    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "10"}}), Contains("UCX_SLIM_REPORT_WAIT='10'"));
+                               "0s to 600s"));
+    // UCX's time values: a bare number is seconds.
+    CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "10"}}).report_wait == 10s);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "10 parsecs"}}),
+                      Contains("UCX_SLIM_REPORT_WAIT='10 parsecs': accepted values are time value"));
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "-1s"}}), Contains("UCX_SLIM_REPORT_WAIT='-1s'"));
+}
+
+TEST_CASE("the table's enum names are the C++ enums' names, in order")
+{
+    for (unsigned i = 0; slim_config_log_levels[i] != nullptr; ++i) {
+        CHECK(std::string(slim_config_log_levels[i]) ==
+              slim::to_string(static_cast<LogLevel>(i)));
+    }
+    for (unsigned i = 0; slim_config_links[i] != nullptr; ++i) {
+        CHECK(std::string(slim_config_links[i]) ==
+              slim::to_string(static_cast<slim::LinkBackendKind>(i)));
+    }
+    for (unsigned i = 0; slim_config_packing_modes[i] != nullptr; ++i) {
+        CHECK(std::string(slim_config_packing_modes[i]) ==
+              slim::to_string(static_cast<slim::PackingMode>(i)));
+    }
+    for (unsigned i = 0; slim_config_predictors[i] != nullptr; ++i) {
+        CHECK(std::string(slim_config_predictors[i]) ==
+              slim::live::to_string(static_cast<slim::live::PredictorKind>(i)));
+    }
+}
+
+TEST_CASE("a bad value from one variable leaves the others' reporting intact")
+{
+    // UCX's parser stops at the first refused value; the message still
+    // lists every bad variable, each once, in the table's order.
+    const std::string msg = error_for({{"UCX_SLIM_PREDICTOR", "x"},
+                                       {"UCX_SLIM_INNER", "tcp"},
+                                       {"UCX_SLIM_REPORT_WAIT", "soon"},
+                                       {"UCX_SLIM_LOG_LEVEL", "loud"}});
+    CHECK(msg.find("UCX_SLIM_REPORT_WAIT='soon'") < msg.find("UCX_SLIM_LOG_LEVEL='loud'"));
+    CHECK(msg.find("UCX_SLIM_LOG_LEVEL='loud'") < msg.find("UCX_SLIM_PREDICTOR='x'"));
+    CHECK_THAT(msg, !Contains("UCX_SLIM_INNER"));
 }
