@@ -3,37 +3,30 @@
 // model (src/link/replay.h) under a power policy -- always-on, a timeout, an
 // oracle, or the pattern predictor (src/predict/predictor.h) the runtime
 // uses -- and prints what the predictor predicted and what the link saved
-// and cost; see README.md, "Event traces and slim-replay". With --plot it
-// then replays the trace again (a GT sweep, the oracle, SPPS) and writes PNG
-// figures (src/plot/).
+// and cost; see README.md, "Event traces and slim-replay". Figures of its
+// results are drawn by slim-plot (src/tools/slim-plot.py), which runs it.
 //
 // Exit status: 0 done, 2 bad command line or bad trace, 1 anything else
 // (e.g. standard output could not be written).
 #include "configuration.h"
 #include "link/link_model.h"
 #include "link/replay.h"
-#include "plot/png_writer.h"
-#include "plot/replay_figures.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
 #include "report.h"
 
-#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <ios>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
-#include <vector>
 
 namespace {
 
@@ -73,7 +66,7 @@ constexpr const char* link_forms =
 constexpr const char* usage_text =
         "usage: slim-replay --events FILE [--policy POLICY] [--link SPEC] [--packed]\n"
         "                   [--gt DURATION] [--displacement X] [--t-react DURATION]\n"
-        "                   [--dump-events] [--json] [--plot DIR]\n"
+        "                   [--dump-events] [--json]\n"
         "\n"
         "Replays an event trace through the link model under a power policy and\n"
         "prints a summary: energy saved, time lost, and for pps/spps the predictor's\n"
@@ -102,12 +95,6 @@ constexpr const char* usage_text =
         "                       (index from 1; prediction 1 when a prediction is active\n"
         "                       after that event)\n"
         "  --json               the summary as one line of JSON\n"
-        "  --plot DIR           then write PNG figures into DIR (created if missing):\n"
-        "                       idle-histogram.png (idle intervals by length),\n"
-        "                       energy-vs-gt.png (pps savings over a GT sweep, with\n"
-        "                       oracle and spps), width-over-time.png (the link's\n"
-        "                       width under POLICY, last 40 events); one line\n"
-        "                       'wrote FILE' each, on stderr with --json\n"
         "  --help               this text\n"
         "\n"
         "Durations take a unit: ns, us, ms or s (e.g. 20us, 1.5ms).\n"
@@ -132,7 +119,6 @@ struct Options {
     std::optional<TimeNs> t_react_ns;
     bool                  dump_events = false;
     bool                  json        = false;
-    std::string           plot_dir;                    // --plot; empty: no figures
     bool                  help        = false;
 };
 
@@ -269,11 +255,6 @@ Options parse_options(int argc, char** argv)
         } else if (opt == "--json") {
             args.no_value(opt);
             o.json = true;
-        } else if (opt == "--plot") {
-            o.plot_dir = args.value(opt, "a directory for the PNG figures (created if missing)");
-            if (o.plot_dir.empty()) {
-                throw UsageError("option --plot needs a directory, not an empty name");
-            }
         } else if (opt.rfind("-", 0) == 0 && opt != "-") {
             throw UsageError("unknown option '" + opt + "'");
         } else {
@@ -567,182 +548,12 @@ Replay make_replay(const Options& o)
     }
 }
 
-// ------------------------------------------------------------ --plot
-
-// The width figure shows the last this many events: enough for a few
-// iterations of a pattern, few enough that each step stays visible at 960
-// pixels (tests/data/replay-periodic.trace: 22 pixels per 1 ms period; at
-// 100 events a timeout and SPPS looked the same). The last, not the first:
-// SPPS predicts nothing while ADGT samples its first 500 idle intervals.
-constexpr std::uint64_t plot_width_events = 40;
-
-// The energy figure's grouping thresholds (thesis Fig. 5.14), 1 us to 5 ms.
-constexpr TimeNs plot_gts_ns[] = {1'000,   2'000,   5'000,     10'000,    20'000,    50'000,
-                                  100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000};
-
-// mkdir -p DIR, before the replay: a DIR that cannot be made costs no
-// replay time.
-void make_plot_dir(const std::string& dir)
-{
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!ec && !std::filesystem::is_directory(dir, ec)) {
-        ec = std::make_error_code(std::errc::not_a_directory);
-    }
-    if (ec) {
-        throw std::runtime_error("--plot: cannot create directory '" + dir + "': " +
-                                 ec.message());
-    }
-}
-
-// The trace for the further replays of --plot: read again from its file,
-// or kept in memory when it came from standard input or a pipe (e.g.
-// --events <(zcat run.trace.gz)), which read only once.
-class TraceAgain {
-public:
-    explicit TraceAgain(const std::string& path)
-        : path_(path), keep_(path == "-" || !std::filesystem::is_regular_file(path))
-    {
-    }
-
-    void keep(const Event& event)
-    {
-        if (keep_) {
-            events_.push_back(event);
-        }
-    }
-
-    struct Replayed {
-        ReplayResult              result;
-        std::optional<TimeNs>     gt_ns;     // the predictor's, at the end
-        slim::link::WidthTimeline timeline;  // when `config` asks for one
-    };
-
-    Replayed replay(const ReplayConfig& config) const
-    {
-        Replay driver(config);
-        if (keep_) {
-            for (const Event& event : events_) {
-                driver.on_event(event);
-            }
-        } else {
-            TraceReader trace(path_);
-            while (const auto event = trace.next()) {
-                driver.on_event(*event);
-            }
-        }
-        const Predictor* predictor = driver.predictor();
-        return {driver.result(), predictor ? predictor->stats().gt_ns : std::nullopt,
-                driver.timeline()};
-    }
-
-private:
-    std::string        path_;
-    bool               keep_;
-    std::vector<Event> events_;
-};
-
-// The user's options (link, packing, predictor settings) under another
-// policy.
-ReplayConfig sweep_config(Options o, PolicyKind kind, Policy policy, std::optional<TimeNs> gt_ns)
-{
-    o.kind   = kind;
-    o.policy = policy;
-    o.gt_ns  = gt_ns;
-    return replay_config(o);
-}
-
-slim::plot::EnergySweep energy_sweep(const Options& o, const TraceAgain& trace)
-{
-    slim::plot::EnergySweep sweep;
-    std::vector<TimeNs>     gts(std::begin(plot_gts_ns), std::end(plot_gts_ns));
-    if (o.kind == PolicyKind::predictor && o.policy == Policy::pps) {
-        sweep.chosen_gt_ns = o.gt_ns.value_or(PredictorConfig{}.fixed_gt_ns);
-        gts.push_back(*sweep.chosen_gt_ns);
-        std::sort(gts.begin(), gts.end());
-        gts.erase(std::unique(gts.begin(), gts.end()), gts.end());
-    }
-    for (const TimeNs gt : gts) {
-        const auto pps = trace.replay(sweep_config(o, PolicyKind::predictor, Policy::pps, gt));
-        sweep.pps.push_back({gt, pps.result.energy_savings_pct});
-    }
-    const auto oracle = trace.replay(sweep_config(o, PolicyKind::oracle, o.policy, std::nullopt));
-    sweep.oracle_pct  = oracle.result.energy_savings_pct;
-    const auto spps =
-            trace.replay(sweep_config(o, PolicyKind::predictor, Policy::spps, std::nullopt));
-    sweep.spps_pct   = spps.result.energy_savings_pct;
-    sweep.spps_gt_ns = spps.gt_ns;
-    return sweep;
-}
-
-// "pps, GT 20us", "spps, no GT yet", "timeout after 100us", "oracle".
-std::string policy_label(const Options& o, std::optional<TimeNs> gt_ns)
-{
-    if (o.kind == PolicyKind::timeout) {
-        return "timeout after " + human_duration(o.timeout_ns);
-    }
-    if (o.kind != PolicyKind::predictor) {
-        return o.policy_name;
-    }
-    return o.policy_name + (gt_ns ? ", GT " + human_duration(*gt_ns) : ", no GT yet");
-}
-
-// The user's policy again, recording the width over the last events.
-slim::plot::Image width_figure(const Options& o, const TraceAgain& trace,
-                               const std::string& setup, std::uint64_t events)
-{
-    const std::uint64_t n = std::min(events, plot_width_events);
-    ReplayConfig        c = replay_config(o);
-    c.timeline_first_event = events - n;
-    c.timeline_events      = n;
-    const auto        run    = trace.replay(c);
-    const std::string window =
-            n == events ? "all " + std::to_string(events) + " events"
-                        : "last " + std::to_string(n) + " of " + std::to_string(events) + " events";
-    return slim::plot::width_over_time_figure(run.timeline, o.link.lanes,
-                                              policy_label(o, run.gt_ns), window, setup);
-}
-
-// Writes the three figures, each followed by a line "wrote FILE".
-void write_figures(const Options& o, const slim::plot::IdleHistogram& idle,
-                   const TraceAgain& again, const std::string& trace_name, std::uint64_t events)
-{
-    namespace plot = slim::plot;
-    // Standard output stays one JSON object under --json.
-    std::FILE* const  report = o.json ? stderr : stdout;
-    // The file name is enough on a figure; the directories only crowd it.
-    const std::string name  = std::filesystem::path(trace_name).filename().string();
-    const std::string setup = name + "; link " + link_text(o);
-    auto write = [&](const char* file, const plot::Image& image) {
-        const std::string path = o.plot_dir + (o.plot_dir.back() == '/' ? "" : "/") + file;
-        plot::write_png(path, image);
-        std::fprintf(report, "wrote %s\n", path.c_str());
-    };
-    write("idle-histogram.png", plot::idle_histogram_figure(idle, name));
-    write("energy-vs-gt.png", plot::energy_vs_gt_figure(energy_sweep(o, again), setup));
-    write("width-over-time.png", width_figure(o, again, setup, events));
-}
-
 int run(const Options& o)
 {
-    const bool plotting = !o.plot_dir.empty();
-    if (plotting) {
-        make_plot_dir(o.plot_dir);
-    }
-    Replay                    driver = make_replay(o);
-    TraceReader               trace(o.events);
-    TraceAgain                again(o.events);
-    slim::plot::IdleHistogram idle;
-    std::optional<TimeNs>     previous_end;
-    std::uint64_t             index = 0;
+    Replay        driver = make_replay(o);
+    TraceReader   trace(o.events);
+    std::uint64_t index = 0;
     while (const auto event = trace.next()) {
-        if (plotting) {
-            if (previous_end) {
-                idle.add(event->start_ns - *previous_end);
-            }
-            previous_end = event->end_ns;
-            again.keep(*event);
-        }
         bool prediction_active = false;
         try {
             prediction_active = driver.on_event(*event).prediction_active;
@@ -761,14 +572,6 @@ int run(const Options& o)
     const std::string summary = o.json ? json_summary(o, driver, result, trace)
                                        : text_summary(o, driver, result, trace);
     std::fputs(summary.c_str(), stdout);
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-        std::fprintf(stderr, "%s: writing to standard output failed\n", program);
-        return exit_failure;
-    }
-    if (!plotting) {
-        return 0;
-    }
-    write_figures(o, idle, again, trace.name(), result.events);
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
         std::fprintf(stderr, "%s: writing to standard output failed\n", program);
         return exit_failure;
