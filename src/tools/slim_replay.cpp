@@ -13,7 +13,8 @@
 #include "link/replay.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
-#include "report.h"
+
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <charconv>
@@ -445,75 +446,70 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
     return out;
 }
 
+// The summary as one line of JSON (README.md lists the keys, in this
+// order): ordered_json keeps the order the keys are set in.
 std::string json_summary(const Options& o, const Replay& driver, const ReplayResult& r,
                          const TraceReader& trace)
 {
-    namespace parse = slim::parse;
-    auto number = [](std::optional<double> v) {
-        return v ? parse::format_real(*v) : std::string("null");
-    };
-    auto u64 = [](std::uint64_t v) { return std::to_string(v); };
-    auto i64 = [](TimeNs v) { return std::to_string(v); };
-    std::string out = "{\"schema\":\"slimlink.replay.v1\"";
-    out.append(",\"trace\":").append(slim::json_quote(trace.name()));
-    out.append(",\"policy\":\"").append(o.policy_name).append("\"");
+    using Json = nlohmann::ordered_json;
+    // none (an empty trace, no idle time) is null rather than NaN.
+    auto number = [](std::optional<double> v) { return v ? Json(*v) : Json(nullptr); };
+    Json j;
+    j["schema"] = "slimlink.replay.v1";
+    j["trace"]  = trace.name();
+    j["policy"] = o.policy_name;
     if (o.kind == PolicyKind::timeout) {
-        out.append(",\"timeout_ns\":").append(i64(o.timeout_ns));
+        j["timeout_ns"] = o.timeout_ns;
     }
     if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
-        out.append(",\"policy_in_force\":").append(slim::json_quote(a->in_force().name()));
-        out.append(",\"policy_switches\":").append(u64(a->switches()));
-        out.append(",\"predictions\":").append(u64(a->predictions()));
-        out.append(",\"hits\":").append(u64(a->hits()));
+        j["policy_in_force"] = a->in_force().name();
+        j["policy_switches"] = a->switches();
+        j["predictions"]     = a->predictions();
+        j["hits"]            = a->hits();
     }
     if (const Predictor* predictor = driver.predictor()) {
         const PredictorStats&  s = predictor->stats();
         const PredictorConfig& c = predictor->config();
-        out.append(",\"displacement\":").append(parse::format_real(c.displacement));
-        out.append(",\"t_react_ns\":").append(i64(c.t_react_ns));
-        out.append(",\"events\":").append(u64(s.events));
-        out.append(",\"grams\":").append(u64(s.grams));
-        out.append(",\"gt_ns\":").append(s.gt_ns ? i64(*s.gt_ns) : "null");
-        out.append(",\"gave_up\":").append(s.gave_up ? "true" : "false");
-        out.append(",\"tuning_retries\":").append(std::to_string(s.tuning_retries));
-        out.append(",\"restarts\":").append(u64(s.restarts));
-        out.append(",\"predictions\":").append(u64(s.predictions));
-        out.append(",\"mispredictions\":").append(u64(s.mispredictions));
-        out.append(",\"hits\":").append(u64(s.hits));
-        out.append(",\"hit_rate\":")
-                .append(number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events))));
-        out.append(",\"total_idle_ns\":").append(i64(s.total_idle_ns));
-        out.append(",\"predicted_idle_ns\":").append(i64(s.predicted_idle_ns));
-        out.append(",\"predicted_idle_share\":")
-                .append(number(ratio(static_cast<double>(s.predicted_idle_ns),
-                                     static_cast<double>(s.total_idle_ns))));
+        j["displacement"]   = c.displacement;
+        j["t_react_ns"]     = c.t_react_ns;
+        j["events"]         = s.events;
+        j["grams"]          = s.grams;
+        j["gt_ns"]          = s.gt_ns ? Json(*s.gt_ns) : Json(nullptr);
+        j["gave_up"]        = s.gave_up;
+        j["tuning_retries"] = s.tuning_retries;
+        j["restarts"]       = s.restarts;
+        j["predictions"]    = s.predictions;
+        j["mispredictions"] = s.mispredictions;
+        j["hits"]           = s.hits;
+        j["hit_rate"] =
+                number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events)));
+        j["total_idle_ns"]     = s.total_idle_ns;
+        j["predicted_idle_ns"] = s.predicted_idle_ns;
+        j["predicted_idle_share"] = number(ratio(static_cast<double>(s.predicted_idle_ns),
+                                                 static_cast<double>(s.total_idle_ns)));
     } else {
-        out.append(",\"events\":").append(u64(r.events));
+        j["events"] = r.events;
     }
-    out.append(",\"link\":{\"lanes\":").append(std::to_string(o.link.lanes));
-    out.append(",\"lane_watts\":").append(parse::format_real(o.link.lane_watts));
-    out.append(",\"low_width\":").append(std::to_string(o.link.low_width));
-    out.append(",\"tau_ns\":").append(i64(o.link.tau_ns)).append("}");
-    out.append(",\"packed\":").append(o.packed ? "true" : "false");
-    out.append(",\"energy_joules\":").append(parse::format_real(r.energy_joules));
-    out.append(",\"baseline_joules\":").append(parse::format_real(r.baseline_joules));
-    out.append(",\"energy_savings_pct\":").append(number(r.energy_savings_pct));
-    out.append(",\"original_span_ns\":").append(i64(r.original_span_ns));
-    out.append(",\"delay_ns\":").append(i64(r.delay_ns));
-    out.append(",\"time_penalty_pct\":").append(number(r.time_penalty_pct));
-    out.append(",\"late_wakeups\":").append(u64(r.late_wakeups));
-    out.append(",\"wakeup_delay_ns\":").append(i64(r.wakeup_delay_ns));
-    out.append(",\"transitions\":").append(u64(r.transitions));
-    out.append(",\"time_at_width_ns\":{");
-    bool first = true;
-    for_each_width(o, r, [&](unsigned w, TimeNs t) {
-        out.append(first ? "\"" : ",\"").append(std::to_string(w)).append("\":").append(i64(t));
-        first = false;
-    });
-    out.append("}");
-    out.append(",\"time_in_transition_ns\":").append(i64(r.time_in_transition_ns));
-    out.append("}\n");
-    return out;
+    j["link"] = {{"lanes", o.link.lanes},
+                 {"lane_watts", o.link.lane_watts},
+                 {"low_width", o.link.low_width},
+                 {"tau_ns", o.link.tau_ns}};
+    j["packed"]                = o.packed;
+    j["energy_joules"]         = r.energy_joules;
+    j["baseline_joules"]       = r.baseline_joules;
+    j["energy_savings_pct"]    = number(r.energy_savings_pct);
+    j["original_span_ns"]      = r.original_span_ns;
+    j["delay_ns"]              = r.delay_ns;
+    j["time_penalty_pct"]      = number(r.time_penalty_pct);
+    j["late_wakeups"]          = r.late_wakeups;
+    j["wakeup_delay_ns"]       = r.wakeup_delay_ns;
+    j["transitions"]           = r.transitions;
+    Json& widths               = j["time_at_width_ns"] = Json::object();
+    for_each_width(o, r, [&](unsigned w, TimeNs t) { widths[std::to_string(w)] = t; });
+    j["time_in_transition_ns"] = r.time_in_transition_ns;
+    // A trace name that is not UTF-8 (a file name is any bytes) gets U+FFFD
+    // rather than an exception or invalid JSON.
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 // "INDEX EVENT_ID PREDICTION\n" without allocating: 10^7-event traces.
