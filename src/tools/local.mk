@@ -7,7 +7,7 @@
 bin_PROGRAMS += src/tools/slim-replay
 src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp
 src_tools_slim_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
-	$(NLOHMANN_JSON_CFLAGS)
+	$(NLOHMANN_JSON_CFLAGS) $(CLI11_CFLAGS)
 src_tools_slim_replay_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
 # Its command-line tests; the traces they replay are in tests/data/.

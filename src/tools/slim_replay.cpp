@@ -14,20 +14,21 @@
 #include "predict/predictor.h"
 #include "predict/trace.h"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <ios>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
-#include <utility>
 
 namespace {
 
@@ -64,43 +65,6 @@ constexpr const char* link_forms =
         "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
         "duration), e.g. L=4,P=0.5,low=1,tau=10us";
 
-constexpr const char* usage_text =
-        "usage: slim-replay --events FILE [--policy POLICY] [--link SPEC] [--packed]\n"
-        "                   [--gt DURATION] [--displacement X] [--t-react DURATION]\n"
-        "                   [--dump-events] [--json]\n"
-        "\n"
-        "Replays an event trace through the link model under a power policy and\n"
-        "prints a summary: energy saved, time lost, and for pps/spps the predictor's\n"
-        "statistics.\n"
-        "\n"
-        "  --events FILE        trace, one event per line: t_start_ns t_end_ns event_id\n"
-        "                       [bytes] [packed_bytes]; '#' starts a comment; '-' is stdin\n"
-        "  --policy POLICY      spps (default): the pattern predictor, grouping threshold\n"
-        "                       tuned by ADGT; pps: fixed grouping threshold (--gt);\n"
-        "                       always-on: never low; timeout:DURATION: low after that\n"
-        "                       much idle time, wake on demand; oracle: low in every\n"
-        "                       idle gap of at least 2 tau, back exactly in time;\n"
-        "                       adaptive: the live default, the best of timeouts, PPS\n"
-        "                       and context predictors replayed in shadow;\n"
-        "                       context:DEPTH: the context predictor alone\n"
-        "  --link SPEC          the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any\n"
-        "                       subset (default L=4,P=0.5,low=1,tau=10us)\n"
-        "  --packed             a burst needs only the lanes its packed bytes fill:\n"
-        "                       max(1, ceil(L * packed_bytes / bytes))\n"
-        "  --gt DURATION        pps only: the grouping threshold, 1ns to 1s (default 20us)\n"
-        "  --displacement X     pps/spps: displacement factor of Algorithm 4, 0 to 1\n"
-        "                       (default 0.05)\n"
-        "  --t-react DURATION   pps/spps: reactivation time the predictor assumes, 0ns to\n"
-        "                       1s (default: the link's tau)\n"
-        "  --dump-events        pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION\n"
-        "                       (index from 1; prediction 1 when a prediction is active\n"
-        "                       after that event)\n"
-        "  --json               the summary as one line of JSON\n"
-        "  --help               this text\n"
-        "\n"
-        "Durations take a unit: ns, us, ms or s (e.g. 20us, 1.5ms).\n"
-        "Exit status: 0 done, 2 bad command line or bad trace, 1 other errors.\n";
-
 class UsageError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -120,54 +84,7 @@ struct Options {
     std::optional<TimeNs> t_react_ns;
     bool                  dump_events = false;
     bool                  json        = false;
-    bool                  help        = false;
-};
-
-// Walks argv; options with values take "--opt VALUE" or "--opt=VALUE".
-class Arguments {
-public:
-    Arguments(int argc, char** argv) : argc_(argc), argv_(argv) {}
-
-    bool done() const { return next_ >= argc_; }
-
-    // The next option's name; its inline "=VALUE", if any, is kept for value().
-    std::string option()
-    {
-        std::string arg = argv_[next_++];
-        inline_value_.reset();
-        if (arg.rfind("--", 0) == 0) {
-            if (const std::size_t eq = arg.find('='); eq != std::string::npos) {
-                inline_value_ = arg.substr(eq + 1);
-                arg.resize(eq);
-            }
-        }
-        return arg;
-    }
-
-    std::string value(const std::string& option, const char* what)
-    {
-        if (inline_value_) {
-            return *std::exchange(inline_value_, std::nullopt);
-        }
-        // "--gt --json" is a forgotten value, not a threshold named "--json".
-        if (next_ >= argc_ || std::string_view(argv_[next_]).rfind("--", 0) == 0) {
-            throw UsageError("option " + option + " needs a value: " + what);
-        }
-        return argv_[next_++];
-    }
-
-    void no_value(const std::string& option)
-    {
-        if (inline_value_) {
-            throw UsageError("option " + option + " takes no value");
-        }
-    }
-
-private:
-    int                        argc_;
-    char**                     argv_;
-    int                        next_ = 1;
-    std::optional<std::string> inline_value_;
+    std::string           help;                        // --help: the text
 };
 
 // "always-on", "timeout:100us", "oracle", "pps", "spps".
@@ -217,56 +134,215 @@ void parse_policy(Options& o, const std::string& v)
     throw UsageError(parse::bad_value("--policy", v, policy_forms));
 }
 
+// ------------------------------------------------------------ command line
+
+// The help text, generated by CLI11 from the options below, laid out like
+// a GNU tool's: the usage (built from the options) first, then what the
+// program does, the options with their text wrapped to 80 columns, and the
+// footer. CLI11's own puts the description first and does not wrap.
+constexpr std::size_t help_width  = 80;
+constexpr std::size_t help_column = 23;
+
+// `text` in lines of at most `width` characters, broken at spaces; a '\n'
+// in it starts a new line. Lines are joined with '\n' and no indentation:
+// CLI11 indents the lines of an option's text itself.
+std::string wrap(const std::string& text, std::size_t width)
+{
+    std::string out;
+    std::size_t line = 0;  // characters on the current line
+    std::size_t at   = 0;
+    while (at < text.size()) {
+        if (text[at] == '\n') {
+            out.push_back('\n');
+            line = 0;
+            ++at;
+            continue;
+        }
+        if (text[at] == ' ') {
+            ++at;
+            continue;
+        }
+        const std::size_t end  = std::min(text.find_first_of(" \n", at), text.size());
+        const std::string word = text.substr(at, end - at);
+        if (line > 0 && line + 1 + word.size() > width) {
+            out.push_back('\n');
+            line = 0;
+        }
+        if (line > 0) {
+            out.push_back(' ');
+            ++line;
+        }
+        out.append(word);
+        line += word.size();
+        at = end;
+    }
+    return out;
+}
+
+class HelpFormatter : public CLI::Formatter {
+public:
+    HelpFormatter() { column_width(help_column); }
+
+    std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override
+    {
+        return make_usage(app, name) + "\n" + wrap(app->get_description(), help_width) + "\n" +
+               make_groups(app, mode) + "\n" + wrap(app->get_footer(), help_width) + "\n";
+    }
+
+    // "usage: slim-replay --events FILE [--policy POLICY] ...": required
+    // options bare, the others in brackets, in the order they are defined.
+    std::string make_usage(const CLI::App* app, std::string name) const override
+    {
+        const std::string head   = "usage: " + name;
+        const std::string indent(head.size(), ' ');
+        std::string       out    = head;
+        std::size_t       line   = head.size();
+        for (const CLI::Option* opt : app->get_options()) {
+            if (opt == app->get_help_ptr() || !opt->nonpositional()) {
+                continue;
+            }
+            std::string item = opt->get_name(false, false) + make_option_opts(opt);
+            if (!opt->get_required()) {
+                item = "[" + item + "]";
+            }
+            if (line + 1 + item.size() > help_width) {
+                out.append("\n").append(indent);
+                line = indent.size();
+            }
+            out.append(" ").append(item);
+            line += 1 + item.size();
+        }
+        return out + "\n";
+    }
+
+    // Only the value's name: defaults and ranges are in each option's text.
+    std::string make_option_opts(const CLI::Option* opt) const override
+    {
+        // A flag has no type name.
+        return opt->get_type_name().empty() ? std::string() : " " + opt->get_type_name();
+    }
+
+    std::string make_option_desc(const CLI::Option* opt) const override
+    {
+        return wrap(opt->get_description(), help_width - help_column);
+    }
+};
+
+// CLI11 takes the argument after an option as its value even when it is
+// another option: "--gt --json" forgot the threshold.
+const std::string& value_of(const char* option, const char* type, const std::string& v)
+{
+    if (v.rfind("--", 0) == 0) {
+        throw UsageError(std::string(option) + ": 1 required " + type + " missing ('" + v +
+                         "' is an option)");
+    }
+    return v;
+}
+
 Options parse_options(int argc, char** argv)
 {
     namespace parse = slim::parse;
-    Options   o;
-    Arguments args(argc, argv);
-    while (!args.done()) {
-        const std::string opt = args.option();
-        if (opt == "--help" || opt == "-h") {
-            o.help = true;
-        } else if (opt == "--events") {
-            o.events = args.value(opt, "a trace file, or - for standard input");
-        } else if (opt == "--policy") {
-            parse_policy(o, args.value(opt, policy_forms));
-        } else if (opt == "--link") {
-            const std::string v = args.value(opt, link_forms);
-            try {
-                o.link = slim::link::parse_link_config(v);
-            } catch (const std::invalid_argument& e) {
-                throw UsageError(parse::bad_value("--link", v, link_forms) + " (" + e.what() +
-                                 ")");
-            }
-        } else if (opt == "--packed") {
-            args.no_value(opt);
-            o.packed = true;
-        } else if (opt == "--gt") {
-            const std::string v = args.value(opt, "a duration from 1ns to 1s, e.g. 20us");
-            o.gt_ns = parse::duration("--gt", v, gt_min, gt_max).count();
-        } else if (opt == "--displacement") {
-            const std::string v = args.value(opt, "a number from 0 to 1, e.g. 0.05");
-            o.displacement = parse::real("--displacement", v, displacement_min, displacement_max);
-        } else if (opt == "--t-react") {
-            const std::string v = args.value(opt, "a duration from 0ns to 1s, e.g. 10us");
-            o.t_react_ns = parse::duration("--t-react", v, t_react_min, t_react_max).count();
-        } else if (opt == "--dump-events") {
-            args.no_value(opt);
-            o.dump_events = true;
-        } else if (opt == "--json") {
-            args.no_value(opt);
-            o.json = true;
-        } else if (opt.rfind("-", 0) == 0 && opt != "-") {
-            throw UsageError("unknown option '" + opt + "'");
-        } else {
-            throw UsageError("unexpected argument '" + opt + "' (the trace is given with --events FILE)");
+    Options  o;
+    CLI::App app("Replays an event trace through the link model under a power policy and "
+                 "prints a summary: energy saved, time lost, and for pps/spps the predictor's "
+                 "statistics.",
+                 program);
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.set_help_flag("-h,--help", "this text");
+    app.footer("Durations take a unit: ns, us, ms or s (e.g. 20us, 1.5ms); an option's value "
+               "follows it or an '=' (--gt 20us, --gt=20us); given twice, the last one counts.\n"
+               "Exit status: 0 done, 2 bad command line or bad trace, 1 other errors.");
+    // Unknown options and stray arguments are ours to name (below).
+    app.allow_extras();
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+    // Every value goes through its parser here, which names the option and
+    // what it accepts (slim::parse, the same as the UCX_SLIM_* variables).
+    app.add_option_function<std::string>(
+               "--events",
+               [&](const std::string& v) { o.events = value_of("--events", "FILE", v); },
+               "trace, one event per line: t_start_ns t_end_ns event_id [bytes] "
+               "[packed_bytes]; '#' starts a comment; '-' is stdin")
+            ->type_name("FILE")
+            ->required();
+    app.add_option_function<std::string>(
+               "--policy",
+               [&](const std::string& v) { parse_policy(o, value_of("--policy", "POLICY", v)); },
+               "spps (default): the pattern predictor, grouping threshold tuned by ADGT; pps: "
+               "fixed grouping threshold (--gt); always-on: never low; timeout:DURATION (0ns "
+               "to 1s): low after that much idle time, wake on demand; oracle: low in every "
+               "idle gap of at least 2 tau, back exactly in time; adaptive: the live default, "
+               "the best of timeouts, PPS and context predictors replayed in shadow; "
+               "context:DEPTH (1 to 8): the context predictor alone")
+            ->type_name("POLICY");
+    app.add_option_function<std::string>(
+               "--link",
+               [&](const std::string& v) {
+                   try {
+                       o.link = slim::link::parse_link_config(value_of("--link", "SPEC", v));
+                   } catch (const std::invalid_argument& e) {
+                       throw UsageError(parse::bad_value("--link", v, link_forms) + " (" +
+                                        e.what() + ")");
+                   }
+               },
+               "the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset; lanes 1, 2, 4, 8 "
+               "or 12 (default L=4,P=0.5,low=1,tau=10us)")
+            ->type_name("SPEC");
+    // "--packed=yes" is refused (a flag's value could only repeat it).
+    app.add_flag("--packed", o.packed,
+                 "a burst needs only the lanes its packed bytes fill: max(1, ceil(L * "
+                 "packed_bytes / bytes))")
+            ->disable_flag_override();
+    app.add_option_function<std::string>(
+               "--gt",
+               [&](const std::string& v) {
+                   o.gt_ns = parse::duration("--gt", value_of("--gt", "DURATION", v), gt_min,
+                                             gt_max)
+                                     .count();
+               },
+               "pps only: the grouping threshold, 1ns to 1s (default 20us)")
+            ->type_name("DURATION");
+    app.add_option_function<std::string>(
+               "--displacement",
+               [&](const std::string& v) {
+                   o.displacement = parse::real("--displacement", value_of("--displacement", "X", v),
+                                                displacement_min, displacement_max);
+               },
+               "pps/spps: displacement factor of Algorithm 4, 0 to 1 (default 0.05)")
+            ->type_name("X");
+    app.add_option_function<std::string>(
+               "--t-react",
+               [&](const std::string& v) {
+                   o.t_react_ns = parse::duration("--t-react", value_of("--t-react", "DURATION", v),
+                                                  t_react_min, t_react_max)
+                                          .count();
+               },
+               "pps/spps: reactivation time the predictor assumes, 0ns to 1s (default: the "
+               "link's tau)")
+            ->type_name("DURATION");
+    app.add_flag("--dump-events", o.dump_events,
+                 "pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION (index from 1; "
+                 "prediction 1 when a prediction is active after that event)")
+            ->disable_flag_override();
+    app.add_flag("--json", o.json, "the summary as one line of JSON")->disable_flag_override();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        o.help = app.help();
+        return o;
+    } catch (const CLI::ParseError& e) {
+        throw UsageError(e.what());
+    }
+    // allow_extras: what CLI11 did not take, an unknown option first.
+    for (const std::string& arg : app.remaining()) {
+        if (arg.size() > 1 && arg[0] == '-') {
+            throw UsageError("unknown option '" + arg.substr(0, arg.find('=')) + "'");
         }
     }
-    if (o.help) {
-        return o;
-    }
-    if (o.events.empty()) {
-        throw UsageError("--events FILE is required");
+    if (!app.remaining().empty()) {
+        throw UsageError("unexpected argument '" + app.remaining().front() +
+                         "' (the trace is given with --events FILE)");
     }
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.
@@ -586,8 +662,8 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program, e.what(), program);
         return exit_usage;
     }
-    if (options.help) {
-        std::fputs(usage_text, stdout);
+    if (!options.help.empty()) {
+        std::fputs(options.help.c_str(), stdout);
         return 0;
     }
     // std::cin (--events -) synchronised with stdio reads a character at a
