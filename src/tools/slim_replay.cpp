@@ -24,11 +24,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <ios>
 #include <optional>
 #include <stdexcept>
+#include <sstream>
 #include <string>
+#include <system_error>
+#include <utility>
 
 namespace {
 
@@ -56,6 +62,8 @@ constexpr std::chrono::nanoseconds gt_min = 1ns, gt_max = 1s;
 constexpr std::chrono::nanoseconds t_react_min = 0ns, t_react_max = 1s;
 constexpr double displacement_min = 0.0, displacement_max = 1.0;
 constexpr std::chrono::nanoseconds timeout_min = 0ns, timeout_max = 1s;
+// --timeline: a million events make a JSON line of about 60 MB.
+constexpr std::int64_t timeline_min = 1, timeline_max = 1'000'000;
 
 constexpr const char* policy_forms =
         "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps, "
@@ -84,6 +92,7 @@ struct Options {
     std::optional<TimeNs> t_react_ns;
     bool                  dump_events = false;
     bool                  json        = false;
+    std::uint64_t         timeline_events = 0;         // --timeline N; 0: none
     std::string           help;                        // --help: the text
 };
 
@@ -324,7 +333,23 @@ Options parse_options(int argc, char** argv)
                  "pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION (index from 1; "
                  "prediction 1 when a prediction is active after that event)")
             ->disable_flag_override();
-    app.add_flag("--json", o.json, "the summary as one line of JSON")->disable_flag_override();
+    CLI::Option* const json =
+            app.add_flag("--json", o.json, "the summary as one line of JSON")
+                    ->disable_flag_override();
+    app.add_option_function<std::string>(
+               "--timeline",
+               [&](const std::string& v) {
+                   o.timeline_events = static_cast<std::uint64_t>(
+                           parse::integer("--timeline", value_of("--timeline", "N", v),
+                                          timeline_min, timeline_max));
+               },
+               "with --json: add \"timeline\", the link's width over the last N events (all "
+               "when there are fewer), N from 1 to 1000000: first_event (index from 1), "
+               "events, steps [[T_NS, WIDTH], ...] (the usable width from T_NS on) and bursts "
+               "[[START_NS, END_NS, WIDTH], ...] (the lanes each needed), in replayed time. A "
+               "trace from standard input or a pipe is kept in memory for it")
+            ->type_name("N")
+            ->needs(json);
 
     try {
         app.parse(argc, argv);
@@ -522,6 +547,31 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
     return out;
 }
 
+// --timeline: the link's usable width (a step at each change) and the
+// bursts as replayed, in compact arrays ([t, width], [start, end, width]):
+// a window can hold many thousand steps.
+nlohmann::ordered_json timeline_json(const Replay& driver)
+{
+    using Json = nlohmann::ordered_json;
+    const slim::link::WidthTimeline& t = driver.timeline();
+    Json steps  = Json::array();
+    for (const slim::link::WidthChange& c : t.widths) {
+        steps.push_back({c.at_ns, c.width});
+    }
+    Json bursts = Json::array();
+    for (const slim::link::ReplayedBurst& b : t.bursts) {
+        bursts.push_back({b.start_ns, b.end_ns, b.width});
+    }
+    const ReplayConfig& c = driver.config();
+    Json j;
+    // 1-based, as --dump-events counts; 0 when the trace has no events.
+    j["first_event"] = t.bursts.empty() ? 0 : c.timeline_first_event + 1;
+    j["events"]      = t.bursts.size();
+    j["steps"]       = std::move(steps);
+    j["bursts"]      = std::move(bursts);
+    return j;
+}
+
 // The summary as one line of JSON (README.md lists the keys, in this
 // order): ordered_json keeps the order the keys are set in.
 std::string json_summary(const Options& o, const Replay& driver, const ReplayResult& r,
@@ -583,6 +633,9 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
     Json& widths               = j["time_at_width_ns"] = Json::object();
     for_each_width(o, r, [&](unsigned w, TimeNs t) { widths[std::to_string(w)] = t; });
     j["time_in_transition_ns"] = r.time_in_transition_ns;
+    if (o.timeline_events > 0) {
+        j["timeline"] = timeline_json(driver);
+    }
     // A trace name that is not UTF-8 (a file name is any bytes) gets U+FFFD
     // rather than an exception or invalid JSON.
     return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -611,20 +664,92 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-Replay make_replay(const Options& o)
+// `timeline_first`: the 0-based index of the first event --timeline records.
+Replay make_replay(const Options& o, std::uint64_t timeline_first)
 {
+    ReplayConfig c = replay_config(o);
+    c.timeline_first_event = timeline_first;
+    c.timeline_events      = o.timeline_events;
     try {
-        return Replay(replay_config(o));
+        return Replay(c);
     } catch (const std::exception& e) {
         throw ConfigRefused(std::string("the predictor refused the configuration: ") + e.what());
     }
 }
 
+// ------------------------------------------------------------ the replay
+
+// The trace, read once -- or twice with --timeline N, which records the
+// last N events and so needs the trace's length before the replay. A file
+// is then simply read again. Standard input, a pipe or a device
+// (--events <(zcat run.trace.gz)) can be read only once: its text is kept
+// in memory for both passes.
+class TraceInput {
+public:
+    TraceInput(std::string path, bool twice) : path_(std::move(path))
+    {
+        if (!twice || rereadable(path_)) {
+            return;
+        }
+        kept_.emplace();
+        if (path_ == "-") {
+            *kept_ << std::cin.rdbuf();
+        } else {
+            std::ifstream in(path_, std::ios::in | std::ios::binary);
+            if (!in) {
+                TraceReader says_why(path_);  // throws TraceError, as for any trace
+            }
+            *kept_ << in.rdbuf();
+        }
+    }
+
+    // A reader from the trace's first line (replacing the last one opened).
+    TraceReader& open()
+    {
+        reader_.reset();
+        if (!kept_) {
+            return reader_.emplace(path_);
+        }
+        // An empty input leaves failbit set on the copy.
+        kept_->clear();
+        kept_->seekg(0);
+        return reader_.emplace(*kept_, path_ == "-" ? std::string("<stdin>") : path_);
+    }
+
+private:
+    static bool rereadable(const std::string& path)
+    {
+        if (path == "-") {
+            return false;
+        }
+        std::error_code ec;
+        const auto      type = std::filesystem::status(path, ec).type();
+        // What cannot be read is said by the reader, as without --timeline.
+        return ec || type == std::filesystem::file_type::regular ||
+               type == std::filesystem::file_type::directory ||
+               type == std::filesystem::file_type::not_found;
+    }
+
+    std::string                      path_;
+    std::optional<std::stringstream> kept_;
+    std::optional<TraceReader>       reader_;
+};
+
 int run(const Options& o)
 {
-    Replay        driver = make_replay(o);
-    TraceReader   trace(o.events);
-    std::uint64_t index = 0;
+    TraceInput    input(o.events, o.timeline_events > 0);
+    std::uint64_t timeline_first = 0;
+    if (o.timeline_events > 0) {
+        TraceReader&  counter = input.open();
+        std::uint64_t events  = 0;
+        while (counter.next()) {
+            ++events;
+        }
+        timeline_first = events - std::min(events, o.timeline_events);
+    }
+    Replay        driver = make_replay(o, timeline_first);
+    TraceReader&  trace  = input.open();
+    std::uint64_t index  = 0;
     while (const auto event = trace.next()) {
         bool prediction_active = false;
         try {
