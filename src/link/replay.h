@@ -51,7 +51,7 @@ struct ReplayConfig {
     // every burst needs the full width.
     bool packed = false;
     // Record Replay::timeline() over `timeline_events` events from event
-    // index `timeline_first_event` (0-based) on: slim-replay --plot. 0
+    // index `timeline_first_event` (0-based) on: slim-replay --timeline. 0
     // events, the default, records nothing and costs a test of a flag per
     // width request.
     std::uint64_t timeline_first_event = 0;

@@ -3,21 +3,19 @@
 // model (src/link/replay.h) under a power policy -- always-on, a timeout, an
 // oracle, or the pattern predictor (src/predict/predictor.h) the runtime
 // uses -- and prints what the predictor predicted and what the link saved
-// and cost; see README.md, "Event traces and slim-replay". With --plot it
-// then replays the trace again (a GT sweep, the oracle, SPPS) and writes PNG
-// figures (src/plot/).
+// and cost; see README.md, "Event traces and slim-replay". Figures of its
+// results are drawn by slim-plot (src/tools/slim-plot.py), which runs it.
 //
 // Exit status: 0 done, 2 bad command line or bad trace, 1 anything else
 // (e.g. standard output could not be written).
 #include "base/parse.h"
 #include "link/link_model.h"
 #include "link/replay.h"
-#include "plot/png_writer.h"
-#include "plot/replay_figures.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
 #include "tools/otf2_trace.h"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -28,14 +26,16 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
 #include <ios>
 #include <optional>
 #include <stdexcept>
+#include <sstream>
 #include <string>
-#include <string_view>
 #include <system_error>
 #include <utility>
-#include <vector>
 
 namespace {
 
@@ -63,6 +63,8 @@ constexpr std::chrono::nanoseconds gt_min = 1ns, gt_max = 1s;
 constexpr std::chrono::nanoseconds t_react_min = 0ns, t_react_max = 1s;
 constexpr double displacement_min = 0.0, displacement_max = 1.0;
 constexpr std::chrono::nanoseconds timeout_min = 0ns, timeout_max = 1s;
+// --timeline: a million events make a JSON line of about 60 MB.
+constexpr std::int64_t timeline_min = 1, timeline_max = 1'000'000;
 
 constexpr const char* policy_forms =
         "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps, "
@@ -71,53 +73,6 @@ constexpr const char* link_forms =
         "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
         "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
         "duration), e.g. L=4,P=0.5,low=1,tau=10us";
-
-constexpr const char* usage_text =
-        "usage: slim-replay --events FILE [--policy POLICY] [--link SPEC] [--packed]\n"
-        "                   [--gt DURATION] [--displacement X] [--t-react DURATION]\n"
-        "                   [--dump-events] [--json] [--plot DIR] [--location N]\n"
-        "\n"
-        "Replays an event trace through the link model under a power policy and\n"
-        "prints a summary: energy saved, time lost, and for pps/spps the predictor's\n"
-        "statistics.\n"
-        "\n"
-        "  --events FILE        trace, one event per line: t_start_ns t_end_ns event_id\n"
-        "                       [bytes] [packed_bytes]; '#' starts a comment; '-' is stdin;\n"
-        "                       or an OTF2 archive's anchor file (FILE.otf2): one event\n"
-        "                       per MPI communication call of one location (README.md)\n"
-        "  --location N         OTF2 only: the location (OTF2 location id) to replay\n"
-        "                       (default: the first MPI location, rank 0)\n"
-        "  --policy POLICY      spps (default): the pattern predictor, grouping threshold\n"
-        "                       tuned by ADGT; pps: fixed grouping threshold (--gt);\n"
-        "                       always-on: never low; timeout:DURATION: low after that\n"
-        "                       much idle time, wake on demand; oracle: low in every\n"
-        "                       idle gap of at least 2 tau, back exactly in time;\n"
-        "                       adaptive: the live default, the best of timeouts, PPS\n"
-        "                       and context predictors replayed in shadow;\n"
-        "                       context:DEPTH: the context predictor alone\n"
-        "  --link SPEC          the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any\n"
-        "                       subset (default L=4,P=0.5,low=1,tau=10us)\n"
-        "  --packed             a burst needs only the lanes its packed bytes fill:\n"
-        "                       max(1, ceil(L * packed_bytes / bytes))\n"
-        "  --gt DURATION        pps only: the grouping threshold, 1ns to 1s (default 20us)\n"
-        "  --displacement X     pps/spps: displacement factor of Algorithm 4, 0 to 1\n"
-        "                       (default 0.05)\n"
-        "  --t-react DURATION   pps/spps: reactivation time the predictor assumes, 0ns to\n"
-        "                       1s (default: the link's tau)\n"
-        "  --dump-events        pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION\n"
-        "                       (index from 1; prediction 1 when a prediction is active\n"
-        "                       after that event)\n"
-        "  --json               the summary as one line of JSON\n"
-        "  --plot DIR           then write PNG figures into DIR (created if missing):\n"
-        "                       idle-histogram.png (idle intervals by length),\n"
-        "                       energy-vs-gt.png (pps savings over a GT sweep, with\n"
-        "                       oracle and spps), width-over-time.png (the link's\n"
-        "                       width under POLICY, last 40 events); one line\n"
-        "                       'wrote FILE' each, on stderr with --json\n"
-        "  --help               this text\n"
-        "\n"
-        "Durations take a unit: ns, us, ms or s (e.g. 20us, 1.5ms).\n"
-        "Exit status: 0 done, 2 bad command line or bad trace, 1 other errors.\n";
 
 class UsageError : public std::runtime_error {
 public:
@@ -138,56 +93,9 @@ struct Options {
     std::optional<TimeNs> t_react_ns;
     bool                  dump_events = false;
     bool                  json        = false;
-    std::string           plot_dir;                    // --plot; empty: no figures
+    std::uint64_t         timeline_events = 0;         // --timeline N; 0: none
     std::string           location;                    // --location; empty: default
-    bool                  help        = false;
-};
-
-// Walks argv; options with values take "--opt VALUE" or "--opt=VALUE".
-class Arguments {
-public:
-    Arguments(int argc, char** argv) : argc_(argc), argv_(argv) {}
-
-    bool done() const { return next_ >= argc_; }
-
-    // The next option's name; its inline "=VALUE", if any, is kept for value().
-    std::string option()
-    {
-        std::string arg = argv_[next_++];
-        inline_value_.reset();
-        if (arg.rfind("--", 0) == 0) {
-            if (const std::size_t eq = arg.find('='); eq != std::string::npos) {
-                inline_value_ = arg.substr(eq + 1);
-                arg.resize(eq);
-            }
-        }
-        return arg;
-    }
-
-    std::string value(const std::string& option, const char* what)
-    {
-        if (inline_value_) {
-            return *std::exchange(inline_value_, std::nullopt);
-        }
-        // "--gt --json" is a forgotten value, not a threshold named "--json".
-        if (next_ >= argc_ || std::string_view(argv_[next_]).rfind("--", 0) == 0) {
-            throw UsageError("option " + option + " needs a value: " + what);
-        }
-        return argv_[next_++];
-    }
-
-    void no_value(const std::string& option)
-    {
-        if (inline_value_) {
-            throw UsageError("option " + option + " takes no value");
-        }
-    }
-
-private:
-    int                        argc_;
-    char**                     argv_;
-    int                        next_ = 1;
-    std::optional<std::string> inline_value_;
+    std::string           help;                        // --help: the text
 };
 
 // "always-on", "timeout:100us", "oracle", "pps", "spps".
@@ -237,63 +145,239 @@ void parse_policy(Options& o, const std::string& v)
     throw UsageError(parse::bad_value("--policy", v, policy_forms));
 }
 
+// ------------------------------------------------------------ command line
+
+// The help text, generated by CLI11 from the options below, laid out like
+// a GNU tool's: the usage (built from the options) first, then what the
+// program does, the options with their text wrapped to 80 columns, and the
+// footer. CLI11's own puts the description first and does not wrap.
+constexpr std::size_t help_width  = 80;
+constexpr std::size_t help_column = 23;
+
+// `text` in lines of at most `width` characters, broken at spaces; a '\n'
+// in it starts a new line. Lines are joined with '\n' and no indentation:
+// CLI11 indents the lines of an option's text itself.
+std::string wrap(const std::string& text, std::size_t width)
+{
+    std::string out;
+    std::size_t line = 0;  // characters on the current line
+    std::size_t at   = 0;
+    while (at < text.size()) {
+        if (text[at] == '\n') {
+            out.push_back('\n');
+            line = 0;
+            ++at;
+            continue;
+        }
+        if (text[at] == ' ') {
+            ++at;
+            continue;
+        }
+        const std::size_t end  = std::min(text.find_first_of(" \n", at), text.size());
+        const std::string word = text.substr(at, end - at);
+        if (line > 0 && line + 1 + word.size() > width) {
+            out.push_back('\n');
+            line = 0;
+        }
+        if (line > 0) {
+            out.push_back(' ');
+            ++line;
+        }
+        out.append(word);
+        line += word.size();
+        at = end;
+    }
+    return out;
+}
+
+class HelpFormatter : public CLI::Formatter {
+public:
+    HelpFormatter() { column_width(help_column); }
+
+    std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override
+    {
+        return make_usage(app, name) + "\n" + wrap(app->get_description(), help_width) + "\n" +
+               make_groups(app, mode) + "\n" + wrap(app->get_footer(), help_width) + "\n";
+    }
+
+    // "usage: slim-replay --events FILE [--policy POLICY] ...": required
+    // options bare, the others in brackets, in the order they are defined.
+    std::string make_usage(const CLI::App* app, std::string name) const override
+    {
+        const std::string head   = "usage: " + name;
+        const std::string indent(head.size(), ' ');
+        std::string       out    = head;
+        std::size_t       line   = head.size();
+        for (const CLI::Option* opt : app->get_options()) {
+            if (opt == app->get_help_ptr() || !opt->nonpositional()) {
+                continue;
+            }
+            std::string item = opt->get_name(false, false) + make_option_opts(opt);
+            if (!opt->get_required()) {
+                item = "[" + item + "]";
+            }
+            if (line + 1 + item.size() > help_width) {
+                out.append("\n").append(indent);
+                line = indent.size();
+            }
+            out.append(" ").append(item);
+            line += 1 + item.size();
+        }
+        return out + "\n";
+    }
+
+    // Only the value's name: defaults and ranges are in each option's text.
+    std::string make_option_opts(const CLI::Option* opt) const override
+    {
+        // A flag has no type name.
+        return opt->get_type_name().empty() ? std::string() : " " + opt->get_type_name();
+    }
+
+    std::string make_option_desc(const CLI::Option* opt) const override
+    {
+        return wrap(opt->get_description(), help_width - help_column);
+    }
+};
+
+// CLI11 takes the argument after an option as its value even when it is
+// another option: "--gt --json" forgot the threshold.
+const std::string& value_of(const char* option, const char* type, const std::string& v)
+{
+    if (v.rfind("--", 0) == 0) {
+        throw UsageError(std::string(option) + ": 1 required " + type + " missing ('" + v +
+                         "' is an option)");
+    }
+    return v;
+}
+
 Options parse_options(int argc, char** argv)
 {
     namespace parse = slim::parse;
-    Options   o;
-    Arguments args(argc, argv);
-    while (!args.done()) {
-        const std::string opt = args.option();
-        if (opt == "--help" || opt == "-h") {
-            o.help = true;
-        } else if (opt == "--events") {
-            o.events = args.value(opt, "a trace file, or - for standard input");
-        } else if (opt == "--location") {
-            o.location = args.value(opt, "an OTF2 location id, e.g. 0");
-        } else if (opt == "--policy") {
-            parse_policy(o, args.value(opt, policy_forms));
-        } else if (opt == "--link") {
-            const std::string v = args.value(opt, link_forms);
-            try {
-                o.link = slim::link::parse_link_config(v);
-            } catch (const std::invalid_argument& e) {
-                throw UsageError(parse::bad_value("--link", v, link_forms) + " (" + e.what() +
-                                 ")");
-            }
-        } else if (opt == "--packed") {
-            args.no_value(opt);
-            o.packed = true;
-        } else if (opt == "--gt") {
-            const std::string v = args.value(opt, "a duration from 1ns to 1s, e.g. 20us");
-            o.gt_ns = parse::duration("--gt", v, gt_min, gt_max).count();
-        } else if (opt == "--displacement") {
-            const std::string v = args.value(opt, "a number from 0 to 1, e.g. 0.05");
-            o.displacement = parse::real("--displacement", v, displacement_min, displacement_max);
-        } else if (opt == "--t-react") {
-            const std::string v = args.value(opt, "a duration from 0ns to 1s, e.g. 10us");
-            o.t_react_ns = parse::duration("--t-react", v, t_react_min, t_react_max).count();
-        } else if (opt == "--dump-events") {
-            args.no_value(opt);
-            o.dump_events = true;
-        } else if (opt == "--json") {
-            args.no_value(opt);
-            o.json = true;
-        } else if (opt == "--plot") {
-            o.plot_dir = args.value(opt, "a directory for the PNG figures (created if missing)");
-            if (o.plot_dir.empty()) {
-                throw UsageError("option --plot needs a directory, not an empty name");
-            }
-        } else if (opt.rfind("-", 0) == 0 && opt != "-") {
-            throw UsageError("unknown option '" + opt + "'");
-        } else {
-            throw UsageError("unexpected argument '" + opt + "' (the trace is given with --events FILE)");
+    Options  o;
+    CLI::App app("Replays an event trace through the link model under a power policy and "
+                 "prints a summary: energy saved, time lost, and for pps/spps the predictor's "
+                 "statistics.",
+                 program);
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.set_help_flag("-h,--help", "this text");
+    app.footer("Durations take a unit: ns, us, ms or s (e.g. 20us, 1.5ms); an option's value "
+               "follows it or an '=' (--gt 20us, --gt=20us); given twice, the last one counts.\n"
+               "Exit status: 0 done, 2 bad command line or bad trace, 1 other errors.");
+    // Unknown options and stray arguments are ours to name (below).
+    app.allow_extras();
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+    // Every value goes through its parser here, which names the option and
+    // what it accepts (slim::parse, the same as the UCX_SLIM_* variables).
+    app.add_option_function<std::string>(
+               "--events",
+               [&](const std::string& v) { o.events = value_of("--events", "FILE", v); },
+               "trace, one event per line: t_start_ns t_end_ns event_id [bytes] "
+               "[packed_bytes]; '#' starts a comment; '-' is stdin; or an OTF2 archive's "
+               "anchor file (FILE.otf2): one event per MPI communication call of one "
+               "location (README.md)")
+            ->type_name("FILE")
+            ->required();
+    app.add_option_function<std::string>(
+               "--policy",
+               [&](const std::string& v) { parse_policy(o, value_of("--policy", "POLICY", v)); },
+               "spps (default): the pattern predictor, grouping threshold tuned by ADGT; pps: "
+               "fixed grouping threshold (--gt); always-on: never low; timeout:DURATION (0ns "
+               "to 1s): low after that much idle time, wake on demand; oracle: low in every "
+               "idle gap of at least 2 tau, back exactly in time; adaptive: the live default, "
+               "the best of timeouts, PPS and context predictors replayed in shadow; "
+               "context:DEPTH (1 to 8): the context predictor alone")
+            ->type_name("POLICY");
+    app.add_option_function<std::string>(
+               "--link",
+               [&](const std::string& v) {
+                   try {
+                       o.link = slim::link::parse_link_config(value_of("--link", "SPEC", v));
+                   } catch (const std::invalid_argument& e) {
+                       throw UsageError(parse::bad_value("--link", v, link_forms) + " (" +
+                                        e.what() + ")");
+                   }
+               },
+               "the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset; lanes 1, 2, 4, 8 "
+               "or 12 (default L=4,P=0.5,low=1,tau=10us)")
+            ->type_name("SPEC");
+    // "--packed=yes" is refused (a flag's value could only repeat it).
+    app.add_flag("--packed", o.packed,
+                 "a burst needs only the lanes its packed bytes fill: max(1, ceil(L * "
+                 "packed_bytes / bytes))")
+            ->disable_flag_override();
+    app.add_option_function<std::string>(
+               "--gt",
+               [&](const std::string& v) {
+                   o.gt_ns = parse::duration("--gt", value_of("--gt", "DURATION", v), gt_min,
+                                             gt_max)
+                                     .count();
+               },
+               "pps only: the grouping threshold, 1ns to 1s (default 20us)")
+            ->type_name("DURATION");
+    app.add_option_function<std::string>(
+               "--displacement",
+               [&](const std::string& v) {
+                   o.displacement = parse::real("--displacement", value_of("--displacement", "X", v),
+                                                displacement_min, displacement_max);
+               },
+               "pps/spps: displacement factor of Algorithm 4, 0 to 1 (default 0.05)")
+            ->type_name("X");
+    app.add_option_function<std::string>(
+               "--t-react",
+               [&](const std::string& v) {
+                   o.t_react_ns = parse::duration("--t-react", value_of("--t-react", "DURATION", v),
+                                                  t_react_min, t_react_max)
+                                          .count();
+               },
+               "pps/spps: reactivation time the predictor assumes, 0ns to 1s (default: the "
+               "link's tau)")
+            ->type_name("DURATION");
+    app.add_flag("--dump-events", o.dump_events,
+                 "pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION (index from 1; "
+                 "prediction 1 when a prediction is active after that event)")
+            ->disable_flag_override();
+    CLI::Option* const json =
+            app.add_flag("--json", o.json, "the summary as one line of JSON")
+                    ->disable_flag_override();
+    app.add_option_function<std::string>(
+               "--timeline",
+               [&](const std::string& v) {
+                   o.timeline_events = static_cast<std::uint64_t>(
+                           parse::integer("--timeline", value_of("--timeline", "N", v),
+                                          timeline_min, timeline_max));
+               },
+               "with --json: add \"timeline\", the link's width over the last N events (all "
+               "when there are fewer), N from 1 to 1000000: first_event (index from 1), "
+               "events, steps [[T_NS, WIDTH], ...] (the usable width from T_NS on) and bursts "
+               "[[START_NS, END_NS, WIDTH], ...] (the lanes each needed), in replayed time. A "
+               "trace from standard input or a pipe is kept in memory for it")
+            ->type_name("N")
+            ->needs(json);
+    app.add_option_function<std::string>(
+               "--location",
+               [&](const std::string& v) { o.location = value_of("--location", "N", v); },
+               "OTF2 only: the location (OTF2 location id) to replay (default: the first MPI "
+               "location, rank 0)")
+            ->type_name("N");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        o.help = app.help();
+        return o;
+    } catch (const CLI::ParseError& e) {
+        throw UsageError(e.what());
+    }
+    // allow_extras: what CLI11 did not take, an unknown option first.
+    for (const std::string& arg : app.remaining()) {
+        if (arg.size() > 1 && arg[0] == '-') {
+            throw UsageError("unknown option '" + arg.substr(0, arg.find('=')) + "'");
         }
     }
-    if (o.help) {
-        return o;
-    }
-    if (o.events.empty()) {
-        throw UsageError("--events FILE is required");
+    if (!app.remaining().empty()) {
+        throw UsageError("unexpected argument '" + app.remaining().front() +
+                         "' (the trace is given with --events FILE)");
     }
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.
@@ -473,75 +557,98 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
     return out;
 }
 
+// --timeline: the link's usable width (a step at each change) and the
+// bursts as replayed, in compact arrays ([t, width], [start, end, width]):
+// a window can hold many thousand steps.
+nlohmann::ordered_json timeline_json(const Replay& driver)
+{
+    using Json = nlohmann::ordered_json;
+    const slim::link::WidthTimeline& t = driver.timeline();
+    Json steps  = Json::array();
+    for (const slim::link::WidthChange& c : t.widths) {
+        steps.push_back({c.at_ns, c.width});
+    }
+    Json bursts = Json::array();
+    for (const slim::link::ReplayedBurst& b : t.bursts) {
+        bursts.push_back({b.start_ns, b.end_ns, b.width});
+    }
+    const ReplayConfig& c = driver.config();
+    Json j;
+    // 1-based, as --dump-events counts; 0 when the trace has no events.
+    j["first_event"] = t.bursts.empty() ? 0 : c.timeline_first_event + 1;
+    j["events"]      = t.bursts.size();
+    j["steps"]       = std::move(steps);
+    j["bursts"]      = std::move(bursts);
+    return j;
+}
+
+// The summary as one line of JSON (README.md lists the keys, in this
+// order): ordered_json keeps the order the keys are set in.
 std::string json_summary(const Options& o, const Replay& driver, const ReplayResult& r,
                          const TraceReader& trace)
 {
-    namespace parse = slim::parse;
-    auto number = [](std::optional<double> v) {
-        return v ? parse::format_real(*v) : std::string("null");
-    };
-    auto u64 = [](std::uint64_t v) { return std::to_string(v); };
-    auto i64 = [](TimeNs v) { return std::to_string(v); };
-    std::string out = "{\"schema\":\"slimlink.replay.v1\"";
-    out.append(",\"trace\":").append(nlohmann::json(trace.name()).dump());
-    out.append(",\"policy\":\"").append(o.policy_name).append("\"");
+    using Json = nlohmann::ordered_json;
+    // none (an empty trace, no idle time) is null rather than NaN.
+    auto number = [](std::optional<double> v) { return v ? Json(*v) : Json(nullptr); };
+    Json j;
+    j["schema"] = "slimlink.replay.v1";
+    j["trace"]  = trace.name();
+    j["policy"] = o.policy_name;
     if (o.kind == PolicyKind::timeout) {
-        out.append(",\"timeout_ns\":").append(i64(o.timeout_ns));
+        j["timeout_ns"] = o.timeout_ns;
     }
     if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
-        out.append(",\"policy_in_force\":").append(nlohmann::json(a->in_force().name()).dump());
-        out.append(",\"policy_switches\":").append(u64(a->switches()));
-        out.append(",\"predictions\":").append(u64(a->predictions()));
-        out.append(",\"hits\":").append(u64(a->hits()));
+        j["policy_in_force"] = a->in_force().name();
+        j["policy_switches"] = a->switches();
+        j["predictions"]     = a->predictions();
+        j["hits"]            = a->hits();
     }
     if (const Predictor* predictor = driver.predictor()) {
         const PredictorStats&  s = predictor->stats();
         const PredictorConfig& c = predictor->config();
-        out.append(",\"displacement\":").append(parse::format_real(c.displacement));
-        out.append(",\"t_react_ns\":").append(i64(c.t_react_ns));
-        out.append(",\"events\":").append(u64(s.events));
-        out.append(",\"grams\":").append(u64(s.grams));
-        out.append(",\"gt_ns\":").append(s.gt_ns ? i64(*s.gt_ns) : "null");
-        out.append(",\"gave_up\":").append(s.gave_up ? "true" : "false");
-        out.append(",\"tuning_retries\":").append(std::to_string(s.tuning_retries));
-        out.append(",\"restarts\":").append(u64(s.restarts));
-        out.append(",\"predictions\":").append(u64(s.predictions));
-        out.append(",\"mispredictions\":").append(u64(s.mispredictions));
-        out.append(",\"hits\":").append(u64(s.hits));
-        out.append(",\"hit_rate\":")
-                .append(number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events))));
-        out.append(",\"total_idle_ns\":").append(i64(s.total_idle_ns));
-        out.append(",\"predicted_idle_ns\":").append(i64(s.predicted_idle_ns));
-        out.append(",\"predicted_idle_share\":")
-                .append(number(ratio(static_cast<double>(s.predicted_idle_ns),
-                                     static_cast<double>(s.total_idle_ns))));
+        j["displacement"]   = c.displacement;
+        j["t_react_ns"]     = c.t_react_ns;
+        j["events"]         = s.events;
+        j["grams"]          = s.grams;
+        j["gt_ns"]          = s.gt_ns ? Json(*s.gt_ns) : Json(nullptr);
+        j["gave_up"]        = s.gave_up;
+        j["tuning_retries"] = s.tuning_retries;
+        j["restarts"]       = s.restarts;
+        j["predictions"]    = s.predictions;
+        j["mispredictions"] = s.mispredictions;
+        j["hits"]           = s.hits;
+        j["hit_rate"] =
+                number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events)));
+        j["total_idle_ns"]     = s.total_idle_ns;
+        j["predicted_idle_ns"] = s.predicted_idle_ns;
+        j["predicted_idle_share"] = number(ratio(static_cast<double>(s.predicted_idle_ns),
+                                                 static_cast<double>(s.total_idle_ns)));
     } else {
-        out.append(",\"events\":").append(u64(r.events));
+        j["events"] = r.events;
     }
-    out.append(",\"link\":{\"lanes\":").append(std::to_string(o.link.lanes));
-    out.append(",\"lane_watts\":").append(parse::format_real(o.link.lane_watts));
-    out.append(",\"low_width\":").append(std::to_string(o.link.low_width));
-    out.append(",\"tau_ns\":").append(i64(o.link.tau_ns)).append("}");
-    out.append(",\"packed\":").append(o.packed ? "true" : "false");
-    out.append(",\"energy_joules\":").append(parse::format_real(r.energy_joules));
-    out.append(",\"baseline_joules\":").append(parse::format_real(r.baseline_joules));
-    out.append(",\"energy_savings_pct\":").append(number(r.energy_savings_pct));
-    out.append(",\"original_span_ns\":").append(i64(r.original_span_ns));
-    out.append(",\"delay_ns\":").append(i64(r.delay_ns));
-    out.append(",\"time_penalty_pct\":").append(number(r.time_penalty_pct));
-    out.append(",\"late_wakeups\":").append(u64(r.late_wakeups));
-    out.append(",\"wakeup_delay_ns\":").append(i64(r.wakeup_delay_ns));
-    out.append(",\"transitions\":").append(u64(r.transitions));
-    out.append(",\"time_at_width_ns\":{");
-    bool first = true;
-    for_each_width(o, r, [&](unsigned w, TimeNs t) {
-        out.append(first ? "\"" : ",\"").append(std::to_string(w)).append("\":").append(i64(t));
-        first = false;
-    });
-    out.append("}");
-    out.append(",\"time_in_transition_ns\":").append(i64(r.time_in_transition_ns));
-    out.append("}\n");
-    return out;
+    j["link"] = {{"lanes", o.link.lanes},
+                 {"lane_watts", o.link.lane_watts},
+                 {"low_width", o.link.low_width},
+                 {"tau_ns", o.link.tau_ns}};
+    j["packed"]                = o.packed;
+    j["energy_joules"]         = r.energy_joules;
+    j["baseline_joules"]       = r.baseline_joules;
+    j["energy_savings_pct"]    = number(r.energy_savings_pct);
+    j["original_span_ns"]      = r.original_span_ns;
+    j["delay_ns"]              = r.delay_ns;
+    j["time_penalty_pct"]      = number(r.time_penalty_pct);
+    j["late_wakeups"]          = r.late_wakeups;
+    j["wakeup_delay_ns"]       = r.wakeup_delay_ns;
+    j["transitions"]           = r.transitions;
+    Json& widths               = j["time_at_width_ns"] = Json::object();
+    for_each_width(o, r, [&](unsigned w, TimeNs t) { widths[std::to_string(w)] = t; });
+    j["time_in_transition_ns"] = r.time_in_transition_ns;
+    if (o.timeline_events > 0) {
+        j["timeline"] = timeline_json(driver);
+    }
+    // A trace name that is not UTF-8 (a file name is any bytes) gets U+FFFD
+    // rather than an exception or invalid JSON.
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 // "INDEX EVENT_ID PREDICTION\n" without allocating: 10^7-event traces.
@@ -567,193 +674,105 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-Replay make_replay(const Options& o)
+// `timeline_first`: the 0-based index of the first event --timeline records.
+Replay make_replay(const Options& o, std::uint64_t timeline_first)
 {
+    ReplayConfig c = replay_config(o);
+    c.timeline_first_event = timeline_first;
+    c.timeline_events      = o.timeline_events;
     try {
-        return Replay(replay_config(o));
+        return Replay(c);
     } catch (const std::exception& e) {
         throw ConfigRefused(std::string("the predictor refused the configuration: ") + e.what());
     }
 }
 
-// ------------------------------------------------------------ --plot
+// ------------------------------------------------------------ the replay
 
-// The width figure shows the last this many events: enough for a few
-// iterations of a pattern, few enough that each step stays visible at 960
-// pixels (tests/data/replay-periodic.trace: 22 pixels per 1 ms period; at
-// 100 events a timeout and SPPS looked the same). The last, not the first:
-// SPPS predicts nothing while ADGT samples its first 500 idle intervals.
-constexpr std::uint64_t plot_width_events = 40;
-
-// The energy figure's grouping thresholds (thesis Fig. 5.14), 1 us to 5 ms.
-constexpr TimeNs plot_gts_ns[] = {1'000,   2'000,   5'000,     10'000,    20'000,    50'000,
-                                  100'000, 200'000, 500'000, 1'000'000, 2'000'000, 5'000'000};
-
-// mkdir -p DIR, before the replay: a DIR that cannot be made costs no
-// replay time.
-void make_plot_dir(const std::string& dir)
-{
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!ec && !std::filesystem::is_directory(dir, ec)) {
-        ec = std::make_error_code(std::errc::not_a_directory);
-    }
-    if (ec) {
-        throw std::runtime_error("--plot: cannot create directory '" + dir + "': " +
-                                 ec.message());
-    }
-}
-
-// The trace for the further replays of --plot: read again from its file,
-// or kept in memory when it came from standard input or a pipe (e.g.
-// --events <(zcat run.trace.gz)), which read only once.
-class TraceAgain {
+// The trace, read once -- or twice with --timeline N, which records the
+// last N events and so needs the trace's length before the replay. A file
+// is then simply read again. Standard input, a pipe or a device
+// (--events <(zcat run.trace.gz)) can be read only once: its text is kept
+// in memory for both passes.
+class TraceInput {
 public:
-    explicit TraceAgain(const std::string& path)
-        : path_(path), keep_(path == "-" || !std::filesystem::is_regular_file(path) ||
-                             slim::tools::is_otf2_anchor(path))
+    TraceInput(std::string path, std::string location, bool twice)
+        : path_(std::move(path)), location_(std::move(location))
     {
-    }
-
-    void keep(const Event& event)
-    {
-        if (keep_) {
-            events_.push_back(event);
+        if (!twice || rereadable(path_)) {
+            return;
         }
-    }
-
-    struct Replayed {
-        ReplayResult              result;
-        std::optional<TimeNs>     gt_ns;     // the predictor's, at the end
-        slim::link::WidthTimeline timeline;  // when `config` asks for one
-    };
-
-    Replayed replay(const ReplayConfig& config) const
-    {
-        Replay driver(config);
-        if (keep_) {
-            for (const Event& event : events_) {
-                driver.on_event(event);
-            }
+        kept_.emplace();
+        if (path_ == "-") {
+            *kept_ << std::cin.rdbuf();
         } else {
-            TraceReader trace(path_);
-            while (const auto event = trace.next()) {
-                driver.on_event(*event);
+            std::ifstream in(path_, std::ios::in | std::ios::binary);
+            if (!in) {
+                TraceReader says_why(path_);  // throws TraceError, as for any trace
             }
+            *kept_ << in.rdbuf();
         }
-        const Predictor* predictor = driver.predictor();
-        return {driver.result(), predictor ? predictor->stats().gt_ns : std::nullopt,
-                driver.timeline()};
+    }
+
+    // A reader from the trace's first line (replacing the last one opened).
+    TraceReader& open()
+    {
+        reader_.reset();
+        owned_.reset();
+        if (!kept_) {
+            // A text trace, or an OTF2 archive (read whole, --location's
+            // events kept in memory): src/tools/otf2_trace.h.
+            owned_ = slim::tools::open_trace(path_, location_);
+            return *owned_;
+        }
+        if (!location_.empty()) {
+            throw TraceError(path_ == "-" ? std::string("<stdin>") : path_, 0,
+                             "--location chooses a location of an OTF2 archive, and standard "
+                             "input or a pipe is read as a text trace");
+        }
+        // An empty input leaves failbit set on the copy.
+        kept_->clear();
+        kept_->seekg(0);
+        return reader_.emplace(*kept_, path_ == "-" ? std::string("<stdin>") : path_);
     }
 
 private:
-    std::string        path_;
-    bool               keep_;
-    std::vector<Event> events_;
+    static bool rereadable(const std::string& path)
+    {
+        if (path == "-") {
+            return false;
+        }
+        std::error_code ec;
+        const auto      type = std::filesystem::status(path, ec).type();
+        // What cannot be read is said by the reader, as without --timeline.
+        return ec || type == std::filesystem::file_type::regular ||
+               type == std::filesystem::file_type::directory ||
+               type == std::filesystem::file_type::not_found;
+    }
+
+    std::string                      path_;
+    std::string                      location_;
+    std::optional<std::stringstream> kept_;
+    std::optional<TraceReader>       reader_;
+    std::unique_ptr<TraceReader>     owned_;
 };
-
-// The user's options (link, packing, predictor settings) under another
-// policy.
-ReplayConfig sweep_config(Options o, PolicyKind kind, Policy policy, std::optional<TimeNs> gt_ns)
-{
-    o.kind   = kind;
-    o.policy = policy;
-    o.gt_ns  = gt_ns;
-    return replay_config(o);
-}
-
-slim::plot::EnergySweep energy_sweep(const Options& o, const TraceAgain& trace)
-{
-    slim::plot::EnergySweep sweep;
-    std::vector<TimeNs>     gts(std::begin(plot_gts_ns), std::end(plot_gts_ns));
-    if (o.kind == PolicyKind::predictor && o.policy == Policy::pps) {
-        sweep.chosen_gt_ns = o.gt_ns.value_or(PredictorConfig{}.fixed_gt_ns);
-        gts.push_back(*sweep.chosen_gt_ns);
-        std::sort(gts.begin(), gts.end());
-        gts.erase(std::unique(gts.begin(), gts.end()), gts.end());
-    }
-    for (const TimeNs gt : gts) {
-        const auto pps = trace.replay(sweep_config(o, PolicyKind::predictor, Policy::pps, gt));
-        sweep.pps.push_back({gt, pps.result.energy_savings_pct});
-    }
-    const auto oracle = trace.replay(sweep_config(o, PolicyKind::oracle, o.policy, std::nullopt));
-    sweep.oracle_pct  = oracle.result.energy_savings_pct;
-    const auto spps =
-            trace.replay(sweep_config(o, PolicyKind::predictor, Policy::spps, std::nullopt));
-    sweep.spps_pct   = spps.result.energy_savings_pct;
-    sweep.spps_gt_ns = spps.gt_ns;
-    return sweep;
-}
-
-// "pps, GT 20us", "spps, no GT yet", "timeout after 100us", "oracle".
-std::string policy_label(const Options& o, std::optional<TimeNs> gt_ns)
-{
-    if (o.kind == PolicyKind::timeout) {
-        return "timeout after " + human_duration(o.timeout_ns);
-    }
-    if (o.kind != PolicyKind::predictor) {
-        return o.policy_name;
-    }
-    return o.policy_name + (gt_ns ? ", GT " + human_duration(*gt_ns) : ", no GT yet");
-}
-
-// The user's policy again, recording the width over the last events.
-slim::plot::Image width_figure(const Options& o, const TraceAgain& trace,
-                               const std::string& setup, std::uint64_t events)
-{
-    const std::uint64_t n = std::min(events, plot_width_events);
-    ReplayConfig        c = replay_config(o);
-    c.timeline_first_event = events - n;
-    c.timeline_events      = n;
-    const auto        run    = trace.replay(c);
-    const std::string window =
-            n == events ? "all " + std::to_string(events) + " events"
-                        : "last " + std::to_string(n) + " of " + std::to_string(events) + " events";
-    return slim::plot::width_over_time_figure(run.timeline, o.link.lanes,
-                                              policy_label(o, run.gt_ns), window, setup);
-}
-
-// Writes the three figures, each followed by a line "wrote FILE".
-void write_figures(const Options& o, const slim::plot::IdleHistogram& idle,
-                   const TraceAgain& again, const std::string& trace_name, std::uint64_t events)
-{
-    namespace plot = slim::plot;
-    // Standard output stays one JSON object under --json.
-    std::FILE* const  report = o.json ? stderr : stdout;
-    // The file name is enough on a figure; the directories only crowd it.
-    const std::string name  = std::filesystem::path(trace_name).filename().string();
-    const std::string setup = name + "; link " + link_text(o);
-    auto write = [&](const char* file, const plot::Image& image) {
-        const std::string path = o.plot_dir + (o.plot_dir.back() == '/' ? "" : "/") + file;
-        plot::write_png(path, image);
-        std::fprintf(report, "wrote %s\n", path.c_str());
-    };
-    write("idle-histogram.png", plot::idle_histogram_figure(idle, name));
-    write("energy-vs-gt.png", plot::energy_vs_gt_figure(energy_sweep(o, again), setup));
-    write("width-over-time.png", width_figure(o, again, setup, events));
-}
 
 int run(const Options& o)
 {
-    const bool plotting = !o.plot_dir.empty();
-    if (plotting) {
-        make_plot_dir(o.plot_dir);
-    }
-    Replay                    driver = make_replay(o);
-    const auto                reader = slim::tools::open_trace(o.events, o.location);
-    TraceReader&              trace  = *reader;
-    TraceAgain                again(o.events);
-    slim::plot::IdleHistogram idle;
-    std::optional<TimeNs>     previous_end;
-    std::uint64_t             index = 0;
-    while (const auto event = trace.next()) {
-        if (plotting) {
-            if (previous_end) {
-                idle.add(event->start_ns - *previous_end);
-            }
-            previous_end = event->end_ns;
-            again.keep(*event);
+    TraceInput    input(o.events, o.location, o.timeline_events > 0);
+    std::uint64_t timeline_first = 0;
+    if (o.timeline_events > 0) {
+        TraceReader&  counter = input.open();
+        std::uint64_t events  = 0;
+        while (counter.next()) {
+            ++events;
         }
+        timeline_first = events - std::min(events, o.timeline_events);
+    }
+    Replay        driver = make_replay(o, timeline_first);
+    TraceReader&  trace  = input.open();
+    std::uint64_t index  = 0;
+    while (const auto event = trace.next()) {
         bool prediction_active = false;
         try {
             prediction_active = driver.on_event(*event).prediction_active;
@@ -776,14 +795,6 @@ int run(const Options& o)
         std::fprintf(stderr, "%s: writing to standard output failed\n", program);
         return exit_failure;
     }
-    if (!plotting) {
-        return 0;
-    }
-    write_figures(o, idle, again, trace.name(), result.events);
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-        std::fprintf(stderr, "%s: writing to standard output failed\n", program);
-        return exit_failure;
-    }
     return 0;
 }
 
@@ -798,8 +809,8 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program, e.what(), program);
         return exit_usage;
     }
-    if (options.help) {
-        std::fputs(usage_text, stdout);
+    if (!options.help.empty()) {
+        std::fputs(options.help.c_str(), stdout);
         return 0;
     }
     // std::cin (--events -) synchronised with stdio reads a character at a
