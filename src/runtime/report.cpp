@@ -79,37 +79,6 @@ private:
 
 } // namespace
 
-std::string json_quote(std::string_view text)
-{
-    std::string out;
-    out.reserve(text.size() + 2);
-    out.push_back('"');
-    for (const char ch : text) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '"':  out.append("\\\""); break;
-        case '\\': out.append("\\\\"); break;
-        case '\b': out.append("\\b"); break;
-        case '\f': out.append("\\f"); break;
-        case '\n': out.append("\\n"); break;
-        case '\r': out.append("\\r"); break;
-        case '\t': out.append("\\t"); break;
-        default:
-            if (c < 0x20) {
-                std::array<char, 8> esc{};
-                std::snprintf(esc.data(), esc.size(), "\\u%04x", static_cast<unsigned>(c));
-                out.append(esc.data());
-            } else {
-                // Bytes >= 0x80 pass through: host names are ASCII in practice,
-                // and UTF-8 input stays valid UTF-8.
-                out.push_back(ch);
-            }
-        }
-    }
-    out.push_back('"');
-    return out;
-}
-
 std::string format_fixed(double v, int decimals)
 {
     // "-0.0" for a rounding-level negative reads like a loss; it is none.

@@ -32,9 +32,6 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
                                const slim_packing_stats_t &packing = {},
                                const live::LiveSummary *live = nullptr, ErrorBound bound = {});
 
-// JSON string literal for `text`, quotes included.
-std::string json_quote(std::string_view text);
-
 // `v` with `decimals` decimals ("12.50"); a rounding-level negative prints
 // as zero, not "-0.0".
 std::string format_fixed(double v, int decimals);
