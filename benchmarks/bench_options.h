@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Option parsing shared by the MPI benchmarks (slimlink-cg, slimlink-fft, packed-bw).
+ * Option values shared by the MPI benchmarks (slimlink-cg, slimlink-fft,
+ * packed-bw), for their getopt_long loops: each parser takes all of an
+ * option's value or refuses it, and the caller names the option and range.
  * Header-only, static inline: each benchmark is one C program.
  */
 #ifndef SLIMLINK_BENCH_OPTIONS_H
@@ -34,6 +36,16 @@ static inline int bench_parse_round(const char *s, slim_round_t *out)
     }
     if (strcmp(s, "round") == 0) {
         *out = SLIM_ROUND_NEAREST;
+        return 1;
+    }
+    return 0;
+}
+
+/* "yield" (0) or "block" (1), --wait of the mini-apps: 1 and *block set, else 0. */
+static inline int bench_parse_wait(const char *s, int *block)
+{
+    if (strcmp(s, "yield") == 0 || strcmp(s, "block") == 0) {
+        *block = s[0] == 'b';
         return 1;
     }
     return 0;

@@ -53,6 +53,7 @@
 #define _POSIX_C_SOURCE 200809L /* posix_memalign, sched_yield */
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stddef.h>
 #include <mpi.h>
@@ -114,14 +115,27 @@ static int rank = -1;
 
 /* ------------------------------------------------------------ options */
 
-static void print_usage(FILE *to)
-{
-    fprintf(to, "usage: mpiexec -n P slimlink-cg [--n N] [--tol T] [--max-iter M] [--keep K] "
-                "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n");
-}
+static const char usage_line[] =
+    "usage: mpiexec -n P slimlink-cg [--n N] [--tol T] [--max-iter M] [--keep K] "
+    "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n";
+
+static const char help_text[] =
+    "Conjugate gradients on a 2-D Poisson problem, at full precision and with the\n"
+    "halo sends lossy-packed. Options take their value as '--opt V' or '--opt=V'.\n"
+    "  --n N          grid N x N, 8..4096, at least the number of ranks (default 640)\n"
+    "  --tol T        relative residual to stop at, 1e-14..0.5 (default 1e-8)\n"
+    "  --max-iter M   iteration cap per solve, 1..10000000 (default 10 N)\n"
+    "  --keep K       0 (no packed solve, the default) or 2..7 bytes kept per float64\n"
+    "  --mode M       truncate (default) or round\n"
+    "  --repeat R     solve each variant R times, 1..1000 (default 1)\n"
+    "  --wait W       yield (default) or block\n"
+    "  --json         one JSON line (schema slimlink.cg.v1) instead of text\n"
+    "  -h, --help     this text\n"
+    "Exit status: 0 when every check holds, 1 when one fails, 2 on bad options.\n";
 
 /* Prints "slimlink-cg: <message>" and the usage (rank 0), exits 2. */
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 
 static void usage_error(const char *fmt, ...)
 {
@@ -131,8 +145,7 @@ static void usage_error(const char *fmt, ...)
         fprintf(stderr, "slimlink-cg: ");
         vfprintf(stderr, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\n");
-        print_usage(stderr);
+        fprintf(stderr, "\n%s", usage_line);
     }
     MPI_Finalize();
     exit(2);
@@ -150,9 +163,26 @@ static int parse_double(const char *s, double min, double max, double *out)
     return 1;
 }
 
+enum { OPT_N = 256, OPT_TOL, OPT_MAX_ITER, OPT_KEEP, OPT_MODE, OPT_WAIT, OPT_REPEAT, OPT_JSON };
+
+static const struct option long_options[] = {
+    {"n", required_argument, NULL, OPT_N},
+    {"tol", required_argument, NULL, OPT_TOL},
+    {"max-iter", required_argument, NULL, OPT_MAX_ITER},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static void parse_options(int argc, char **argv, cg_options_t *o)
 {
     long max_iter = -1;
+    long v;
+    int c;
 
     o->n = 640;
     o->tol = 1e-8;
@@ -161,59 +191,64 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
     o->repeat = 1;
     o->json = 0;
     o->block = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *opt = argv[i];
-        long v;
+    opterr = 0; /* the messages are ours, from rank 0 only */
+    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *val = optarg;
 
-        if (strcmp(opt, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
-        if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0) {
-            if (rank == 0) {
-                print_usage(stdout);
-            }
-            MPI_Finalize();
-            exit(0);
-        }
-        if (i + 1 >= argc) {
-            usage_error("%s needs a value", opt);
-        }
-        const char *val = argv[++i];
-        if (strcmp(opt, "--n") == 0) {
+        switch (c) {
+        case OPT_N:
             if (!bench_parse_long(val, 8, 4096, &o->n)) {
                 usage_error("--n %s: expected an integer 8..4096", val);
             }
-        } else if (strcmp(opt, "--tol") == 0) {
+            break;
+        case OPT_TOL:
             if (!parse_double(val, 1e-14, 0.5, &o->tol)) {
                 usage_error("--tol %s: expected a number 1e-14..0.5", val);
             }
-        } else if (strcmp(opt, "--max-iter") == 0) {
+            break;
+        case OPT_MAX_ITER:
             if (!bench_parse_long(val, 1, 10000000, &max_iter)) {
                 usage_error("--max-iter %s: expected an integer 1..10000000", val);
             }
-        } else if (strcmp(opt, "--keep") == 0) {
+            break;
+        case OPT_KEEP:
             if (!bench_parse_long(val, 0, 7, &v) || v == 1) {
                 usage_error("--keep %s: expected 0 (full precision only) or 2..7", val);
             }
             o->keep = (int)v;
-        } else if (strcmp(opt, "--mode") == 0) {
+            break;
+        case OPT_MODE:
             if (!bench_parse_round(val, &o->mode)) {
                 usage_error("--mode %s: expected truncate or round", val);
             }
-        } else if (strcmp(opt, "--wait") == 0) {
-            if (strcmp(val, "block") == 0) {
-                o->block = 1;
-            } else if (strcmp(val, "yield") != 0) {
+            break;
+        case OPT_WAIT:
+            if (!bench_parse_wait(val, &o->block)) {
                 usage_error("--wait %s: expected yield or block", val);
             }
-        } else if (strcmp(opt, "--repeat") == 0) {
+            break;
+        case OPT_REPEAT:
             if (!bench_parse_long(val, 1, 1000, &o->repeat)) {
                 usage_error("--repeat %s: expected an integer 1..1000", val);
             }
-        } else {
-            usage_error("unknown option %s", opt);
+            break;
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case 'h':
+            if (rank == 0) {
+                printf("%s%s", usage_line, help_text);
+            }
+            MPI_Finalize();
+            exit(0);
+        case ':':
+            usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            usage_error("unknown option %s", argv[optind - 1]);
         }
+    }
+    if (optind < argc) {
+        usage_error("unexpected argument %s", argv[optind]);
     }
     o->max_iter = max_iter > 0 ? max_iter : 10 * o->n;
 }

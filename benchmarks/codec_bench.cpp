@@ -7,6 +7,7 @@
 // decode writes — so a ratio of 1.0 means "as fast as copying the doubles".
 // Every repetition times memcpy and every variant once, interleaved, so load
 // on the shared machine hits them alike; the medians are reported.
+#include "bench_cli.h"
 #include "pack/codec.h"
 
 #include <algorithm>
@@ -39,44 +40,6 @@ struct Variant {
     std::vector<double> seconds;
 };
 
-[[noreturn]] void usage(int status)
-{
-    std::fprintf(status ? stderr : stdout,
-                 "usage: codec-bench [--mib N] [--reps N] [--strict]\n"
-                 "  --mib N    buffer of N MiB of doubles (default 8)\n"
-                 "  --reps N   repetitions; medians are reported (default 21)\n"
-                 "  --strict   exit 3 when the target is missed\n");
-    std::exit(status);
-}
-
-Options parse(int argc, char** argv)
-{
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> long {
-            if (i + 1 >= argc)
-                usage(2);
-            char* end = nullptr;
-            const long v = std::strtol(argv[++i], &end, 10);
-            if (*end != '\0' || v <= 0)
-                usage(2);
-            return v;
-        };
-        if (a == "--mib")
-            o.mib = static_cast<std::size_t>(value());
-        else if (a == "--reps")
-            o.reps = static_cast<int>(value());
-        else if (a == "--strict")
-            o.strict = true;
-        else if (a == "-h" || a == "--help")
-            usage(0);
-        else
-            usage(2);
-    }
-    return o;
-}
-
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
@@ -95,7 +58,16 @@ double time_once(F&& f)
 
 int main(int argc, char** argv)
 {
-    const Options opt = parse(argc, argv);
+    Options  opt;
+    CLI::App app("Throughput of the lossy float64 codec against memcpy, medians of "
+                 "interleaved repetitions.",
+                 "codec-bench");
+    bench::add_integer(app, "--mib", opt.mib, 1, 1 << 20, "buffer of N MiB of doubles");
+    bench::add_integer(app, "--reps", opt.reps, 1, 1000000, "repetitions; medians are reported");
+    app.add_flag("--strict", opt.strict, "exit 3 when the target is missed");
+    if (const int status = bench::parse(app, argc, argv); status >= 0) {
+        return status;
+    }
     const std::size_t n = opt.mib * 1024 * 1024 / sizeof(double);
     const double bytes = static_cast<double>(n * sizeof(double));
 

@@ -11,13 +11,13 @@
 //   burst   — burst(0.5) then end_burst() around traffic().
 //
 // Usage: controller-bench [--events N] [--batch N]
+#include "bench_cli.h"
 #include "link/controller.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -61,21 +61,15 @@ std::unique_ptr<Controller> make_controller()
 
 int main(int argc, char** argv)
 {
-    long events = 2'000'000;
-    long batch  = 1000;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (std::strcmp(argv[i], "--events") == 0) {
-            events = std::atol(argv[i + 1]);
-        } else if (std::strcmp(argv[i], "--batch") == 0) {
-            batch = std::atol(argv[i + 1]);
-        } else {
-            std::fprintf(stderr, "usage: controller-bench [--events N] [--batch N]\n");
-            return 2;
-        }
-    }
-    if (events <= 0 || batch <= 0) {
-        std::fprintf(stderr, "controller-bench: --events and --batch must be positive\n");
-        return 2;
+    long     events = 2'000'000;
+    long     batch  = 1000;
+    CLI::App app("Cost of the link Controller + emulated backend per traffic event (median and "
+                 "p99 of batch means).",
+                 "controller-bench");
+    bench::add_integer(app, "--events", events, 1, 1'000'000'000'000, "traffic events per workload");
+    bench::add_integer(app, "--batch", batch, 1, 1'000'000'000, "events per clock reading");
+    if (const int status = bench::parse(app, argc, argv); status >= 0) {
+        return status;
     }
 
     std::printf("controller + emulated backend, %ld events, batches of %ld\n", events, batch);

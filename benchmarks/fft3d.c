@@ -64,6 +64,7 @@
 #define _POSIX_C_SOURCE 200809L /* posix_memalign, sched_yield */
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stddef.h>
 #include <mpi.h>
@@ -149,14 +150,28 @@ static int rank = -1;
 
 /* ------------------------------------------------------------ options */
 
-static void print_usage(FILE *to)
-{
-    fprintf(to, "usage: mpiexec -n P slimlink-fft [--n N] [--steps S] [--keep K] "
-                "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n");
-}
+static const char usage_line[] =
+    "usage: mpiexec -n P slimlink-fft [--n N] [--steps S] [--keep K] "
+    "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n";
+
+static const char help_text[] =
+    "A distributed 3-D FFT Poisson solve in a small MD loop, at full precision and\n"
+    "with the transpose sends lossy-packed. Options take their value as '--opt V'\n"
+    "or '--opt=V'.\n"
+    "  --n N          grid N x N x N, a power of two 8..256 divisible by the number\n"
+    "                 of ranks (default 64)\n"
+    "  --steps S      MD steps per run, 1..100000 (default 10)\n"
+    "  --keep K       0 (no packed run, the default) or 2..7 bytes kept per float64\n"
+    "  --mode M       truncate (default) or round\n"
+    "  --repeat R     run each variant R times, 1..1000 (default 1)\n"
+    "  --wait W       yield (default) or block\n"
+    "  --json         one JSON line (schema slimlink.fft.v1) instead of text\n"
+    "  -h, --help     this text\n"
+    "Exit status: 0 when every check holds, 1 when one fails, 2 on bad options.\n";
 
 /* Prints "slimlink-fft: <message>" and the usage (rank 0), exits 2. */
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 
 static void usage_error(const char *fmt, ...)
 {
@@ -166,15 +181,31 @@ static void usage_error(const char *fmt, ...)
         fprintf(stderr, "slimlink-fft: ");
         vfprintf(stderr, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\n");
-        print_usage(stderr);
+        fprintf(stderr, "\n%s", usage_line);
     }
     MPI_Finalize();
     exit(2);
 }
 
+enum { OPT_N = 256, OPT_STEPS, OPT_KEEP, OPT_MODE, OPT_WAIT, OPT_REPEAT, OPT_JSON };
+
+static const struct option long_options[] = {
+    {"n", required_argument, NULL, OPT_N},
+    {"steps", required_argument, NULL, OPT_STEPS},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static void parse_options(int argc, char **argv, fft_options_t *o)
 {
+    long v;
+    int c;
+
     o->n = 64;
     o->steps = 10;
     o->keep = 0;
@@ -182,55 +213,59 @@ static void parse_options(int argc, char **argv, fft_options_t *o)
     o->repeat = 1;
     o->json = 0;
     o->block = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char *opt = argv[i];
-        long v;
+    opterr = 0; /* the messages are ours, from rank 0 only */
+    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *val = optarg;
 
-        if (strcmp(opt, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
-        if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0) {
-            if (rank == 0) {
-                print_usage(stdout);
-            }
-            MPI_Finalize();
-            exit(0);
-        }
-        if (i + 1 >= argc) {
-            usage_error("%s needs a value", opt);
-        }
-        const char *val = argv[++i];
-        if (strcmp(opt, "--n") == 0) {
+        switch (c) {
+        case OPT_N:
             if (!bench_parse_long(val, 8, 256, &o->n) || (o->n & (o->n - 1)) != 0) {
                 usage_error("--n %s: expected a power of two 8..256", val);
             }
-        } else if (strcmp(opt, "--steps") == 0) {
+            break;
+        case OPT_STEPS:
             if (!bench_parse_long(val, 1, 100000, &o->steps)) {
                 usage_error("--steps %s: expected an integer 1..100000", val);
             }
-        } else if (strcmp(opt, "--keep") == 0) {
+            break;
+        case OPT_KEEP:
             if (!bench_parse_long(val, 0, 7, &v) || v == 1) {
                 usage_error("--keep %s: expected 0 (full precision only) or 2..7", val);
             }
             o->keep = (int)v;
-        } else if (strcmp(opt, "--mode") == 0) {
+            break;
+        case OPT_MODE:
             if (!bench_parse_round(val, &o->mode)) {
                 usage_error("--mode %s: expected truncate or round", val);
             }
-        } else if (strcmp(opt, "--wait") == 0) {
-            if (strcmp(val, "block") == 0) {
-                o->block = 1;
-            } else if (strcmp(val, "yield") != 0) {
+            break;
+        case OPT_WAIT:
+            if (!bench_parse_wait(val, &o->block)) {
                 usage_error("--wait %s: expected yield or block", val);
             }
-        } else if (strcmp(opt, "--repeat") == 0) {
+            break;
+        case OPT_REPEAT:
             if (!bench_parse_long(val, 1, 1000, &o->repeat)) {
                 usage_error("--repeat %s: expected an integer 1..1000", val);
             }
-        } else {
-            usage_error("unknown option %s", opt);
+            break;
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case 'h':
+            if (rank == 0) {
+                printf("%s%s", usage_line, help_text);
+            }
+            MPI_Finalize();
+            exit(0);
+        case ':':
+            usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            usage_error("unknown option %s", argv[optind - 1]);
         }
+    }
+    if (optind < argc) {
+        usage_error("unexpected argument %s", argv[optind]);
     }
 }
 

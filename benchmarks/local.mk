@@ -16,31 +16,35 @@ EXTRA_DIST += \
 # run (src/predict/), against the targets; run it with
 # benchmarks/run-predictor-bench. Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/predictor-bench
-benchmarks_predictor_bench_SOURCES = benchmarks/predictor_bench.cpp
-benchmarks_predictor_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_predictor_bench_SOURCES = benchmarks/predictor_bench.cpp benchmarks/bench_cli.h
+benchmarks_predictor_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
+	$(CLI11_CFLAGS)
 benchmarks_predictor_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 EXTRA_DIST += benchmarks/run-predictor-bench
 
 # controller-bench: cost of the link Controller + emulated backend per
 # traffic event (median ns). Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/controller-bench
-benchmarks_controller_bench_SOURCES = benchmarks/controller_bench.cpp
-benchmarks_controller_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_controller_bench_SOURCES = benchmarks/controller_bench.cpp benchmarks/bench_cli.h
+benchmarks_controller_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
+	$(CLI11_CFLAGS)
 benchmarks_controller_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
 # replay-bench: events/s of the replay driver (src/link/replay.h) on a
 # 10^7-event trace, oracle and SPPS. Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/replay-bench
-benchmarks_replay_bench_SOURCES = benchmarks/replay_bench.cpp
-benchmarks_replay_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_replay_bench_SOURCES = benchmarks/replay_bench.cpp benchmarks/bench_cli.h
+benchmarks_replay_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
+	$(CLI11_CFLAGS)
 benchmarks_replay_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
 # codec-bench: GB/s of the lossy float64 codec (src/pack/codec.h), scalar and
 # AVX2, against memcpy in the same run; run it with benchmarks/run-codec-bench.
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/codec-bench
-benchmarks_codec_bench_SOURCES = benchmarks/codec_bench.cpp
-benchmarks_codec_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_codec_bench_SOURCES = benchmarks/codec_bench.cpp benchmarks/bench_cli.h
+benchmarks_codec_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
+	$(CLI11_CFLAGS)
 benchmarks_codec_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 EXTRA_DIST += benchmarks/run-codec-bench
 
@@ -84,6 +88,7 @@ EXTRA_DIST += benchmarks/run-predictor-table
 # lookup of unmarked data with 1 and with 10^6 regions marked (issue 16).
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/mark-bench
-benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp
-benchmarks_mark_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS)
+benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp benchmarks/bench_cli.h
+benchmarks_mark_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
+	$(CLI11_CFLAGS)
 benchmarks_mark_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)

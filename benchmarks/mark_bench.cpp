@@ -13,13 +13,13 @@
 //               slices (the worst case: an O(log N) walk).
 //
 // Prints medians of --rounds rounds. Usage: mark-bench [--marks N] [--rounds R]
+#include "bench_cli.h"
 #include "pack/region_registry.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -111,19 +111,13 @@ int main(int argc, char** argv)
 {
     std::size_t marks  = 1000000;
     int         rounds = 3;
-    for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--marks") == 0 && i + 1 < argc) {
-            marks = std::strtoull(argv[++i], nullptr, 10);
-        } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
-            rounds = std::atoi(argv[++i]);
-        } else {
-            std::fprintf(stderr, "usage: mark-bench [--marks N (>= 1)] [--rounds R (>= 1)]\n");
-            return 2;
-        }
-    }
-    if (marks == 0 || rounds < 1) {
-        std::fprintf(stderr, "mark-bench: --marks and --rounds must be >= 1\n");
-        return 2;
+    CLI::App    app("Cost of marking at scale: N marks and unmarks, and the send path's lookup "
+                    "with 1 and with N regions marked.",
+                    "mark-bench");
+    bench::add_integer(app, "--marks", marks, 1, 1'000'000'000, "marks (64-byte slices)");
+    bench::add_integer(app, "--rounds", rounds, 1, 1'000'000, "rounds; medians are reported");
+    if (const int status = bench::parse(app, argc, argv); status >= 0) {
+        return status;
     }
     std::vector<unsigned char> arena(marks * kSlice);
     std::vector<std::size_t>   ordered(marks);

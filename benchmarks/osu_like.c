@@ -31,7 +31,9 @@
  * Results are flushed before MPI_Finalize.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +50,37 @@ typedef struct options {
 
 static int rank = -1;
 
-static void die_usage(const char *argv0, const char *why)
+static const char usage_line[] =
+    "usage: mpiexec -n 2 slimlink-osu-like latency|bandwidth "
+    "[-m MIN:MAX] [-i N] [-I N] [-x N] [-w N] [-b MiB] [-k N]\n";
+
+static const char help_text[] =
+    "OSU-style point-to-point latency or bandwidth, 2 ranks.\n"
+    "  -m MIN:MAX   message sizes, powers of two from MIN to MAX bytes,\n"
+    "               0 <= MIN <= MAX, 1 <= MAX <= 2^30 (default 1:4194304)\n"
+    "  -i N         iterations per size up to 8 KiB, 1..10^8\n"
+    "               (default 1000 latency, 100 bandwidth)\n"
+    "  -I N         iterations per size above 8 KiB, 1..10^8\n"
+    "               (default 100 latency, 20 bandwidth)\n"
+    "  -x N         untimed warm-up iterations, 0..10^8 (default iterations/10, >= 2)\n"
+    "  -w N         bandwidth window, 1..4096 (default 64)\n"
+    "  -b MiB       bandwidth: at most this many MiB sent per size, 1..2^20\n"
+    "               (default 1024)\n"
+    "  -k N         report the median of N batches, 1..1000 (default 1: the mean)\n"
+    "  -h, --help   this text\n";
+
+/* Prints "slimlink-osu-like: <message>" and the usage (rank 0), exits 2. */
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die_usage(const char *fmt, ...)
 {
     if (rank == 0) {
-        fprintf(stderr, "%s: %s\nusage: mpiexec -n 2 %s latency|bandwidth "
-                "[-m MIN:MAX] [-i N] [-I N] [-x N] [-w N] [-b MiB] [-k N]\n",
-                argv0, why, argv0);
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "slimlink-osu-like: ");
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\n%s", usage_line);
     }
     MPI_Finalize();
     exit(2);
@@ -73,65 +100,113 @@ static int parse_long(const char *s, long min, long max, long *out)
     return 1;
 }
 
+/* -m MIN:MAX, 0 <= MIN <= MAX, 1 <= MAX <= 2^30: 1 and the sizes set, else 0. */
+static int parse_sizes(const char *s, options_t *o)
+{
+    char buf[64];
+    char *colon;
+    long a, b;
+
+    snprintf(buf, sizeof(buf), "%s", s);
+    colon = strchr(buf, ':');
+    if (colon == NULL) {
+        return 0;
+    }
+    *colon = '\0';
+    if (!parse_long(buf, 0, 1L << 30, &a) || !parse_long(colon + 1, 1, 1L << 30, &b) || a > b) {
+        return 0;
+    }
+    o->min_size = (size_t)a;
+    o->max_size = (size_t)b;
+    return 1;
+}
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static void parse(int argc, char **argv, options_t *o)
 {
-    long a, b;
+    int c;
 
     memset(o, 0, sizeof(*o));
     o->min_size = 1;
     o->max_size = 4u << 20;
+    o->iters_small = -1; /* by mode, below */
+    o->iters_large = -1;
     o->warmup = -1;
     o->window = 64;
     o->budget_mib = 1024;
     o->batches = 1;
-    if (argc < 2) {
-        die_usage(argv[0], "missing mode");
-    }
-    if (strcmp(argv[1], "latency") == 0) {
-        o->iters_small = 1000;
-        o->iters_large = 100;
-    } else if (strcmp(argv[1], "bandwidth") == 0) {
-        o->bandwidth = 1;
-        o->iters_small = 100;
-        o->iters_large = 20;
-    } else {
-        die_usage(argv[0], "mode must be latency or bandwidth");
-    }
-    for (int i = 2; i < argc; i += 2) {
-        const char *opt = argv[i], *val = (i + 1 < argc) ? argv[i + 1] : NULL;
-        char *colon;
-        int ok = (val != NULL);
+    opterr = 0; /* the messages are ours, from rank 0 only */
+    while ((c = getopt_long(argc, argv, ":m:i:I:x:w:b:k:h", long_options, NULL)) != -1) {
+        const char *val = optarg;
 
-        if (ok && strcmp(opt, "-m") == 0) {
-            char buf[64];
-            snprintf(buf, sizeof(buf), "%s", val);
-            colon = strchr(buf, ':');
-            ok = colon != NULL;
-            if (ok) {
-                *colon = '\0';
-                ok = parse_long(buf, 0, 1L << 30, &a) &&
-                     parse_long(colon + 1, 1, 1L << 30, &b) && a <= b;
-                o->min_size = (size_t)a;
-                o->max_size = (size_t)b;
+        switch (c) {
+        case 'm':
+            if (!parse_sizes(val, o)) {
+                die_usage("-m %s: expected MIN:MAX, 0 <= MIN <= MAX, 1 <= MAX <= 1073741824", val);
             }
-        } else if (ok && strcmp(opt, "-i") == 0) {
-            ok = parse_long(val, 1, 100000000, &o->iters_small);
-        } else if (ok && strcmp(opt, "-I") == 0) {
-            ok = parse_long(val, 1, 100000000, &o->iters_large);
-        } else if (ok && strcmp(opt, "-x") == 0) {
-            ok = parse_long(val, 0, 100000000, &o->warmup);
-        } else if (ok && strcmp(opt, "-w") == 0) {
-            ok = parse_long(val, 1, 4096, &o->window);
-        } else if (ok && strcmp(opt, "-b") == 0) {
-            ok = parse_long(val, 1, 1L << 20, &o->budget_mib);
-        } else if (ok && strcmp(opt, "-k") == 0) {
-            ok = parse_long(val, 1, 1000, &o->batches);
-        } else {
-            ok = 0;
+            break;
+        case 'i':
+            if (!parse_long(val, 1, 100000000, &o->iters_small)) {
+                die_usage("-i %s: expected an integer 1..100000000", val);
+            }
+            break;
+        case 'I':
+            if (!parse_long(val, 1, 100000000, &o->iters_large)) {
+                die_usage("-I %s: expected an integer 1..100000000", val);
+            }
+            break;
+        case 'x':
+            if (!parse_long(val, 0, 100000000, &o->warmup)) {
+                die_usage("-x %s: expected an integer 0..100000000", val);
+            }
+            break;
+        case 'w':
+            if (!parse_long(val, 1, 4096, &o->window)) {
+                die_usage("-w %s: expected an integer 1..4096", val);
+            }
+            break;
+        case 'b':
+            if (!parse_long(val, 1, 1L << 20, &o->budget_mib)) {
+                die_usage("-b %s: expected an integer 1..1048576 (MiB)", val);
+            }
+            break;
+        case 'k':
+            if (!parse_long(val, 1, 1000, &o->batches)) {
+                die_usage("-k %s: expected an integer 1..1000", val);
+            }
+            break;
+        case 'h':
+            if (rank == 0) {
+                printf("%s%s", usage_line, help_text);
+            }
+            MPI_Finalize();
+            exit(0);
+        case ':':
+            die_usage("%s needs a value", argv[optind - 1]);
+        default:
+            die_usage("unknown option %s", argv[optind - 1]);
         }
-        if (!ok) {
-            die_usage(argv[0], "bad option or value");
-        }
+    }
+    /* getopt_long moved the mode, wherever it was, to the end. */
+    if (optind == argc) {
+        die_usage("missing mode");
+    }
+    if (optind + 1 < argc) {
+        die_usage("unexpected argument %s", argv[optind + 1]);
+    }
+    if (strcmp(argv[optind], "latency") == 0) {
+        o->iters_small = o->iters_small > 0 ? o->iters_small : 1000;
+        o->iters_large = o->iters_large > 0 ? o->iters_large : 100;
+    } else if (strcmp(argv[optind], "bandwidth") == 0) {
+        o->bandwidth = 1;
+        o->iters_small = o->iters_small > 0 ? o->iters_small : 100;
+        o->iters_large = o->iters_large > 0 ? o->iters_large : 20;
+    } else {
+        die_usage("mode %s: expected latency or bandwidth", argv[optind]);
     }
 }
 
@@ -235,7 +310,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     parse(argc, argv, &o);
     if (nranks != 2) {
-        die_usage(argv[0], "needs exactly 2 ranks");
+        die_usage("needs exactly 2 ranks");
     }
     if (posix_memalign((void **)&sbuf, 4096, o.max_size) != 0 ||
         posix_memalign((void **)&rbuf, 4096, o.max_size) != 0 ||

@@ -41,6 +41,7 @@
 #define _POSIX_C_SOURCE 200809L /* posix_memalign, sched_yield */
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <mpi.h>
 #include <slimlink.h>
@@ -65,12 +66,30 @@ typedef struct bw_options {
 
 static int rank = -1;
 
+static const char usage_line[] =
+    "usage: mpiexec -n 2 packed-bw [--min BYTES] [--max BYTES] [--keep 2..7] "
+    "[--mode truncate|round] [--reps N] [--window N] [--budget MiB]\n";
+
+static const char help_text[] =
+    "Bandwidth of marked vs unmarked float64 buffers, 2 ranks. Options take their\n"
+    "value as '--opt V' or '--opt=V'.\n"
+    "  --min BYTES    smallest size, a power of two 8..2^30 (default 65536)\n"
+    "  --max BYTES    largest size, a power of two 8..2^30 (default 4194304)\n"
+    "  --keep K       bytes kept per float64 when marked, 2..7 (default 4)\n"
+    "  --mode M       truncate (default) or round\n"
+    "  --reps N       repetitions per size, 1..1000 (default 7)\n"
+    "  --window N     messages in flight, 1..1024 (default 16)\n"
+    "  --budget MiB   bytes one measurement sends, 1..65536 MiB (default 64)\n"
+    "  -h, --help     this text\n"
+    "Exit status: 0, 1 when a check failed, 2 on bad options.\n";
+
+/* Prints "packed-bw: <what><val>" and the usage (rank 0), exits 2. */
+static void usage_error(const char *what, const char *val) __attribute__((noreturn));
+
 static void usage_error(const char *what, const char *val)
 {
     if (rank == 0) {
-        fprintf(stderr, "packed-bw: %s%s\nusage: mpiexec -n 2 packed-bw [--min BYTES] "
-                "[--max BYTES] [--keep 2..7] [--mode truncate|round] [--reps N] [--window N] "
-                "[--budget MiB]\n", what, val);
+        fprintf(stderr, "packed-bw: %s%s\n%s", what, val, usage_line);
     }
     MPI_Finalize();
     exit(2);
@@ -78,9 +97,24 @@ static void usage_error(const char *what, const char *val)
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
+enum { OPT_MIN = 256, OPT_MAX, OPT_KEEP, OPT_MODE, OPT_REPS, OPT_WINDOW, OPT_BUDGET };
+
+static const struct option long_options[] = {
+    {"min", required_argument, NULL, OPT_MIN},
+    {"max", required_argument, NULL, OPT_MAX},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"reps", required_argument, NULL, OPT_REPS},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"budget", required_argument, NULL, OPT_BUDGET},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static void parse_options(int argc, char **argv, bw_options_t *o)
 {
     long keep = 4;
+    int c;
 
     o->min_size = 64L << 10;
     o->max_size = 4L << 20;
@@ -88,46 +122,60 @@ static void parse_options(int argc, char **argv, bw_options_t *o)
     o->reps = 7;
     o->window = 16;
     o->budget_mib = 64;
-    for (int i = 1; i < argc; i += 2) {
-        const char *opt = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(opt, "-h") == 0 || strcmp(opt, "--help") == 0) {
-            usage_error("bandwidth of marked vs unmarked float64 buffers", "");
-        }
-        if (val == NULL) {
-            usage_error("missing value for ", opt);
-        }
-        if (strcmp(opt, "--min") == 0) {
+    opterr = 0; /* the messages are ours, from rank 0 only */
+    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *val = optarg;
+
+        switch (c) {
+        case OPT_MIN:
             if (!bench_parse_long(val, 8, 1L << 30, &o->min_size) || !is_pow2(o->min_size)) {
                 usage_error("--min: expected a power of two 8..1073741824, got ", val);
             }
-        } else if (strcmp(opt, "--max") == 0) {
+            break;
+        case OPT_MAX:
             if (!bench_parse_long(val, 8, 1L << 30, &o->max_size) || !is_pow2(o->max_size)) {
                 usage_error("--max: expected a power of two 8..1073741824, got ", val);
             }
-        } else if (strcmp(opt, "--keep") == 0) {
+            break;
+        case OPT_KEEP:
             if (!bench_parse_long(val, 2, 7, &keep)) {
                 usage_error("--keep: expected 2..7, got ", val);
             }
-        } else if (strcmp(opt, "--mode") == 0) {
+            break;
+        case OPT_MODE:
             if (!bench_parse_round(val, &o->mode)) {
                 usage_error("--mode: expected truncate or round, got ", val);
             }
-        } else if (strcmp(opt, "--reps") == 0) {
+            break;
+        case OPT_REPS:
             if (!bench_parse_long(val, 1, 1000, &o->reps)) {
                 usage_error("--reps: expected 1..1000, got ", val);
             }
-        } else if (strcmp(opt, "--window") == 0) {
+            break;
+        case OPT_WINDOW:
             if (!bench_parse_long(val, 1, 1024, &o->window)) {
                 usage_error("--window: expected 1..1024, got ", val);
             }
-        } else if (strcmp(opt, "--budget") == 0) {
+            break;
+        case OPT_BUDGET:
             if (!bench_parse_long(val, 1, 65536, &o->budget_mib)) {
                 usage_error("--budget: expected 1..65536 (MiB), got ", val);
             }
-        } else {
-            usage_error("unknown option ", opt);
+            break;
+        case 'h':
+            if (rank == 0) {
+                printf("%s%s", usage_line, help_text);
+            }
+            MPI_Finalize();
+            exit(0);
+        case ':':
+            usage_error("missing value for ", argv[optind - 1]);
+        default:
+            usage_error("unknown option ", argv[optind - 1]);
         }
+    }
+    if (optind < argc) {
+        usage_error("unexpected argument ", argv[optind]);
     }
     if (o->min_size > o->max_size) {
         usage_error("--min is larger than --max", "");

@@ -18,6 +18,8 @@
  */
 #include <mpi.h>
 
+#include <errno.h>
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,53 +89,106 @@ static void irregular_step(int rank, int size, uint64_t *seed)
     compute_us(us);
 }
 
-static int usage(int rank, const char *why)
+static const char usage_line[] =
+    "usage: slimlink-patterns --pattern solver|transpose|irregular|phase "
+    "[--iterations 1..1000000] [--seed N]\n";
+
+static const char help_text[] =
+    "MPI communication patterns for the predictor corpus, at least 2 ranks.\n"
+    "  --pattern NAME      solver, transpose, irregular or phase (required)\n"
+    "  --iterations N      1..1000000 (default 500)\n"
+    "  --seed N            irregular: random seed, 0..2^64-1 (default 12345)\n"
+    "  -h, --help          this text\n";
+
+/* Prints "slimlink-patterns: <why>" and the usage (rank 0); returns 2. */
+static int usage(int rank, const char *why, const char *val)
 {
     if (rank == 0) {
-        fprintf(stderr, "slimlink-patterns: %s\nusage: slimlink-patterns --pattern "
-                        "solver|transpose|irregular|phase [--iterations 1..1000000] "
-                        "[--seed N]\n", why);
+        fprintf(stderr, "slimlink-patterns: %s%s\n%s", why, val, usage_line);
     }
     MPI_Finalize();
     return 2;
 }
 
+/* All of `s` as a decimal number: 1 and *out set, else 0. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || s[0] == '-') {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static const struct option long_options[] = {
+    {"pattern", required_argument, NULL, 'p'},
+    {"iterations", required_argument, NULL, 'n'},
+    {"seed", required_argument, NULL, 's'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 int main(int argc, char **argv)
 {
     const char *pattern = NULL;
     long        iterations = 500;
-    uint64_t    seed = 12345;
-    int         rank, size, i;
+    uint64_t    seed = 12345, v;
+    int         rank, size, i, c;
     double      t0, t1;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--pattern") && i + 1 < argc) {
-            pattern = argv[++i];
-        } else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) {
-            iterations = strtol(argv[++i], NULL, 10);
-        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-            seed = strtoull(argv[++i], NULL, 10) | 1;
-        } else {
-            return usage(rank, "unknown or incomplete option");
+    opterr = 0; /* the messages are ours, from rank 0 only */
+    /* Long options only: "p", "n", "s" are not short options. */
+    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            pattern = optarg;
+            break;
+        case 'n':
+            if (!parse_u64(optarg, &v) || v < 1 || v > 1000000) {
+                return usage(rank, "--iterations must be 1..1000000, got ", optarg);
+            }
+            iterations = (long)v;
+            break;
+        case 's':
+            if (!parse_u64(optarg, &seed)) {
+                return usage(rank, "--seed must be an integer 0..18446744073709551615, got ",
+                             optarg);
+            }
+            seed |= 1;
+            break;
+        case 'h':
+            if (rank == 0) {
+                printf("%s%s", usage_line, help_text);
+            }
+            MPI_Finalize();
+            return 0;
+        case ':':
+            return usage(rank, "missing value for ", argv[optind - 1]);
+        default:
+            return usage(rank, "unknown option ", argv[optind - 1]);
         }
+    }
+    if (optind < argc) {
+        return usage(rank, "unexpected argument ", argv[optind]);
     }
     if (pattern == NULL || (strcmp(pattern, "solver") && strcmp(pattern, "transpose") &&
                             strcmp(pattern, "irregular") && strcmp(pattern, "phase"))) {
-        return usage(rank, "--pattern must be solver, transpose, irregular or phase");
-    }
-    if (iterations < 1 || iterations > 1000000) {
-        return usage(rank, "--iterations must be 1..1000000");
+        return usage(rank, "--pattern must be solver, transpose, irregular or phase, got ",
+                     pattern ? pattern : "none");
     }
     if (size < 2) {
-        return usage(rank, "needs at least 2 ranks");
+        return usage(rank, "needs at least 2 ranks", "");
     }
     big_a = calloc((size_t)size, 4096);
     big_b = calloc((size_t)size, 4096);
     if (big_a == NULL || big_b == NULL) {
-        return usage(rank, "out of memory");
+        return usage(rank, "out of memory", "");
     }
 
     MPI_Barrier(MPI_COMM_WORLD);

@@ -15,17 +15,16 @@
 // Usage: predictor-bench [--events N] [--batch N] [--adgt-runs N] [--seed N]
 //                        [--no-single] [--strict]
 // Exit status: 0; 3 with --strict when a target is missed; 2 on a usage error.
+#include "bench_cli.h"
 #include "predict/predictor.h"
 #include "predict/threshold_tuner.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
@@ -285,61 +284,29 @@ std::string gt_text(const std::optional<TimeNs>& gt)
     return buf;
 }
 
-[[noreturn]] void usage_error(const std::string& message)
+// Reads the command line into `o`. Returns -1 to go on, else the exit
+// status: 0 after --help, 2 after a usage error (printed).
+int parse_options(int argc, char** argv, Options& o)
 {
-    std::fprintf(stderr,
-                 "predictor-bench: %s\n"
-                 "usage: predictor-bench [--events N] [--batch N] [--adgt-runs N] [--seed N]\n"
-                 "                       [--no-single] [--strict]\n",
-                 message.c_str());
-    std::exit(2);
-}
-
-std::uint64_t count_arg(const char* option, const char* value, std::uint64_t min)
-{
-    if (value == nullptr) {
-        usage_error(std::string(option) + " needs a value");
+    CLI::App app("Cost of the pattern predictor per event and of one ADGT run, against the "
+                 "targets.",
+                 "predictor-bench");
+    bench::add_integer(app, "--events", o.events, 1, 1'000'000'000'000, "events per trace");
+    bench::add_integer(app, "--batch", o.batch, 1, 1'000'000'000, "events per clock reading");
+    bench::add_integer(app, "--adgt-runs", o.adgt_runs, 1, 1'000'000'000, "ADGT runs timed");
+    bench::add_integer(app, "--seed", o.seed, 0, INT64_MAX, "seed of the generated traces");
+    bool no_single = false;
+    app.add_flag("--no-single", no_single, "skip the pass that times every event on its own");
+    app.add_flag("--strict", o.strict, "exit 3 when a target is missed");
+    if (const int status = bench::parse(app, argc, argv); status >= 0) {
+        return status;
     }
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || value[0] == '-' || v < min) {
-        usage_error(std::string(option) + "='" + value + "': accepted values are integers from " +
-                    std::to_string(min));
-    }
-    return v;
-}
-
-Options parse_options(int argc, char** argv)
-{
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (a == "--events") {
-            o.events = count_arg("--events", value, 1);
-            ++i;
-        } else if (a == "--batch") {
-            o.batch = count_arg("--batch", value, 1);
-            ++i;
-        } else if (a == "--adgt-runs") {
-            o.adgt_runs = count_arg("--adgt-runs", value, 1);
-            ++i;
-        } else if (a == "--seed") {
-            o.seed = count_arg("--seed", value, 0);
-            ++i;
-        } else if (a == "--no-single") {
-            o.single = false;
-        } else if (a == "--strict") {
-            o.strict = true;
-        } else {
-            usage_error("unknown argument '" + a + "'");
-        }
-    }
+    o.single = !no_single;
     if (o.events < o.batch) {
-        usage_error("--events must be at least --batch");
+        std::fprintf(stderr, "predictor-bench: --events must be at least --batch\n");
+        return 2;
     }
-    return o;
+    return -1;
 }
 
 const char* judge(bool met) { return met ? "met" : "MISSED"; }
@@ -348,7 +315,10 @@ const char* judge(bool met) { return met ? "met" : "MISSED"; }
 
 int main(int argc, char** argv)
 {
-    const Options o = parse_options(argc, argv);
+    Options o;
+    if (const int status = parse_options(argc, argv, o); status >= 0) {
+        return status;
+    }
     std::printf("predictor-bench: %llu events per trace, batches of %llu events, seed %llu\n",
                 static_cast<unsigned long long>(o.events),
                 static_cast<unsigned long long>(o.batch),

@@ -11,6 +11,7 @@
 //
 // Usage: replay-bench [--events N] [--policy oracle|spps|adaptive|all]
 // Exit status: 0; 2 on a usage error.
+#include "bench_cli.h"
 #include "link/replay.h"
 
 #include <algorithm>
@@ -70,39 +71,21 @@ Run run(const ReplayConfig& config, std::uint64_t events)
     return r;
 }
 
-int usage(const char* message)
-{
-    std::fprintf(stderr, "replay-bench: %s\nusage: replay-bench [--events N] "
-                         "[--policy oracle|spps|adaptive|all]\n", message);
-    return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv)
 {
     std::uint64_t events = 10'000'000;
     std::string   policy = "all";
-    for (int i = 1; i < argc; ++i) {
-        const std::string opt = argv[i];
-        if (i + 1 >= argc) {
-            return usage(("option " + opt + " needs a value (or is unknown)").c_str());
-        }
-        const char* value = argv[++i];
-        if (opt == "--events") {
-            char* end = nullptr;
-            events = std::strtoull(value, &end, 10);
-            if (*value == '\0' || *end != '\0' || events == 0) {
-                return usage("--events: a positive integer");
-            }
-        } else if (opt == "--policy") {
-            policy = value;
-            if (policy != "oracle" && policy != "spps" && policy != "adaptive" && policy != "all") {
-                return usage("--policy: oracle, spps, adaptive or all");
-            }
-        } else {
-            return usage(("unknown option " + opt).c_str());
-        }
+    CLI::App      app("Events per second of the replay driver on a synthetic periodic trace.",
+                      "replay-bench");
+    bench::add_integer(app, "--events", events, 1, 1'000'000'000'000, "trace length in events");
+    app.add_option("--policy", policy, "the policy to replay, or all (default all)")
+            ->type_name("POLICY")
+            ->check(CLI::IsMember({"oracle", "spps", "adaptive", "all"}))
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    if (const int status = bench::parse(app, argc, argv); status >= 0) {
+        return status;
     }
     std::printf("# replay-bench: %llu events, default link (L=4, P=0.5, low=1, tau=10us)\n",
                 static_cast<unsigned long long>(events));
