@@ -13,7 +13,8 @@ AC_DEFUN([SLIM_CHECK_UCX], [
   PKG_CHECK_MODULES([UCX], [ucx ucx-uct ucx-ucs], [],
     [AC_MSG_ERROR([UCX not found by pkg-config (ucx, ucx-uct, ucx-ucs); install the Debian package 'libucx-dev'])])
   # The core library parses UCX_SLIM_* with UCX's configuration parser
-  # (src/runtime/slim_config.h): it links libucs alone.
+  # (src/runtime/slim_config.h): its headers here, and libucs for the unit
+  # tests (the library itself finds the process's libucs at run time).
   PKG_CHECK_MODULES([UCS], [ucx-ucs], [],
     [AC_MSG_ERROR([UCX's libucs not found by pkg-config (ucx-ucs); install the Debian package 'libucx-dev'])])
 

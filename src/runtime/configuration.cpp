@@ -205,13 +205,12 @@ public:
     ~ParsedTable()
     {
         if (filled_) {
-            ucs_config_parser_release_opts(&raw_, slim_config_table);
+            slim_config_release(&raw_);
         }
     }
     ucs_status_t fill()
     {
-        const ucs_status_t status = ucs_config_parser_fill_opts(
-                &raw_, slim_config_table, SLIM_CONFIG_ENV_PREFIX, SLIM_CONFIG_TABLE_PREFIX, 0);
+        const ucs_status_t status = slim_config_fill(&raw_);
         filled_ = status == UCS_OK;
         return status;
     }
@@ -226,6 +225,10 @@ private:
 
 Config Config::from_ucx()
 {
+    if (!slim_config_ucs_loaded()) {
+        throw ConfigError("UCX's libucs.so.0 is not loaded in this process: slimlink reads "
+                          "UCX_SLIM_* with UCX's parser and runs under UCX only");
+    }
     ParsedTable table;
     if (table.fill() != UCS_OK) {
         std::string msg;
@@ -308,7 +311,7 @@ int slim_config_read_checked(const char *buf, void *dest, const void *arg)
         case SLIM_CHECK_POLICY:    parse_policy(value); break;
         }
     });
-    return ok ? ucs_config_sscanf_string(buf, dest, nullptr) : 0;
+    return ok ? slim_config_store_string(buf, dest) : 0;
 }
 
 void slim_config_help_checked(char *buf, size_t max, const void *arg)

@@ -47,9 +47,26 @@ extern const char *slim_config_predictors[];
 
 extern ucs_config_field_t slim_config_table[];
 
-/* Custom value types (slim_config_parsers.cpp). A read() that refuses a
- * value keeps the full message ("VAR='value': accepted values are ...") for
- * slim_config_last_error(). */
+/* UCX's parser, from whichever libucs.so.0 this process has loaded
+ * (slim_config_table.c). libslimlink does not link libucs: a library that
+ * did would pull the system's libucs into a program built against another
+ * UCX before that UCX's own libraries are loaded, and UCX would then look
+ * for its modules (ours among them) beside the wrong libucs. */
+
+/* 1 when libucs.so.0 is loaded in this process (by UCX, MPI or the module). */
+int slim_config_ucs_loaded(void);
+
+/* ucs_config_parser_fill_opts(config, slim_config_table, "UCX_", "SLIM_", 0)
+ * and ucs_config_parser_release_opts(); UCS_ERR_UNSUPPORTED without libucs. */
+ucs_status_t slim_config_fill(slim_config_t *config);
+void         slim_config_release(slim_config_t *config);
+
+/* ucs_config_sscanf_string(), for a checked string that passed its check. */
+int slim_config_store_string(const char *buf, void *dest);
+
+/* Custom value types (configuration.cpp). A read() that refuses a value
+ * keeps the full message ("VAR='value': accepted values are ...") for the
+ * core's report of every bad variable. */
 int  slim_config_read_checked(const char *buf, void *dest, const void *arg);
 int  slim_config_read_policy(const char *buf, void *dest, const void *arg);
 int  slim_config_write_policy(char *buf, size_t max, const void *src, const void *arg);
@@ -57,28 +74,13 @@ ucs_status_t slim_config_clone_policy(const void *src, void *dest, const void *a
 void slim_config_release_policy(void *ptr, const void *arg);
 void slim_config_help_checked(char *buf, size_t max, const void *arg);
 
-/* What a checked string accepts: its variable and its check. */
+/* What a checked string accepts. */
 typedef enum {
     SLIM_CHECK_INNER,
     SLIM_CHECK_REPORT,
     SLIM_CHECK_LINK_EXEC,
     SLIM_CHECK_POLICY
 } slim_config_check_t;
-
-extern const slim_config_check_t slim_config_check_inner;
-extern const slim_config_check_t slim_config_check_report;
-extern const slim_config_check_t slim_config_check_link_exec;
-extern const slim_config_check_t slim_config_check_policy;
-
-#define SLIM_CONFIG_TYPE_CHECKED(_check) \
-    {slim_config_read_checked, ucs_config_sprintf_string, \
-     ucs_config_clone_string,  ucs_config_release_string, \
-     slim_config_help_checked, &(_check)}
-
-#define SLIM_CONFIG_TYPE_POLICY \
-    {slim_config_read_policy,  slim_config_write_policy, \
-     slim_config_clone_policy, slim_config_release_policy, \
-     slim_config_help_checked, &slim_config_check_policy}
 
 #ifdef __cplusplus
 }

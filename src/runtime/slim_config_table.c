@@ -4,70 +4,229 @@
  * slimlink(7) say the same; tests/man/man-pages.test checks the defaults. */
 #include "slim_config.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
+
+/* ---- UCX's value parsers, from the libucs.so.0 the process loaded ------ */
+
+typedef int  (*slim_read_fn)(const char *buf, void *dest, const void *arg);
+typedef int  (*slim_write_fn)(char *buf, size_t max, const void *src, const void *arg);
+typedef ucs_status_t (*slim_clone_fn)(const void *src, void *dest, const void *arg);
+typedef void (*slim_release_fn)(void *ptr, const void *arg);
+typedef void (*slim_help_fn)(char *buf, size_t max, const void *arg);
+
+static struct {
+    slim_read_fn    sscanf_string, sscanf_time, sscanf_enum, sscanf_bool;
+    slim_write_fn   sprintf_string, sprintf_time, sprintf_enum, sprintf_bool;
+    slim_clone_fn   clone_string, clone_double, clone_uint, clone_int;
+    slim_release_fn release_string, release_nop;
+    slim_help_fn    help_generic, help_enum;
+    ucs_status_t    (*fill_opts)(void *opts, ucs_config_field_t *fields,
+                                 const char *env_prefix, const char *table_prefix,
+                                 int ignore_errors);
+    void            (*release_opts)(void *opts, ucs_config_field_t *fields);
+    int             loaded;
+} slim_ucs;
+
+static pthread_once_t slim_ucs_once = PTHREAD_ONCE_INIT;
+
+/* RTLD_NOLOAD: the libucs already resident, however it was loaded (at
+ * start-up, or by a dlopen with RTLD_LOCAL as Open MPI loads its
+ * components); never a second one. */
+static void slim_ucs_resolve(void)
+{
+    void *ucs = dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD);
+    int   all = 1;
+
+    if (ucs == NULL) {
+        return;
+    }
+#define SLIM_UCS_SYM(_field, _name)     do {         *(void**)&slim_ucs._field = dlsym(ucs, _name);         all = all && (slim_ucs._field != NULL);     } while (0)
+    SLIM_UCS_SYM(sscanf_string,  "ucs_config_sscanf_string");
+    SLIM_UCS_SYM(sscanf_time,    "ucs_config_sscanf_time");
+    SLIM_UCS_SYM(sscanf_enum,    "ucs_config_sscanf_enum");
+    SLIM_UCS_SYM(sscanf_bool,    "ucs_config_sscanf_bool");
+    SLIM_UCS_SYM(sprintf_string, "ucs_config_sprintf_string");
+    SLIM_UCS_SYM(sprintf_time,   "ucs_config_sprintf_time");
+    SLIM_UCS_SYM(sprintf_enum,   "ucs_config_sprintf_enum");
+    SLIM_UCS_SYM(sprintf_bool,   "ucs_config_sprintf_bool");
+    SLIM_UCS_SYM(clone_string,   "ucs_config_clone_string");
+    SLIM_UCS_SYM(clone_double,   "ucs_config_clone_double");
+    SLIM_UCS_SYM(clone_uint,     "ucs_config_clone_uint");
+    SLIM_UCS_SYM(clone_int,      "ucs_config_clone_int");
+    SLIM_UCS_SYM(release_string, "ucs_config_release_string");
+    SLIM_UCS_SYM(release_nop,    "ucs_config_release_nop");
+    SLIM_UCS_SYM(help_generic,   "ucs_config_help_generic");
+    SLIM_UCS_SYM(help_enum,      "ucs_config_help_enum");
+    SLIM_UCS_SYM(fill_opts,      "ucs_config_parser_fill_opts");
+    SLIM_UCS_SYM(release_opts,   "ucs_config_parser_release_opts");
+#undef SLIM_UCS_SYM
+    /* The handle stays open: libucs outlives every use of these. */
+    slim_ucs.loaded = all;
+}
+
+int slim_config_ucs_loaded(void)
+{
+    pthread_once(&slim_ucs_once, slim_ucs_resolve);
+    return slim_ucs.loaded;
+}
+
+/* The table's parsers call these; UCX itself calls them only while its
+ * libucs is loaded, so slim_ucs is complete then. */
+#define SLIM_UCS_FORWARD(_ret, _name, _field, _params, _args)     static _ret _name _params     {         slim_config_ucs_loaded();         return slim_ucs._field _args;     }
+
+SLIM_UCS_FORWARD(int, slim_sscanf_string, sscanf_string,
+                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_time, sscanf_time,
+                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_enum, sscanf_enum,
+                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_bool, sscanf_bool,
+                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sprintf_string, sprintf_string,
+                 (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
+SLIM_UCS_FORWARD(int, slim_sprintf_time, sprintf_time,
+                 (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
+SLIM_UCS_FORWARD(int, slim_sprintf_enum, sprintf_enum,
+                 (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
+SLIM_UCS_FORWARD(int, slim_sprintf_bool, sprintf_bool,
+                 (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_string, clone_string,
+                 (const void *s, void *d, const void *a), (s, d, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_double, clone_double,
+                 (const void *s, void *d, const void *a), (s, d, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_uint, clone_uint,
+                 (const void *s, void *d, const void *a), (s, d, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_int, clone_int,
+                 (const void *s, void *d, const void *a), (s, d, a))
+
+static void slim_release_string(void *p, const void *a)
+{
+    slim_config_ucs_loaded();
+    slim_ucs.release_string(p, a);
+}
+
+static void slim_release_nop(void *p, const void *a)
+{
+    (void)p;
+    (void)a;
+}
+
+static void slim_help_generic(char *b, size_t m, const void *a)
+{
+    slim_config_ucs_loaded();
+    slim_ucs.help_generic(b, m, a);
+}
+
+static void slim_help_enum(char *b, size_t m, const void *a)
+{
+    slim_config_ucs_loaded();
+    slim_ucs.help_enum(b, m, a);
+}
+
+int slim_config_store_string(const char *buf, void *dest)
+{
+    return slim_sscanf_string(buf, dest, NULL);
+}
+
+ucs_status_t slim_config_fill(slim_config_t *config)
+{
+    if (!slim_config_ucs_loaded()) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return slim_ucs.fill_opts(config, slim_config_table, SLIM_CONFIG_ENV_PREFIX,
+                              SLIM_CONFIG_TABLE_PREFIX, 0);
+}
+
+void slim_config_release(slim_config_t *config)
+{
+    if (slim_config_ucs_loaded()) {
+        slim_ucs.release_opts(config, slim_config_table);
+    }
+}
+
+/* UCX's types (SLIM_TYPE_STRING, _TIME, _ENUM, _BOOL in
+ * ucs/config/parser.h), through the forwarders above. */
+#define SLIM_TYPE_STRING  {slim_sscanf_string, slim_sprintf_string, slim_clone_string, \
+                           slim_release_string, slim_help_generic, "string"}
+#define SLIM_TYPE_TIME    {slim_sscanf_time, slim_sprintf_time, slim_clone_double, \
+                           slim_release_nop, slim_help_generic, \
+                           "time value: <number>[s|us|ms|ns]"}
+#define SLIM_TYPE_ENUM(t) {slim_sscanf_enum, slim_sprintf_enum, slim_clone_uint, \
+                           slim_release_nop, slim_help_enum, t}
+#define SLIM_TYPE_BOOL    {slim_sscanf_bool, slim_sprintf_bool, slim_clone_int, \
+                           slim_release_nop, slim_help_generic, "<y|n>"}
+/* Ours: a string UCX's parser cannot check, and the parsed policy. */
+#define SLIM_TYPE_CHECKED(_check) \
+    {slim_config_read_checked, slim_sprintf_string, slim_clone_string, \
+     slim_release_string, slim_config_help_checked, &(_check)}
+#define SLIM_TYPE_POLICY \
+    {slim_config_read_policy, slim_config_write_policy, slim_config_clone_policy, \
+     slim_config_release_policy, slim_config_help_checked, &slim_config_check_policy}
 
 const char *slim_config_log_levels[]    = {"off", "error", "warn", "info", "debug", "trace", NULL};
 const char *slim_config_links[]         = {"emulated", "ibmad", "exec", NULL};
 const char *slim_config_packing_modes[] = {"auto", "on", "off", NULL};
 const char *slim_config_predictors[]    = {"adaptive", "spps", "pps", "timeout", "off", NULL};
 
-const slim_config_check_t slim_config_check_inner     = SLIM_CHECK_INNER;
-const slim_config_check_t slim_config_check_report    = SLIM_CHECK_REPORT;
-const slim_config_check_t slim_config_check_link_exec = SLIM_CHECK_LINK_EXEC;
-const slim_config_check_t slim_config_check_policy    = SLIM_CHECK_POLICY;
+static const slim_config_check_t slim_config_check_inner     = SLIM_CHECK_INNER;
+static const slim_config_check_t slim_config_check_report    = SLIM_CHECK_REPORT;
+static const slim_config_check_t slim_config_check_link_exec = SLIM_CHECK_LINK_EXEC;
+static const slim_config_check_t slim_config_check_policy    = SLIM_CHECK_POLICY;
 
 ucs_config_field_t slim_config_table[] = {
     {"INNER", "tcp",
      "Inner UCT transport that slim wraps and forwards every operation to\n"
      "(tcp, rc_verbs, rc_mlx5, ud_verbs, ud_mlx5, dc_mlx5, ...).",
-     offsetof(slim_config_t, inner), SLIM_CONFIG_TYPE_CHECKED(slim_config_check_inner)},
+     offsetof(slim_config_t, inner), SLIM_TYPE_CHECKED(slim_config_check_inner)},
 
     {"REPORT", "none",
      "slimlink report written at exit: none, stdout (each node's local rank\n"
      "0 prints its own block and a table of the node's ranks), or a path\n"
      "ending in .json (JSON Lines: one object per rank and one per node).",
-     offsetof(slim_config_t, report), SLIM_CONFIG_TYPE_CHECKED(slim_config_check_report)},
+     offsetof(slim_config_t, report), SLIM_TYPE_CHECKED(slim_config_check_report)},
 
     {"REPORT_WAIT", "10s",
      "How long the node leader (local rank 0) waits at exit for the other\n"
      "local ranks' numbers before writing the node report without them\n"
      "(0s..600s); ranks still missing are listed as such.",
-     offsetof(slim_config_t, report_wait), UCS_CONFIG_TYPE_TIME},
+     offsetof(slim_config_t, report_wait), SLIM_TYPE_TIME},
 
     {"LOG_LEVEL", "warn",
      "slimlink's own log level: off, error, warn, info, debug, trace.",
-     offsetof(slim_config_t, log_level), UCS_CONFIG_TYPE_ENUM(slim_config_log_levels)},
+     offsetof(slim_config_t, log_level), SLIM_TYPE_ENUM(slim_config_log_levels)},
 
     {"LINK", "emulated",
      "Link-width backend: emulated (a modelled InfiniBand port with energy\n"
      "accounting), ibmad (PortInfo LinkWidthEnabled through libibmad; needs\n"
      "umad permission), or exec (runs UCX_SLIM_LINK_EXEC per width change).",
-     offsetof(slim_config_t, link), UCS_CONFIG_TYPE_ENUM(slim_config_links)},
+     offsetof(slim_config_t, link), SLIM_TYPE_ENUM(slim_config_links)},
 
     {"LINK_EXEC", "",
      "Site command for UCX_SLIM_LINK=exec, e.g. \"/path/cmd {device} {port}\n"
      "{width}\"; must contain {width}. Failure or a 2 s timeout restores\n"
      "full width.",
-     offsetof(slim_config_t, link_exec), SLIM_CONFIG_TYPE_CHECKED(slim_config_check_link_exec)},
+     offsetof(slim_config_t, link_exec), SLIM_TYPE_CHECKED(slim_config_check_link_exec)},
 
     {"INJECT_DELAY", "n",
      "With the emulated link, really wait out late wake-ups (y|n), so a live\n"
      "run's time shows the cost of a wrong prediction.",
-     offsetof(slim_config_t, inject_delay), UCS_CONFIG_TYPE_BOOL},
+     offsetof(slim_config_t, inject_delay), SLIM_TYPE_BOOL},
 
     {"POLICY", "",
      "Lossy packing of buffers marked with slim_mark(): rules LABEL=off,\n"
      "LABEL=keep:N[:truncate|round] (N 2..7), LABEL=rel:EPS[:truncate|round],\n"
      "separated by ';' (\"*\" matches other labels), or @FILE with one rule per\n"
      "line. Empty: nothing is packed.",
-     offsetof(slim_config_t, policy), SLIM_CONFIG_TYPE_POLICY},
+     offsetof(slim_config_t, policy), SLIM_TYPE_POLICY},
 
     {"PACKING", "auto",
      "Lossy packing of marked buffers (auto|on|off). on: pack, and steer UCP\n"
      "(no put/get zcopy) so that marked data of every size is seen; auto: the\n"
      "same when UCX_SLIM_POLICY packs some label, else pack only what UCP\n"
      "shows; off: never pack.",
-     offsetof(slim_config_t, packing), UCS_CONFIG_TYPE_ENUM(slim_config_packing_modes)},
+     offsetof(slim_config_t, packing), SLIM_TYPE_ENUM(slim_config_packing_modes)},
 
     {"PREDICTOR", "adaptive",
      "What drives the link width from live traffic: adaptive (timeouts, PPS\n"
@@ -75,12 +234,12 @@ ucs_config_field_t slim_config_table[] = {
      "modelled penalty followed), spps (self-tuned pattern predictor), pps\n"
      "(fixed grouping threshold), timeout (low after 100 us idle) or off\n"
      "(always full width; energy accounting only).",
-     offsetof(slim_config_t, predictor), UCS_CONFIG_TYPE_ENUM(slim_config_predictors)},
+     offsetof(slim_config_t, predictor), SLIM_TYPE_ENUM(slim_config_predictors)},
 
     {"TRACE", "",
      "Directory where each rank writes its event trace (rank<N>.trace, the\n"
      "format slim-replay reads). Empty: no trace.",
-     offsetof(slim_config_t, trace), UCS_CONFIG_TYPE_STRING},
+     offsetof(slim_config_t, trace), SLIM_TYPE_STRING},
 
     {NULL}
 };
