@@ -226,8 +226,8 @@ private:
 Config Config::from_ucx()
 {
     if (!slim_config_ucs_loaded()) {
-        throw ConfigError("UCX's libucs.so.0 is not loaded in this process: slimlink reads "
-                          "UCX_SLIM_* with UCX's parser and runs under UCX only");
+        throw ConfigError("UCX's libucs.so.0 cannot be loaded: slimlink reads UCX_SLIM_* "
+                          "with UCX's parser (install the Debian package 'libucx0')");
     }
     ParsedTable table;
     if (table.fill() != UCS_OK) {

@@ -53,7 +53,8 @@ extern ucs_config_field_t slim_config_table[];
  * UCX before that UCX's own libraries are loaded, and UCX would then look
  * for its modules (ours among them) beside the wrong libucs. */
 
-/* 1 when libucs.so.0 is loaded in this process (by UCX, MPI or the module). */
+/* 1 when UCX's libucs.so.0 is usable: the one this process has loaded, or
+ * else the one the dynamic linker finds (loaded then). */
 int slim_config_ucs_loaded(void);
 
 /* ucs_config_parser_fill_opts(config, slim_config_table, "UCX_", "SLIM_", 0)

@@ -31,14 +31,19 @@ static struct {
 
 static pthread_once_t slim_ucs_once = PTHREAD_ONCE_INIT;
 
-/* RTLD_NOLOAD: the libucs already resident, however it was loaded (at
- * start-up, or by a dlopen with RTLD_LOCAL as Open MPI loads its
- * components); never a second one. */
+/* RTLD_NOLOAD first: the libucs already resident, however it was loaded
+ * (at start-up, or by a dlopen with RTLD_LOCAL as Open MPI loads its
+ * components), never a second one. Only a process that calls slimlink
+ * before loading UCX at all (slim_mark() before MPI_Init() under an MPI that
+ * loads UCX late) gets the one the dynamic linker's search finds. */
 static void slim_ucs_resolve(void)
 {
     void *ucs = dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD);
     int   all = 1;
 
+    if (ucs == NULL) {
+        ucs = dlopen("libucs.so.0", RTLD_LAZY | RTLD_LOCAL);
+    }
     if (ucs == NULL) {
         return;
     }
