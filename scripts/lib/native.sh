@@ -36,7 +36,8 @@ slim_native_key() {
         printf '%s\n' "$@"
         cat "$slim_root"/ucx-module/*.c "$slim_root"/ucx-module/*.h \
             "$slim_root"/ucx-module/intree/* \
-            "$slim_root"/src/runtime/slim_core.h "$slim_root"/src/include/slimlink.h
+            "$slim_root"/src/runtime/slim_core.h "$slim_root"/src/runtime/slim_config.h \
+            "$slim_root"/src/include/slimlink.h
     } | sha256sum | cut -c1-16
 }
 
