@@ -9,9 +9,11 @@
 #define SLIMLINK_BENCH_OPTIONS_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpi.h>
 #include <slimlink.h>
 
 /* All of `s` as a decimal long in [min, max]: 1 and *out set, else 0. */
@@ -49,6 +51,17 @@ static inline int bench_parse_wait(const char *s, int *block)
         return 1;
     }
     return 0;
+}
+
+/* --help: the usage on rank 0, then every rank leaves MPI and exits 0. */
+static inline __attribute__((noreturn)) void
+bench_help_exit(int rank, const char *usage_line, const char *help_text)
+{
+    if (rank == 0) {
+        printf("%s%s", usage_line, help_text);
+    }
+    MPI_Finalize();
+    exit(0);
 }
 
 #endif

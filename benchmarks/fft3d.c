@@ -253,11 +253,7 @@ static void parse_options(int argc, char **argv, fft_options_t *o)
             o->json = 1;
             break;
         case 'h':
-            if (rank == 0) {
-                printf("%s%s", usage_line, help_text);
-            }
-            MPI_Finalize();
-            exit(0);
+            bench_help_exit(rank, usage_line, help_text);
         case ':':
             usage_error("%s needs a value", argv[optind - 1]);
         default:

@@ -163,11 +163,7 @@ static void parse_options(int argc, char **argv, bw_options_t *o)
             }
             break;
         case 'h':
-            if (rank == 0) {
-                printf("%s%s", usage_line, help_text);
-            }
-            MPI_Finalize();
-            exit(0);
+            bench_help_exit(rank, usage_line, help_text);
         case ':':
             usage_error("missing value for ", argv[optind - 1]);
         default:
