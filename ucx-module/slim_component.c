@@ -29,8 +29,6 @@ static ucs_config_field_t slim_md_config_table[] = {
  * parses it here only to print it. */
 UCS_CONFIG_DECLARE_TABLE(slim_config_table, "slimlink", SLIM_CONFIG_TABLE_PREFIX,
                          slim_config_t)
-UCS_CONFIG_REGISTER_TABLE_ENTRY(&slim_config_table_config_entry,
-                                &ucs_config_global_list);
 
 static ucs_config_field_t slim_iface_config_table[] = {
     {"", "", NULL,
@@ -327,6 +325,9 @@ UCS_F_CTOR static void slim_module_load(void)
 
     uct_component_register(&slim_component);
     uct_tl_register(&slim_component, &slim_tl);
+    /* Listed once, by the copy that registers, like the component. */
+    ucs_list_add_tail(&ucs_config_global_list,
+                      &slim_config_table_config_entry.list);
     slim_registered = 1;
     ucs_info("slim: slimlink %d.%d transport registered (%s, UCX %d.%d.%d)",
              SLIMLINK_VERSION_MAJOR, SLIMLINK_VERSION_MINOR, SLIM_LOAD_MODE,
@@ -340,6 +341,7 @@ UCS_F_DTOR static void slim_module_unload(void)
     }
 
     slim_progress_unload();
+    ucs_list_del(&slim_config_table_config_entry.list);
     uct_tl_unregister(&slim_tl);
     uct_component_unregister(&slim_component);
     ucs_list_del(&slim_component.list);
