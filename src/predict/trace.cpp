@@ -248,6 +248,18 @@ TraceReader::TraceReader(std::vector<Event> events, std::string name)
 {
 }
 
+bool TraceReader::rewind()
+{
+    if (in_ != nullptr) {
+        return false;
+    }
+    memory_next_ = 0;
+    line_        = 0;
+    events_      = 0;
+    previous_end_.reset();
+    return true;
+}
+
 void TraceReader::fail(const std::string& message) const
 {
     throw TraceError(name_, line_, message);

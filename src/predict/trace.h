@@ -80,6 +80,9 @@ public:
     // (its index, for events given in memory).
     std::size_t line() const { return line_; }
     std::size_t events() const { return events_; }
+    // Events given in memory: starts over at the first, as a new reader
+    // would. False (and nothing changes) for a file or a stream.
+    bool rewind();
 
 private:
     [[noreturn]] void fail(const std::string& message) const;

@@ -718,6 +718,10 @@ public:
     TraceReader& open()
     {
         reader_.reset();
+        // An OTF2 archive's events are in memory already: decoded once.
+        if (owned_ && owned_->rewind()) {
+            return *owned_;
+        }
         owned_.reset();
         if (!kept_) {
             // A text trace, or an OTF2 archive (read whole, --location's

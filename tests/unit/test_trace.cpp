@@ -406,3 +406,26 @@ TEST_CASE("events given in memory read back under the rules of the text format",
                                        "range (at most 4611686018427387903)");
     }
 }
+
+TEST_CASE("events in memory can be read again from the first; a stream cannot", "[trace]")
+{
+    TraceReader reader({event(0, 10, 7, 64), event(10, 20, 8)}, "a.otf2");
+    while (reader.next()) {
+    }
+    REQUIRE(reader.rewind());
+    CHECK(reader.events() == 0);
+    CHECK(reader.line() == 0);
+    // The order check starts over too: the first event is not "before" the last.
+    const auto first = reader.next();
+    REQUIRE(first);
+    CHECK(same(*first, event(0, 10, 7, 64)));
+    REQUIRE(reader.next());
+    CHECK(!reader.next());
+    CHECK(reader.events() == 2);
+
+    std::istringstream text("0 10 7\n");
+    TraceReader        stream(text, "t");
+    REQUIRE(stream.next());
+    CHECK_FALSE(stream.rewind());
+    CHECK(stream.events() == 1);
+}
