@@ -56,30 +56,6 @@ std::string bad_value(std::string_view var, std::string_view value, std::string_
     return msg;
 }
 
-std::size_t choice(const char *var, const std::string &value,
-                   std::initializer_list<const char *> choices)
-{
-    std::size_t index = 0;
-    for (const char *c : choices) {
-        if (iequals(value, c)) {
-            return index;
-        }
-        ++index;
-    }
-    std::string accepted;
-    for (const char *c : choices) {
-        accepted.append(accepted.empty() ? "" : ", ").append(c);
-    }
-    accepted.append(" (case-insensitive)");
-    throw ConfigError(bad_value(var, value, accepted));
-}
-
-bool yes_no(const char *var, const std::string &value)
-{
-    const std::size_t index = choice(var, value, {"y", "n", "yes", "no"});
-    return index == 0 || index == 2;
-}
-
 std::int64_t integer(const char *var, const std::string &value, std::int64_t min, std::int64_t max)
 {
     const std::string accepted =

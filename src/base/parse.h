@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Parsing single values for configuration and command lines: integers,
-// numbers, durations and choices in a range, with one uniform message,
+// numbers and durations in a range, with one uniform message,
 //   VAR='value': accepted values are <what>
 // so that every bad value names its variable (or option) and the range.
 #ifndef SLIM_BASE_PARSE_H
@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -22,21 +21,14 @@ public:
 
 // Parsers for single values. Each throws ConfigError with the message
 //   VAR='value': accepted values are <what>
-// Use them for every new UCX_SLIM_* variable so messages stay uniform.
+// UCX_SLIM_* values and command-line options use them, so messages stay uniform.
 namespace parse {
-
-// y or n (also yes, no), case-insensitively.
-bool yes_no(const char *var, const std::string &value);
 
 // ASCII case-insensitive equality ("Stdout" names stdout).
 bool iequals(std::string_view a, std::string_view b);
 
 // Formats the uniform message; `accepted` completes "accepted values are ...".
 std::string bad_value(std::string_view var, std::string_view value, std::string_view accepted);
-
-// One of `choices`, compared case-insensitively; returns its index.
-std::size_t choice(const char *var, const std::string &value,
-                   std::initializer_list<const char *> choices);
 
 // A decimal integer in [min, max] (no sign for positive values, no spaces).
 std::int64_t integer(const char *var, const std::string &value, std::int64_t min,

@@ -254,7 +254,7 @@ Config Config::from_ucx()
     // at exit; 600s bounds a hung job's exit.
     constexpr double max_report_wait_s = 600.0;
     if (!(raw.report_wait >= 0.0 && raw.report_wait <= max_report_wait_s)) {
-        const char *text = std::getenv("UCX_SLIM_REPORT_WAIT");
+        const char *text = std::getenv(report_wait_var);
         problems.push_back(parse::bad_value(report_wait_var,
                                             text ? text : parse::format_real(raw.report_wait) + "s",
                                             "durations from 0s to 600s"));

@@ -56,11 +56,7 @@ struct Config {
     static constexpr const char *log_level_var = "UCX_SLIM_LOG_LEVEL";
     static constexpr const char *link_var         = "UCX_SLIM_LINK";
     static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
-    static constexpr const char *inject_delay_var = "UCX_SLIM_INJECT_DELAY";
     static constexpr const char *policy_var       = policy::policy_var;
-    static constexpr const char *packing_var      = "UCX_SLIM_PACKING";
-    static constexpr const char *predictor_var    = "UCX_SLIM_PREDICTOR";
-    static constexpr const char *trace_var        = "UCX_SLIM_TRACE";
     static constexpr const char *report_wait_var  = "UCX_SLIM_REPORT_WAIT";
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps

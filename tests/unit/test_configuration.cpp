@@ -295,13 +295,6 @@ TEST_CASE("durations in messages use the largest exact unit")
     CHECK(slim::parse::format_duration(0ns) == "0ns");
 }
 
-TEST_CASE("choices are matched case-insensitively and listed when rejected")
-{
-    CHECK(slim::parse::choice("V", "B", {"a", "b"}) == 1);
-    CHECK_THROWS_WITH(slim::parse::choice("UCX_SLIM_C", "c", {"a", "b"}),
-                      "UCX_SLIM_C='c': accepted values are a, b (case-insensitive)");
-}
-
 TEST_CASE("the link backend variables default to emulated, no command, no delay")
 {
     const Config config = parse({});
