@@ -84,6 +84,19 @@ public:
     // the past and applies it now; the emulated port accounts it at `at_ns`,
     // which is when a timer-driven controller would have acted.
     virtual Status set_width_at(unsigned width, TimeNs /*at_ns*/) { return set_width(width); }
+    // The same, for a width the predictor holds only until `until_ns` (a
+    // "low until t" request): a node service raises the port at `until_ns`
+    // by itself if the rank says nothing more. Local backends ignore it (the
+    // Controller raises the width when the request expires).
+    virtual Status set_width_until(unsigned width, TimeNs at_ns, TimeNs /*until_ns*/)
+    {
+        return set_width_at(width, at_ns);
+    }
+    // The caller's decisions are complete up to `through_ns` (the drain
+    // finished a round): a service backend publishes that and checks the
+    // service is still there. False once the backend can no longer act
+    // (the service is gone): the caller then reports it.
+    virtual bool sync(TimeNs /*through_ns*/) { return true; }
 
     // Traffic needing `width` starts now. Returns how long it had to wait for
     // the port (late wake-up); 0 for backends that cannot know.

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The node service's decisions (issue 13), without sockets or threads so
+// that tests drive it on a manual clock: the port runs at the maximum
+// demand over live clients (thesis §4.5.4), full width when none is live;
+// it is the only place a backend runs, and its energy is accounted once.
+//
+// Clients' demand records (service_protocol.h) are merged in time order up
+// to the *horizon*: the earliest `through_ns` over live clients (a client
+// may still publish anything after its own through_ns, nothing before).
+// Each change of the maximum goes to the backend with set_width_at(width,
+// t), and traffic records go to backend->traffic() at their time, so the
+// emulated port's energy, transitions and late wake-ups are what a port
+// driven by all clients together would show, however late records arrive.
+// The backend reads the service's replay clock (replay_clock()), which
+// stands at the record being applied.
+//
+// A real port cannot act in the past: act_on_deadlines(now) raises it at
+// a client's published `until_ns` even while the horizon lags behind.
+//
+// Not thread-safe: the server's loop owns it.
+#pragma once
+
+#include "link/backend.h"
+#include "link/service_protocol.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace slim::link {
+
+struct PortServiceOptions {
+    std::string port_name = "emulated";
+};
+
+// What a client attaching says about itself (from AttachRequest and the
+// socket's credentials).
+struct ClientInfo {
+    std::int32_t rank       = -1;
+    std::int32_t local_rank = -1;
+    std::int32_t local_size = 0;
+    std::int64_t pid        = 0;
+    std::int32_t uid        = -1;
+    std::string  job_key;
+};
+
+// A job's node report, ready for the reporting client (the server turns it
+// into a node_report message).
+struct JobReport {
+    service::PortSection port;
+    struct Entry {
+        service::NodeReportEntry entry;
+        std::vector<std::uint8_t> record;  // opaque, as deposited
+    };
+    std::vector<Entry> entries;            // local-rank order
+    std::uint32_t record_version = 0;
+};
+
+class PortService {
+public:
+    // `backend` is owned and must read replay_clock() (make it with
+    // BackendConfig::clock = replay_clock()). Starts it at full width.
+    PortService(std::unique_ptr<LinkBackend> backend, PortServiceOptions options = {});
+    ~PortService();  // restores full width
+    PortService(const PortService&) = delete;
+    PortService& operator=(const PortService&) = delete;
+
+    // The clock the backend must read (stands at the record being applied;
+    // at `now` of the last act_on_deadlines / drop call otherwise).
+    Clock replay_clock();
+
+    // A client joins with demand full width from `now` on. Returns its id.
+    std::uint32_t attach(const ClientInfo& info, TimeNs now);
+
+    // Records the client published (copied out of its ring), and its new
+    // through_ns. Returns false (and takes nothing) for garbage: a width
+    // outside 1..full_width, a time before its previous record or before its
+    // through_ns, until_ns set but not after t_ns, through_ns going back.
+    // The caller then drops the client (drop()).
+    bool publish(std::uint32_t client, const service::DemandRecord* records, std::size_t count,
+                 TimeNs through_ns, std::string* why = nullptr);
+
+    // The client could not publish (its ring overflowed): full width for it
+    // from its last record on, for good.
+    void overflowed(std::uint32_t client);
+
+    // The client is gone (socket closed, detach, garbage) at `now`: its
+    // records up to its through_ns still count, then its demand is dropped
+    // at max(its through_ns, its last record), never later than `now`.
+    // `died`: it closed without depositing (its job's report lists it).
+    void drop(std::uint32_t client, TimeNs now, bool died);
+
+    // Applies every record up to the horizon and returns the horizon.
+    TimeNs advance();
+
+    // Real ports: a client's "low until t" whose t has passed while the
+    // horizon lags gets the port raised now. Returns the next deadline
+    // (for the loop's timeout); none when nothing is pending.
+    std::optional<TimeNs> act_on_deadlines(TimeNs now);
+
+    // Reports. deposit(): the client's rank record; returns true when this
+    // client is the job's reporter (see DepositAck). A job's report is
+    // ready when every local rank 0..local_size-1 of it has deposited or
+    // died, or at `deadline` (wait_ns after the reporter's deposit) with
+    // the rest listed as timed out / never started.
+    bool deposit(std::uint32_t client, std::uint32_t record_version,
+                 std::vector<std::uint8_t> record, TimeNs now, TimeNs wait_ns);
+    // Reports ready by `now`: (reporting client id, report). Each is
+    // returned once.
+    std::vector<std::pair<std::uint32_t, JobReport>> ready_reports(TimeNs now);
+    // The earliest report deadline, for the loop's timeout.
+    std::optional<TimeNs> next_report_deadline() const;
+
+    // For status replies and tests.
+    unsigned width() const { return applied_; }
+    unsigned full_width() const;
+    unsigned demand(std::uint32_t client) const;  // 0: unknown client
+    std::size_t live_clients() const;
+    std::vector<service::StatusClient> clients() const;
+    LinkBackend& backend() { return *backend_; }
+    const std::string& port_name() const { return options_.port_name; }
+    std::uint64_t backend_errors() const { return backend_errors_; }
+    // Late wake-ups the port caused on this client's traffic.
+    std::uint64_t late_wakeups(std::uint32_t client) const;
+
+private:
+    struct Client;
+    struct Job;
+    void apply_until(TimeNs t);
+    void set_port(unsigned width, TimeNs t);
+
+    std::unique_ptr<LinkBackend> backend_;
+    PortServiceOptions options_;
+    TimeNs replay_now_ = 0;
+    unsigned applied_ = 0;
+    std::uint64_t backend_errors_ = 0;
+    bool failed_ = false;  // a backend error: full width for good
+    std::map<std::uint32_t, std::unique_ptr<Client>> clients_;
+    std::map<std::string, std::unique_ptr<Job>> jobs_;
+    std::uint32_t next_id_ = 1;
+};
+
+}  // namespace slim::link

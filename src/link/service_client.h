@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The rank's side of slimlinkd (service_protocol.h says what crosses):
+// find and attach to the node's service for a port, publish demand into the
+// ring the service gave us (no system call), notice when the service is
+// gone, and hand over the rank's record at the end of the job.
+//
+// ServiceBackend is the LinkBackend a rank's Controller drives when a
+// service is reachable: each width it commands becomes a demand record, so
+// the rank's own decisions stay exactly what they were while the port is
+// driven by the maximum over the node's ranks, in the service.
+#pragma once
+
+#include "link/backend.h"
+#include "link/service_protocol.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace slim::link {
+
+class ServiceError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// "<device>-<port>" / "emulated", made safe for a file name.
+std::string service_port_name(const std::string& raw);
+// /run/slimlink/<port>.sock
+std::string system_socket_path(const std::string& port_name);
+// $XDG_RUNTIME_DIR/slimlink/<port>.sock, else /tmp/slimlink-<uid>/<port>.sock
+std::string user_socket_path(const std::string& port_name);
+// The folder of user_socket_path(): created 0700 by the service, checked by
+// clients (owner and mode).
+std::string user_socket_dir();
+
+// What a reporting client receives at the end of its job.
+struct ReceivedReport {
+    service::PortSection port;
+    std::uint32_t record_version = 0;
+    struct Entry {
+        service::NodeReportEntry entry;
+        std::vector<std::uint8_t> record;
+    };
+    std::vector<Entry> entries;
+};
+
+class ServiceClient {
+public:
+    // Connects to `socket_path` and attaches. `system`: the socket and its
+    // folder must belong to root (folder not writable by group/others);
+    // otherwise to this user, folder mode 0700. Throws ServiceError naming
+    // the path and why: nothing listening, wrong owner or mode, refused (the
+    // service's reason), protocol mismatch, timeout (`timeout` per step).
+    static std::unique_ptr<ServiceClient> connect(
+            const std::string& socket_path, bool system, const service::AttachRequest& request,
+            std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+
+    // The system socket if one is listening, else the user's. Throws
+    // ServiceError with both attempts' reasons.
+    static std::unique_ptr<ServiceClient> connect_any(
+            const std::string& port_name, const service::AttachRequest& request,
+            std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+
+    ~ServiceClient();  // detach()
+    ServiceClient(const ServiceClient&) = delete;
+    ServiceClient& operator=(const ServiceClient&) = delete;
+
+    const service::AttachReply& info() const { return reply_; }
+    const std::string& socket_path() const { return path_; }
+
+    // Lock-free, no system call. False when the ring is full: the ring's
+    // overflowed flag is set and the service holds us at full width.
+    bool publish(const service::DemandRecord& record) noexcept;
+    // Our timeline is complete up to t (release store).
+    void set_through(TimeNs t) noexcept;
+    // Once per drain round: if anything was published since the last call,
+    // one non-blocking nudge; then a non-blocking check that the service is
+    // still there. Returns false once it is gone (for good).
+    bool sync() noexcept;
+    bool service_lost() const noexcept { return lost_; }
+    // The port's width as the service last published it (0 when lost).
+    unsigned port_width() const noexcept;
+
+    // End of job: hands over the rank's record. Returns the node report
+    // when this client is the job's reporter (waiting up to `wait` + a
+    // margin for the other ranks); nullopt when another client reports.
+    // Throws ServiceError when the service is gone or answers garbage.
+    std::optional<ReceivedReport> deposit(std::uint32_t record_version,
+                                          const void* record, std::size_t bytes,
+                                          std::chrono::nanoseconds wait);
+
+    // Leaves cleanly (detach message, close). Idempotent, never throws.
+    void detach() noexcept;
+
+private:
+    ServiceClient() = default;
+    int fd_ = -1;
+    std::string path_;
+    service::AttachReply reply_{};
+    service::DemandRing* ring_ = nullptr;
+    std::size_t ring_bytes_ = 0;
+    std::uint64_t head_ = 0;          // our copy of ring_->head
+    std::uint64_t nudged_head_ = 0;   // head at the last nudge
+    bool lost_ = false;
+};
+
+// A LinkBackend that publishes the Controller's commands to the service.
+// stats() is null (the port's numbers are the service's); traffic()
+// returns 0 (the service counts late wake-ups per client).
+std::unique_ptr<LinkBackend> make_service_backend(std::shared_ptr<ServiceClient> client,
+                                                  Clock clock);
+
+}  // namespace slim::link

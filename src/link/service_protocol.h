@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// The slimlinkd protocol (issue 13): the one place that says what crosses
+// between a rank (client) and the node service that owns a port.
+//
+// One service per node and port owns the backend (emulated, ibmad, exec);
+// the library in a rank only asks. Two channels per client:
+//
+// 1. A Unix-domain SOCK_SEQPACKET socket (message boundaries, and a close
+//    the service sees at once, SIGKILL included): attach, nudges, the
+//    end-of-job report exchange, status queries, detach. A message is a
+//    MessageHeader followed by `length` payload bytes (at most
+//    kMaxMessageBytes). The service checks the peer's credentials
+//    (SO_PEERCRED): a per-user service refuses every other uid.
+//
+// 2. A demand ring in shared memory that the *service* creates for each
+//    client (a memfd) and passes in the attach reply (SCM_RIGHTS). The
+//    client writes only its own ring, so it can publish only for itself;
+//    the service maps only the memory it created, never the client's.
+//    Publishing is a few stores and one release store: no system call.
+//    The service copies each record out before checking it, so a client
+//    that scribbles on its ring cannot make the service read out of bounds;
+//    a record that fails the checks (width out of range, time going back,
+//    head running past the ring) drops the client: its socket is closed,
+//    its demand is gone, and the port is what the others ask for.
+//
+// Time: CLOCK_MONOTONIC ns (std::chrono::steady_clock on Linux), the same
+// in every process of a node.
+//
+// A client's demand is a step function of time: each record sets the
+// width the client needs from `t_ns` on; a record with `until_ns` > t_ns
+// asks for that width only until `until_ns` ("low until t") and full width
+// after it, so the service can raise the port at a deadline without
+// hearing from the client again. `through_ns` says up to when the client's
+// timeline is complete (records with later times may still come; none
+// with earlier). The port's width at any time is the maximum demand over
+// live clients; full width when none is live.
+//
+// Paths. Per-user service: $XDG_RUNTIME_DIR/slimlink/<port>.sock, or
+// /tmp/slimlink-<uid>/<port>.sock without XDG_RUNTIME_DIR; the folder must
+// belong to the user with mode 0700 and the socket to the user. System
+// service (contrib/slimlinkd.service, root): /run/slimlink/<port>.sock,
+// folder and socket owned by root, folder not writable by others. <port>
+// is the port's name ("emulated", or "<device>-<port number>" for an HCA
+// port), characters outside [A-Za-z0-9_.-] replaced by '_'. Clients try
+// the system socket first.
+#pragma once
+
+#include "link/link_model.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace slim::link::service {
+
+inline constexpr std::uint32_t kMagic           = 0x646d6c73;  // "slmd"
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kMaxMessageBytes = 64 * 1024;
+
+// ---- socket messages -------------------------------------------------------
+
+enum class MessageType : std::uint16_t {
+    attach         = 1,  // client -> service: AttachRequest
+    attach_ok      = 2,  // service -> client: AttachReply + SCM_RIGHTS ring fd
+    refused        = 3,  // service -> client: Refusal, then the service closes
+    nudge          = 4,  // client -> service: ring has new records (no payload)
+    deposit        = 5,  // client -> service: Deposit + opaque rank record bytes
+    deposit_ack    = 6,  // service -> client: DepositAck
+    node_report    = 7,  // service -> client: NodeReportHeader + entries
+    status         = 8,  // anyone -> service: no payload
+    status_reply   = 9,  // service -> asker: StatusReply + StatusClient[]
+    detach         = 10, // client -> service: leaving cleanly (no payload)
+};
+
+struct MessageHeader {
+    std::uint32_t magic   = kMagic;
+    std::uint16_t version = kProtocolVersion;
+    std::uint16_t type    = 0;   // MessageType
+    std::uint32_t length  = 0;   // payload bytes after this header
+    std::uint32_t reserved = 0;
+};
+static_assert(sizeof(MessageHeader) == 16);
+
+inline constexpr std::size_t kJobKeyBytes = 128;
+inline constexpr std::size_t kHostBytes   = 64;
+inline constexpr std::size_t kNameBytes   = 32;
+inline constexpr std::size_t kTextBytes   = 256;
+
+struct AttachRequest {
+    std::uint32_t full_width = 0;  // lanes the client's UCX_SLIM_LINK expects
+    std::int32_t  rank       = -1;
+    std::int32_t  local_rank = -1;
+    std::int32_t  local_size = 0;  // ranks of its job on this node (0: unknown)
+    std::int64_t  pid        = 0;  // for messages only: SO_PEERCRED is trusted
+    char          job_key[kJobKeyBytes] = {};  // NUL-terminated; groups a job's ranks
+};
+
+struct AttachReply {
+    std::uint32_t client_id   = 0;
+    std::uint32_t full_width  = 0;
+    std::uint32_t low_width   = 0;
+    std::uint32_t ring_capacity = 0;  // records in the ring
+    std::uint64_t ring_bytes  = 0;    // size of the memfd to map
+    std::int64_t  tau_ns      = 0;
+    double        lane_watts  = 0.0;
+    char          backend[kNameBytes] = {};   // "emulated", "ibmad", "exec"
+    char          port[kNameBytes]    = {};   // the port's name
+};
+
+struct Refusal {
+    char reason[kTextBytes] = {};  // NUL-terminated, for the client's log
+};
+
+// The client's rank record travels as opaque bytes: the service keeps and
+// returns them to the job's reporting client unread (the runtime's
+// RankRecord, checked there by size and version).
+struct Deposit {
+    std::uint32_t record_version = 0;
+    std::uint32_t record_bytes   = 0;   // bytes following this struct
+    std::int64_t  wait_ns        = 0;   // UCX_SLIM_REPORT_WAIT of the client
+};
+
+struct DepositAck {
+    // 1: this client writes the job's node report (a node_report message
+    // follows when the job's set is complete or wait_ns ran out);
+    // 0: another client of the job will.
+    std::uint32_t reporter = 0;
+    std::uint32_t reserved = 0;
+};
+
+// The port over one job's span (first record of any of its clients to the
+// last `through_ns`): what the node's link section shows.
+struct PortSection {
+    char          backend[kNameBytes] = {};
+    char          port[kNameBytes]    = {};
+    std::uint32_t lanes        = 0;
+    std::uint32_t has_energy   = 0;   // emulated: energy fields are set
+    std::int64_t  span_ns      = 0;
+    double        energy_joules   = 0.0;
+    double        baseline_joules = 0.0;  // always-on over the span
+    std::uint64_t transitions     = 0;
+    std::uint64_t late_wakeups    = 0;
+    std::int64_t  wakeup_delay_ns = 0;
+    std::int64_t  time_at_width_ns[kMaxLanes + 1] = {};
+    std::int64_t  time_in_transition_ns = 0;
+    std::uint32_t clients_seen  = 0;  // clients of other jobs that shared the port
+    std::uint32_t other_jobs    = 0;
+};
+
+enum class EntryState : std::uint32_t {
+    reported = 0,   // deposited a record
+    died     = 1,   // socket closed without a deposit
+    timed_out = 2,  // still attached when wait_ns ran out
+    never_started = 3,  // local rank below local_size that never attached
+};
+
+// One per local rank of the job, in local-rank order.
+struct NodeReportEntry {
+    std::int32_t  rank        = -1;
+    std::int32_t  local_rank  = -1;
+    std::int64_t  pid         = 0;
+    std::uint32_t state       = 0;   // EntryState
+    std::uint32_t record_bytes = 0;  // opaque record bytes follow (reported only)
+    std::uint64_t late_wakeups = 0;  // the port's late wake-ups on this client's traffic
+    std::int64_t  wakeup_delay_ns = 0;
+};
+
+struct NodeReportHeader {
+    PortSection   port;
+    std::uint32_t entries = 0;
+    std::uint32_t record_version = 0;
+};
+
+struct StatusReply {
+    char          backend[kNameBytes] = {};
+    char          port[kNameBytes]    = {};
+    std::uint32_t full_width   = 0;
+    std::uint32_t width        = 0;   // width last commanded to the backend
+    std::uint32_t live_clients = 0;
+    std::uint32_t reserved     = 0;
+    std::int64_t  pid          = 0;   // the service's
+    std::uint64_t clients_dropped = 0; // refused or dropped for bad input
+    std::uint64_t backend_errors  = 0;
+};
+
+struct StatusClient {
+    std::uint32_t client_id = 0;
+    std::uint32_t demand    = 0;   // width it needs now
+    std::int32_t  rank      = -1;
+    std::int32_t  uid       = -1;
+    std::int64_t  pid       = 0;
+};
+
+// ---- the demand ring (shared memory, created by the service) -------------
+
+enum RecordFlags : std::uint32_t {
+    kTraffic = 1u << 0,  // traffic needing `width` starts at t_ns (a late
+                         // wake-up if the port is narrower then)
+};
+
+struct DemandRecord {
+    std::int64_t  t_ns     = 0;
+    std::int64_t  until_ns = 0;   // 0: until the next record
+    std::uint32_t width    = 0;   // 1..full_width
+    std::uint32_t flags    = 0;   // RecordFlags
+};
+static_assert(sizeof(DemandRecord) == 24);
+
+inline constexpr std::uint64_t kRingMagic    = 0x31676e72646d6c73ULL;  // "slmdrng1"
+inline constexpr std::uint32_t kRingCapacity = 4096;                   // power of two
+
+// Written by the client: head, through_ns, overflowed.
+// Written by the service: tail, port_width, closed.
+struct DemandRing {
+    std::uint64_t magic    = kRingMagic;
+    std::uint32_t capacity = kRingCapacity;
+    std::uint32_t full_width = 0;
+
+    alignas(64) std::atomic<std::uint64_t> head{0};        // records published
+    std::atomic<std::int64_t>  through_ns{0};
+    // Set by a client that could not publish (ring full): its demand is
+    // full width from then on, the safe answer.
+    std::atomic<std::uint32_t> overflowed{0};
+
+    alignas(64) std::atomic<std::uint64_t> tail{0};        // records consumed
+    std::atomic<std::uint32_t> port_width{0};  // the port's width now (for the client's reads)
+    std::atomic<std::uint32_t> closed{0};      // the service dropped this client
+
+    alignas(64) DemandRecord records[kRingCapacity];
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
+}  // namespace slim::link::service

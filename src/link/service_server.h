@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// slimlinkd's loop: the listening socket, one connection per client, the
+// rings it creates for them, and the PortService it feeds (one thread,
+// epoll). Separate from main() so that tests run a service in-process.
+#pragma once
+
+#include "link/port_service.h"
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+namespace slim::link {
+
+struct ServerOptions {
+    std::string socket_path;       // created; its folder too (0700, or 0755 for system)
+    bool        system = false;    // accept every uid (root's system instance)
+    // Exit this long after the last client left; also when no client came
+    // at all within `first_client_wait`. Zero: never exit by itself.
+    std::chrono::milliseconds grace{5000};
+    std::chrono::milliseconds first_client_wait{60000};
+};
+
+class ServiceServer {
+public:
+    // Binds the socket (replacing a stale one nobody listens on; refusing
+    // when another service is listening). Throws ServiceError.
+    ServiceServer(PortService& service, ServerOptions options);
+    ~ServiceServer();  // closes every client, removes the socket
+    ServiceServer(const ServiceServer&) = delete;
+    ServiceServer& operator=(const ServiceServer&) = delete;
+
+    // Runs until `stop` is set or the grace period ends. Returns 0, or 1
+    // after a fatal error (logged).
+    int run(const std::atomic<bool>& stop);
+
+    const std::string& socket_path() const { return options_.socket_path; }
+
+private:
+    struct Impl;
+    PortService&  service_;
+    ServerOptions options_;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace slim::link
