@@ -170,6 +170,13 @@ TimeNs Controller::traffic()
 
 void Controller::tick() { update(clock_()); }
 
+void Controller::sync(TimeNs through_ns)
+{
+    if (!backend_->sync(through_ns)) {
+        fail(Status::error("link " + backend_->name() + ": the node service is gone"));
+    }
+}
+
 void Controller::wait_idle()
 {
     const Status status = backend_->drain();
@@ -241,7 +248,11 @@ void Controller::update(TimeNs now)
 
 void Controller::command(unsigned width, TimeNs at_ns)
 {
-    const Status status = backend_->set_width_at(width, at_ns);
+    // A width below full held by a "low until t" request: a node service
+    // raises the port at t by itself if this process falls silent.
+    const Status status = (low_until_ && width < full_)
+                                  ? backend_->set_width_until(width, at_ns, *low_until_)
+                                  : backend_->set_width_at(width, at_ns);
     if (!status) {
         return fail(status);
     }

@@ -63,6 +63,10 @@ public:
     TimeNs traffic();
     // Acts on expired requests and on finished asynchronous commands.
     void tick();
+    // Every decision up to `through_ns` has been made (LinkBackend::sync):
+    // a backend that can no longer act (its node service is gone) fails
+    // the controller, which goes to full width for good and says why.
+    void sync(TimeNs through_ns);
 
     // Waits until the backend has no command in flight (bounded by its
     // timeout) and acts on the outcome: a failed command -> full width.

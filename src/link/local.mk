@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# src/link — the link-width model, controller, backends and node arbitration.
+# src/link — the link-width model, controller, backends and the node service.
 src_libslimcore_la_SOURCES += \
 	src/link/link_model.h src/link/link_model.cpp \
 	src/link/replay.h src/link/replay.cpp
@@ -8,14 +8,13 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_link_model.cpp \
 	tests/unit/test_replay.cpp
 
-# NodeArbiter and PortMap (thesis §4.5.4): POSIX shm (-lrt, -pthread) and hwloc.
+# PortMap (thesis §4.5.4): which port a UCX device drives, with hwloc.
 src_libslimcore_la_SOURCES += \
-	src/link/node_arbiter.h src/link/node_arbiter.cpp src/link/node_arbiter_segment.h \
 	src/link/port_map.h src/link/port_map.cpp
 src_libslimcore_la_CPPFLAGS += $(HWLOC_CFLAGS)
 src_libslimcore_la_LIBADD += $(HWLOC_LIBS) -lrt -lpthread
 tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_node_arbiter.cpp
+	tests/unit/test_port_map.cpp
 
 # Controller and backends (one file per backend, registered in backend.cpp).
 # libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.

@@ -142,6 +142,10 @@ void LiveDrain::drain_locked(TimeNs horizon)
         } catch (...) {
         }
     }
+    try {
+        loop_.sync(now_);
+    } catch (...) {
+    }
     if (options_.publish_low != nullptr) {
         const bool low = loop_.link_low();
         if (low && !was_low_) {

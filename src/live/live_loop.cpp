@@ -80,7 +80,10 @@ LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
     options.safety_handlers = config_.safety_handlers;
     options.low_width       = config_.backend.link.low_width;
     controller_ = std::make_unique<link::Controller>(
-            link::make_backend_or_emulated(config_.backend_name, config_.backend, {}), options);
+            config_.backend_factory
+                    ? config_.backend_factory(config_.backend)
+                    : link::make_backend_or_emulated(config_.backend_name, config_.backend, {}),
+            options);
     if (!config_.trace_path.empty()) {
         try {
             trace_ = std::make_unique<predict::TraceWriter>(config_.trace_path);

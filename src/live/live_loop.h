@@ -28,6 +28,7 @@
 #include "predict/trace.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,9 @@ struct LiveConfig {
     TimeNs                    timeout_ns = 100'000; // timeout policy
     link::BackendConfig       backend;            // link, clock, ...
     std::string               backend_name = "emulated";
+    // Builds the backend instead of backend_name (the node service's
+    // client, issue 13); it must read `backend.clock`.
+    std::function<std::unique_ptr<link::LinkBackend>(const link::BackendConfig&)> backend_factory;
     // Operations closer than this form one burst (event). 2 tau: an idle
     // interval shorter than a transition down and back up saves nothing
     // under any policy, and a gap this wide keeps an MPI call's protocol
@@ -86,6 +90,12 @@ struct DrainCounters {
 struct LiveSummary {
     std::string   predictor;                 // "adaptive", "spps", "pps", "timeout", "off"
     std::string   backend;
+    // Who drove the port (issue 13), filled by the runtime: "slimlinkd"
+    // (the node service: the energy and late wake-ups below are not this
+    // process's, they are in the node report) or "in-process" (this
+    // process's own emulated link), with the socket or the reason.
+    std::string   link_owner = "in-process";
+    std::string   link_owner_detail;
     std::uint64_t events = 0;
     TimeNs        span_ns = 0;               // first event start to last end
     double        energy_joules   = 0.0;     // over the span
@@ -138,6 +148,9 @@ public:
     // open). Called by LiveDrain at each deadline it replays.
     void poll();
     bool burst_open() const { return open_.has_value(); }
+    // Every decision up to `through` is made (the drain finished a round):
+    // tells the backend (Controller::sync).
+    void sync(TimeNs through) { controller_->sync(through); }
     // The link is below its full width (a low-power request holds it).
     bool link_low() const { return controller_->width() < controller_->full_width(); }
 

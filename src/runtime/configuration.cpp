@@ -105,6 +105,28 @@ std::string parse_link_exec(const std::string &value)
     return value;
 }
 
+constexpr const char *service_accepted = "auto, off, or the absolute path of a slimlinkd socket";
+
+// auto, off or an absolute path (a socket checked when connecting).
+ServiceChoice parse_service(const std::string &value)
+{
+    ServiceChoice choice;
+    if (parse::iequals(value, "auto")) {
+        return choice;
+    }
+    if (parse::iequals(value, "off")) {
+        choice.kind = ServiceChoice::Kind::off;
+        return choice;
+    }
+    if (value.size() < 2 || value.front() != '/' || value.back() == '/' ||
+        value.size() >= 108 /* sun_path */) {
+        throw ConfigError(parse::bad_value(Config::service_var, value, service_accepted));
+    }
+    choice.kind = ServiceChoice::Kind::path;
+    choice.path = value;
+    return choice;
+}
+
 // Inline rules or @file; a PolicyError already names the variable, the
 // offending rule (and file:line) and the accepted forms.
 policy::Policy parse_policy(const std::string &value)
@@ -139,6 +161,7 @@ const char *accepted(slim_config_check_t check)
         return "a UCT transport name of 1 to 31 characters a-z, 0-9 and _, other than slim";
     case SLIM_CHECK_REPORT:     return "none, stdout, or a path ending in .json";
     case SLIM_CHECK_LINK_EXEC:  return link_exec_accepted;
+    case SLIM_CHECK_SERVICE:    return service_accepted;
     case SLIM_CHECK_POLICY:
         return "rules LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round] "
                "separated by ';', or @FILE";
@@ -250,6 +273,7 @@ Config Config::from_ucx()
     config.packing      = static_cast<PackingMode>(raw.packing);
     config.predictor    = static_cast<live::PredictorKind>(raw.predictor);
     config.trace_dir    = raw.trace;
+    config.service      = parse_service(raw.service);
     // UCX's time parser has no range: 0s lets the leader take what is there
     // at exit; 600s bounds a hung job's exit.
     constexpr double max_report_wait_s = 600.0;
@@ -309,6 +333,7 @@ int slim_config_read_checked(const char *buf, void *dest, const void *arg)
             }
             break;
         case SLIM_CHECK_POLICY:    parse_policy(value); break;
+        case SLIM_CHECK_SERVICE:   parse_service(value); break;
         }
     });
     return ok ? slim_config_store_string(buf, dest) : 0;

@@ -50,6 +50,17 @@ enum class PackingMode {
 
 const char *to_string(PackingMode mode) noexcept;
 
+// UCX_SLIM_SERVICE: who drives the node's port (src/link/service_protocol.h).
+struct ServiceChoice {
+    enum class Kind {
+        automatic, // the system slimlinkd, else the user's; else in-process
+        off,       // in-process emulated link
+        path,      // this socket (per-user rules when not root's)
+    };
+    Kind        kind = Kind::automatic;
+    std::string path;
+};
+
 struct Config {
     static constexpr const char *inner_var     = "UCX_SLIM_INNER";
     static constexpr const char *report_var    = "UCX_SLIM_REPORT";
@@ -58,6 +69,7 @@ struct Config {
     static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
     static constexpr const char *policy_var       = policy::policy_var;
     static constexpr const char *report_wait_var  = "UCX_SLIM_REPORT_WAIT";
+    static constexpr const char *service_var      = "UCX_SLIM_SERVICE";
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -75,6 +87,7 @@ struct Config {
     live::PredictorKind predictor = live::PredictorKind::adaptive;
     // Directory for per-rank event traces (slim-replay's format); empty: none.
     std::string  trace_dir;
+    ServiceChoice service;
     // How long the node leader waits at exit for the other local ranks'
     // numbers before writing the node report without them.
     std::chrono::nanoseconds report_wait = std::chrono::seconds(10);

@@ -10,8 +10,13 @@
 #include "report.h"
 #include "traffic_monitor.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+
+#include <sys/stat.h>
+#include <unistd.h>
 #include <new>
 #include <optional>
 
@@ -28,10 +33,9 @@ void report_at_exit()
     if (Engine *engine = Engine::get()) {
         engine->stop_timer();
         engine->report();
-        // The node leader waits for the other local ranks here, at exit, and
+        // The reporter waits for the other local ranks here, at exit, and
         // not in report(), which the transport may call inside MPI_Finalize.
-        node_report_finish(engine->config().report, this_process(),
-                           engine->config().report_wait);
+        engine->report_node();
     }
 }
 
@@ -71,8 +75,6 @@ slim_status_t create_engine()
         logger().warn("cannot register the exit report (atexit failed); "
                       "the report is written only when the slim transport closes");
     }
-    // Now, inside MPI_Init: the node leader learns who to wait for at exit.
-    node_report_join(this_process(), engine->config().report);
     const Config &c = engine->config();
     logger().debug("slimlink {} started: inner transport {}, report {}, log level {}, "
                    "lossy packing {} (UCX_SLIM_PACKING={}, steering UCP: {})",
@@ -98,6 +100,27 @@ namespace {
 constexpr std::size_t kSerialRingCapacity = 8192;
 constexpr std::size_t kSharedRingCapacity = 4096;
 
+// The port a node service drives for this process: "emulated" for the
+// emulated link (one per node: every local rank shares it, as ranks share
+// an HCA port); for a real one, the first UCX_NET_DEVICES entry
+// ("mlx5_0:1" -> "mlx5_0-1"), the name an administrator gives the system
+// instance of that port (slimlinkd --port).
+std::string service_port_name(const Config &config)
+{
+    if (config.link == LinkBackendKind::emulated) {
+        return "emulated";
+    }
+    const std::optional<std::string> devices = process_environment()("UCX_NET_DEVICES");
+    std::string first = devices ? devices->substr(0, devices->find(',')) : std::string();
+    if (first.empty() || first == "all") {
+        return "default";
+    }
+    for (char &c : first) {
+        c = c == ':' ? '-' : c;
+    }
+    return link::service_port_name(first);
+}
+
 } // namespace
 
 void Engine::start_live() noexcept
@@ -122,7 +145,11 @@ void Engine::start_live() noexcept
         // interface folds them into its totals instead of logging each.
         const predict::TimeNs coalesce_gap = lc.burst_gap_ns;
         replay_now_ = link::steady_now_ns();
-        const bool emulated = config_.link == LinkBackendKind::emulated;
+        attach_service(lc);
+        // A real port behind the service: the drain follows the loop's
+        // deadlines so that the service hears of them in time.
+        const bool emulated = service_ ? std::string(service_->info().backend) == "emulated"
+                                       : true;
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
         trace_open_error_ = live_->trace_error();
         if (!trace_open_error_.empty()) {
@@ -303,6 +330,8 @@ std::optional<live::LiveSummary> Engine::finish_live() noexcept
             final_live_ = drain_->with_loop([](live::LiveLoop &loop) {
                 return loop.summary(true);
             });
+            final_live_->link_owner  = service_ ? "slimlinkd" : "in-process";
+            final_live_->link_owner_detail = link_owner_detail_;
             final_live_->drain       = drain_->stats();
             final_live_->ops_dropped = log_->dropped();
             final_live_->ops_logged  = log_->logged();
@@ -365,12 +394,16 @@ void Engine::report() noexcept
         const slim_packing_stats_t packing = process_packing().snapshot();
         const ErrorBound           bound   = process_packing().error_bound();
         const live::LiveSummary   *summary = live ? &*live : nullptr;
-        const bool shown_by_leader =
-                node_report_deposit(make_rank_record(who, traffic, packing, bound, summary));
-        // On stdout the node leader prints every local rank's row; the other
-        // ranks keep quiet unless the leader cannot show them.
-        if (shown_by_leader && who.local.local_rank > 0 &&
-            config_.report.kind == ReportTarget::Kind::stdout_text) {
+        if (service_) {
+            const RankRecord record = make_rank_record(who, traffic, packing, bound, summary);
+            const auto *bytes = reinterpret_cast<const std::uint8_t *>(&record);
+            pending_record_.emplace(bytes, bytes + sizeof record);
+        }
+        if (config_.report.kind == ReportTarget::Kind::stdout_text && service_) {
+            // On stdout the node report shows every local rank's row: this
+            // block is printed only by the reporter, or when no node report
+            // comes (report_node()).
+            pending_text_ = format_text_report(who, traffic, packing, summary, bound);
             return;
         }
         write_report(config_.report, who, traffic, packing, summary, bound);
@@ -381,6 +414,106 @@ void Engine::report() noexcept
                                    ? config_.report.path
                                    : std::string("stdout"),
                            e.what());
+        } catch (...) {
+        }
+    } catch (...) {
+    }
+}
+
+void Engine::attach_service(live::LiveConfig &lc)
+{
+    const bool real_port = config_.link != LinkBackendKind::emulated;
+    // Real backends run only in the service (the one owner of a port).
+    lc.backend_name = "emulated";
+    auto in_process = [&](const std::string &why) {
+        link_owner_detail_ = why;
+        if (real_port) {
+            logger().warn("{}={} drives a port only through the node service slimlinkd, and "
+                          "none was reached ({}): this process accounts an emulated link and "
+                          "the port stays as it is",
+                          Config::link_var, to_string(config_.link), why);
+        } else {
+            logger().info("no node service: {}; this process accounts its own emulated link",
+                          why);
+        }
+    };
+    if (config_.service.kind == ServiceChoice::Kind::off) {
+        return in_process(std::string(Config::service_var) + "=off");
+    }
+    const ProcessIdentity &who = this_process();
+    link::service::AttachRequest request;
+    request.full_width = lc.backend.link.lanes;
+    request.rank       = who.rank;
+    request.pid        = who.pid;
+    if (who.local.known()) {
+        request.local_rank = who.local.local_rank;
+        request.local_size = who.local.local_size;
+    }
+    // A process outside a known launcher is a job of its own.
+    const std::string job = who.local.known() ? who.local.key : "pid" + std::to_string(who.pid);
+    std::snprintf(request.job_key, sizeof request.job_key, "%s", job.c_str());
+    const std::string port = service_port_name(config_);
+    try {
+        std::unique_ptr<link::ServiceClient> client;
+        if (config_.service.kind == ServiceChoice::Kind::path) {
+            // A socket that root owns is a system instance: trusted as one.
+            struct stat st{};
+            const bool system = ::stat(config_.service.path.c_str(), &st) == 0 &&
+                                st.st_uid == 0 && ::geteuid() != 0;
+            client = link::ServiceClient::connect(config_.service.path, system, request);
+        } else {
+            client = link::ServiceClient::connect_any(port, request);
+        }
+        service_ = std::shared_ptr<link::ServiceClient>(std::move(client));
+    } catch (const link::ServiceError &e) {
+        return in_process(e.what());
+    }
+    const link::service::AttachReply &info = service_->info();
+    lc.backend.link.lanes      = info.full_width;
+    lc.backend.link.low_width  = info.low_width;
+    lc.backend.link.tau_ns     = info.tau_ns;
+    lc.backend.link.lane_watts = info.lane_watts;
+    lc.backend_factory = [client = service_](const link::BackendConfig &c) {
+        return link::make_service_backend(client, c.clock);
+    };
+    link_owner_detail_ = "port " + std::string(info.port, ::strnlen(info.port, sizeof info.port)) +
+                         ", " + std::string(info.backend, ::strnlen(info.backend, sizeof info.backend)) +
+                         ", socket " + service_->socket_path();
+    logger().debug("link driven by slimlinkd: {}", link_owner_detail_);
+}
+
+void Engine::report_node() noexcept
+{
+    try {
+        const ProcessIdentity &who = this_process();
+        bool shown = false;
+        if (service_ && pending_record_ && config_.report.kind != ReportTarget::Kind::none) {
+            try {
+                const std::optional<link::ReceivedReport> received =
+                        service_->deposit(rank_record_version, pending_record_->data(),
+                                          pending_record_->size(), config_.report_wait);
+                if (received) {
+                    if (!pending_text_.empty()) {
+                        write_report_content(config_.report, pending_text_);
+                        pending_text_.clear();
+                    }
+                    write_node_report(config_.report, who, collection_from_service(*received));
+                }
+                shown = true;
+            } catch (const link::ServiceError &e) {
+                logger().warn("node report: {}; this rank writes its own report", e.what());
+            }
+        }
+        if (!shown && !pending_text_.empty()) {
+            write_report_content(config_.report, pending_text_);
+        }
+        pending_text_.clear();
+        if (service_) {
+            service_->detach();
+        }
+    } catch (const std::exception &e) {
+        try {
+            logger().error("node report: {}", e.what());
         } catch (...) {
         }
     } catch (...) {

@@ -6,6 +6,7 @@
 #define SLIM_RUNTIME_ENGINE_H
 
 #include "configuration.h"
+#include "link/service_client.h"
 #include "live/live_loop.h"
 #include "live/live_drain.h"
 #include "live/op_log.h"
@@ -105,8 +106,15 @@ public:
     std::optional<live::LiveSummary> finish_live() noexcept;
 
     // Writes the report the configuration asks for; only the first call in
-    // the process writes. I/O errors are logged, never thrown.
+    // the process writes. I/O errors are logged, never thrown. A rank's
+    // text report on stdout waits for report_node(): the node report may
+    // show it instead.
     void report() noexcept;
+
+    // At exit, after report(): hands this rank's record to the node service,
+    // and writes the job's node report when the service names this rank its
+    // reporter; then leaves the service. Never throws.
+    void report_node() noexcept;
 
 private:
     Config               config_;
@@ -115,6 +123,10 @@ private:
     std::string          trace_open_error_;   // why the trace was not created, if so
 
     void start_live() noexcept;
+    // Attaches to the node's slimlinkd (UCX_SLIM_SERVICE) and points the
+    // loop's backend at it; otherwise says why the process keeps its own
+    // emulated link. Throws only bad_alloc.
+    void attach_service(live::LiveConfig &lc);
     void poll_slow() noexcept;
     void push(const live::OpRecord &record) noexcept;
     // UCX_SLIM_INJECT_DELAY: the operation that finds the link low really
@@ -138,6 +150,13 @@ private:
     int                              region_depth_ = 0;   // under region_mutex_
     std::mutex                       finish_mutex_;
     std::optional<live::LiveSummary> final_live_;         // under finish_mutex_
+    // The node service driving the port (null: in-process emulated link),
+    // and what the reports say about who drove it.
+    std::shared_ptr<link::ServiceClient> service_;
+    std::string                      link_owner_detail_;
+    // What report() left for report_node().
+    std::optional<std::vector<std::uint8_t>> pending_record_;
+    std::string                      pending_text_;       // stdout: the rank's block
 };
 
 } // namespace slim

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "node_report.h"
 
-#include "link/node_arbiter.h"
-#include "base/shared_segment.h"
 #include "base/log.h"
 #include "base/no_destructor.h"
 #include "report.h"
@@ -11,22 +9,13 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 
-#include <dirent.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 namespace slim {
 
@@ -83,7 +72,8 @@ const char *to_string(MissingRank::Reason reason) noexcept
     return "?";
 }
 
-NodeTotals node_totals(const std::vector<RankRecord> &ranks)
+NodeTotals node_totals(const std::vector<RankRecord> &ranks,
+                       const std::optional<link::service::PortSection> &port)
 {
     NodeTotals t;
     double     penalty_sum   = 0.0;
@@ -119,6 +109,18 @@ NodeTotals node_totals(const std::vector<RankRecord> &ranks)
                                               r.time_penalty_pct);
             penalty_sum += r.time_penalty_pct;
             ++penalty_ranks;
+        }
+    }
+    if (port) {
+        // One port, accounted once by the service: its numbers, not sums
+        // of what each rank would have had alone.
+        t.lanes           = std::min<unsigned>(port->lanes, link::kMaxLanes);
+        t.energy_joules   = port->has_energy != 0 ? port->energy_joules : 0.0;
+        t.baseline_joules = port->has_energy != 0 ? port->baseline_joules : 0.0;
+        t.late_wakeups    = port->late_wakeups;
+        t.wakeup_delay_ns = port->wakeup_delay_ns;
+        for (std::size_t w = 0; w <= link::kMaxLanes; ++w) {
+            t.time_at_width_ns[w] = port->time_at_width_ns[w];
         }
     }
     // Over the sums, not a mean of percentages: a rank that ran longer weighs more.
@@ -193,7 +195,7 @@ std::string table_row(const std::string &label, const std::string &events,
 
 std::string format_node_text(const NodeInfo &node, const NodeCollection &collection)
 {
-    const NodeTotals t = node_totals(collection.reported);
+    const NodeTotals t = node_totals(collection.reported, collection.port);
     std::string out = "slimlink node report: host " + node.host + ", job " + node.job.key +
                       ", " + std::to_string(node.job.local_size) + " local ranks, " +
                       std::to_string(collection.reported.size()) + " reported, " +
@@ -230,12 +232,29 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
     if (!any_link) {
         return out;
     }
+    if (collection.port) {
+        const link::service::PortSection &p = *collection.port;
+        out += "  port " + std::string(p.port, ::strnlen(p.port, sizeof p.port)) + " (" +
+               std::string(p.backend, ::strnlen(p.backend, sizeof p.backend)) + ", " +
+               std::to_string(p.lanes) + " lanes), driven by slimlinkd for " +
+               std::to_string(collection.reported.size() + collection.missing.size()) +
+               " local ranks" +
+               (p.other_jobs > 0 ? " and " + std::to_string(p.other_jobs) + " other job(s)"
+                                 : std::string()) +
+               " over " + format_fixed(static_cast<double>(p.span_ns) * 1e-9, 3) + " s: " +
+               (p.has_energy != 0 ? "energy saved " + text_or_dash(t.energy_savings_pct, 1) +
+                                            "% vs always on"
+                                  : std::string("energy not measured by this backend")) +
+               ", " + u64(p.transitions) + " transitions, " + u64(p.late_wakeups) +
+               " late wake-ups (" +
+               format_fixed(static_cast<double>(p.wakeup_delay_ns) * 1e-3, 1) + " us)\n";
+    }
     out += "  energy " + format_fixed(t.energy_joules, 6) + " J of " +
            format_fixed(t.baseline_joules, 6) + " J always on; time penalty max " +
            text_or_dash(t.time_penalty_pct_max, 2) + "%, mean " +
            text_or_dash(t.time_penalty_pct_mean, 2) + "%; " + u64(t.predictions) +
            " low-power predictions, " + u64(t.hits) + " hits\n";
-    out += "  time at width (all ranks):";
+    out += collection.port ? "  time at width (the port):" : "  time at width (all ranks):";
     for (unsigned w = 1; w <= t.lanes; ++w) {
         if (t.time_at_width_ns[w] > 0) {
             out += " " + std::to_string(w) + "x " +
@@ -250,9 +269,44 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
     return out;
 }
 
+namespace {
+
+// The port as the node service accounted it over the job's span.
+ReportJson port_json(const link::service::PortSection &p)
+{
+    ReportJson widths = ReportJson::object();
+    for (unsigned w = 1; w <= p.lanes && w <= link::kMaxLanes; ++w) {
+        widths[std::to_string(w)] = p.time_at_width_ns[w];
+    }
+    const bool energy = p.has_energy != 0;
+    std::optional<double> saved;
+    if (energy && p.baseline_joules > 0.0) {
+        saved = 100.0 * (1.0 - p.energy_joules / p.baseline_joules);
+    }
+    return {
+            {"owner", "slimlinkd"},
+            {"port", std::string(p.port, ::strnlen(p.port, sizeof p.port))},
+            {"backend", std::string(p.backend, ::strnlen(p.backend, sizeof p.backend))},
+            {"lanes", p.lanes},
+            {"span_ns", p.span_ns},
+            {"energy_joules", energy ? json_fixed(p.energy_joules, 6) : ReportJson(nullptr)},
+            {"baseline_joules", energy ? json_fixed(p.baseline_joules, 6) : ReportJson(nullptr)},
+            {"energy_savings_pct", json_fixed(saved, 4)},
+            {"transitions", p.transitions},
+            {"late_wakeups", p.late_wakeups},
+            {"wakeup_delay_ns", p.wakeup_delay_ns},
+            {"time_at_width_ns", widths},
+            {"time_in_transition_ns", p.time_in_transition_ns},
+            {"other_jobs", p.other_jobs},
+            {"clients_of_other_jobs", p.clients_seen},
+    };
+}
+
+} // namespace
+
 std::string format_node_json(const NodeInfo &node, const NodeCollection &collection)
 {
-    const NodeTotals t       = node_totals(collection.reported);
+    const NodeTotals t       = node_totals(collection.reported, collection.port);
     ReportJson       missing = ReportJson::array();
     for (const MissingRank &m : collection.missing) {
         missing.push_back({
@@ -323,490 +377,72 @@ std::string format_node_json(const NodeInfo &node, const NodeCollection &collect
             {"ranks_missing", missing},
             {"totals", totals},
             {"ranks", ranks},
+            {"port", collection.port ? port_json(*collection.port) : ReportJson(nullptr)},
     };
     return json_line(report);
 }
 
-// ---- the shared-memory exchange --------------------------------------------
+// ---- the node report through the node service -----------------------------
 
-std::string node_segment_name(uid_t uid, const std::string &job_key)
-{
-    std::string clean = job_key.empty() ? std::string("unknown") : job_key;
-    for (char &c : clean) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-        if (!ok) {
-            c = '_';
-        }
-    }
-    // NAME_MAX is 255 for the file under /dev/shm.
-    if (clean.size() > 200) {
-        clean.resize(200);
-    }
-    return "/slimlink-" + std::to_string(uid) + "-report-" + clean;
-}
-
-namespace {
-
-constexpr std::uint64_t kMagic   = 0x736c696d72707431ULL; // "slimrpt1"
-constexpr std::uint32_t kVersion = 1;
-constexpr int           kOpenAttempts = 16;
-
-enum SlotState : std::uint32_t { kEmpty = 0, kJoined = 1, kDeposited = 2 };
-
-struct Slot {
-    std::uint32_t state;
-    std::int32_t  rank;
-    pid_t         pid;
-    std::uint64_t start_time; // /proc start time: a reused pid differs
-    RankRecord    record;
-};
-
-// Plain data plus one robust, process-shared mutex that guards everything
-// but `magic`; the creator publishes `magic` last (release). The slots
-// follow the header.
-struct Header {
-    std::atomic<std::uint64_t> magic;
-    std::uint32_t version;
-    std::uint32_t local_size;
-    std::uint32_t slot_size;
-    std::uint32_t closed;   // set by the leader (under the lock) once it has collected
-    std::uint32_t unlinked; // the name is gone: every local rank had joined
-    pthread_mutex_t mutex;
-};
-
-static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
-              "the segment's magic must be address-free between processes");
-
-constexpr std::size_t kSlotsOffset = (sizeof(Header) + alignof(Slot) - 1) / alignof(Slot) * alignof(Slot);
-
-std::size_t segment_bytes(int local_size)
-{
-    return kSlotsOffset + static_cast<std::size_t>(local_size) * sizeof(Slot);
-}
-
-[[noreturn]] void throw_sys(const std::string &what, const std::string &name, int err)
-{
-    throw NodeReportError("node report: " + what + " failed for shared-memory segment '" + name +
-                          "': " + std::strerror(err));
-}
-
-// Gone, a zombie, or its pid reused by another process.
-bool process_alive(pid_t pid, std::uint64_t start_time)
-{
-    if (pid <= 0) {
-        return false;
-    }
-    if (::kill(pid, 0) != 0 && errno == ESRCH) {
-        return false;
-    }
-    return link::process_start_time(pid) == start_time;
-}
-
-} // namespace
-
-struct NodeExchange::Segment : Header {
-    Slot *slots() { return reinterpret_cast<Slot *>(reinterpret_cast<char *>(this) + kSlotsOffset); }
-};
-
-class NodeExchange::Lock {
-public:
-    Lock(Segment *seg, const std::string &name) : seg_(seg)
-    {
-        if (const int rc = base::lock_robust_mutex(&seg_->mutex, "node report", name); rc != 0) {
-            throw_sys("pthread_mutex_lock", name, rc);
-        }
-    }
-    ~Lock() { pthread_mutex_unlock(&seg_->mutex); }
-    Lock(const Lock &)            = delete;
-    Lock &operator=(const Lock &) = delete;
-
-private:
-    Segment *seg_;
-};
-
-NodeExchange NodeExchange::join(const std::string &name, int local_rank, int local_size, int rank,
-                                std::chrono::nanoseconds init_wait)
-{
-    NodeExchange self;
-    self.name_       = name;
-    self.local_rank_ = local_rank;
-    self.local_size_ = local_size;
-    self.pid_        = ::getpid();
-    if (local_size <= 0 || local_size > kMaxLocalRanks || local_rank < 0 ||
-        local_rank >= local_size) {
-        throw NodeReportError("node report: local rank " + std::to_string(local_rank) + " of " +
-                              std::to_string(local_size) + " is out of range (at most " +
-                              std::to_string(kMaxLocalRanks) + " local ranks)");
-    }
-    if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
-        throw NodeReportError("node report: segment name '" + name +
-                              "' must be one '/' followed by a name without '/'");
-    }
-    const std::uint64_t start_time = link::process_start_time(self.pid_);
-    if (start_time == 0) {
-        throw NodeReportError("node report: cannot read /proc/self/stat (is /proc mounted?)");
-    }
-    const std::size_t bytes = segment_bytes(local_size);
-
-    // At least kOpenAttempts tries, and on until init_wait has passed.
-    const auto give_up = std::chrono::steady_clock::now() + init_wait;
-    for (int attempt = 0; attempt < kOpenAttempts || std::chrono::steady_clock::now() < give_up;
-         ++attempt) {
-        std::optional<base::SegmentMapping> mapped;
-        try {
-            mapped = base::map_private_segment(name, bytes, init_wait);
-        } catch (const base::SharedSegmentError &e) {
-            throw NodeReportError(std::string("node report: ") + e.what());
-        }
-        if (!mapped) {
-            continue; // unlinked by the leader meanwhile
-        }
-        self.seg_   = static_cast<Segment *>(mapped->addr);
-        self.bytes_ = bytes;
-        Segment *seg = self.seg_;
-
-        if (mapped->creator) {
-            if (const int rc = base::init_robust_mutex(&seg->mutex); rc != 0) {
-                self.unmap();
-                ::shm_unlink(name.c_str());
-                throw_sys("pthread_mutex_init (robust, process-shared)", name, rc);
-            }
-            seg->version    = kVersion;
-            seg->local_size = static_cast<std::uint32_t>(local_size);
-            seg->slot_size  = sizeof(Slot);
-            seg->magic.store(kMagic, std::memory_order_release);
-        } else {
-            if (!base::wait_published(seg->magic, kMagic, mapped->deadline)) {
-                throw NodeReportError("node report: shared-memory segment '" + name +
-                                      "' was never initialised (creator crashed? remove "
-                                      "/dev/shm" + name + ")");
-            }
-            if (seg->version != kVersion || seg->slot_size != sizeof(Slot) ||
-                seg->local_size != static_cast<std::uint32_t>(local_size)) {
-                throw NodeReportError("node report: shared-memory segment '" + name +
-                                      "' has another layout (version " +
-                                      std::to_string(seg->version) + ", " +
-                                      std::to_string(seg->local_size) + " local ranks)");
-            }
-        }
-
-        bool closed = false;
-        {
-            Lock lock(seg, name);
-            closed = seg->closed != 0;
-            if (!closed) {
-                Slot *slots = seg->slots();
-                // Every process joins inside MPI_Init, before any can have
-                // finished; if every process in the segment is gone, it was
-                // left by an earlier job with the same key whose leader died
-                // before collecting, and its records are not ours.
-                bool any_alive = false;
-                for (int i = 0; i < local_size && !any_alive; ++i) {
-                    any_alive = slots[i].state != kEmpty &&
-                                process_alive(slots[i].pid, slots[i].start_time);
-                }
-                for (int i = 0; i < local_size && !any_alive; ++i) {
-                    slots[i] = Slot{};
-                }
-                Slot &mine = slots[local_rank];
-                if (mine.state != kEmpty && mine.pid != self.pid_) {
-                    throw NodeReportError("node report: local rank " + std::to_string(local_rank) +
-                                          " of '" + name + "' is already held by live pid " +
-                                          std::to_string(mine.pid) +
-                                          " (two processes with the same local rank?)");
-                }
-                mine            = Slot{};
-                mine.rank       = rank;
-                mine.pid        = self.pid_;
-                mine.start_time = start_time;
-                mine.state      = kJoined;
-                // The last local rank in removes the name: the mappings live
-                // on, and no process killed later (hydra SIGKILLs the other
-                // ranks when one dies by a signal) can leave it in /dev/shm.
-                int joined = 0;
-                for (int i = 0; i < local_size; ++i) {
-                    joined += slots[i].state != kEmpty ? 1 : 0;
-                }
-                if (joined == local_size && seg->unlinked == 0) {
-                    seg->unlinked = 1;
-                    if (::shm_unlink(name.c_str()) != 0 && errno != ENOENT) {
-                        logger().warn("node report: shm_unlink '{}': {}", name,
-                                      std::strerror(errno));
-                    }
-                }
-            }
-        }
-        if (!closed) {
-            return self;
-        }
-        // Unmapped only once unlocked: a robust mutex held in unmapped memory
-        // is never released.
-        self.unmap();
-    }
-    throw NodeReportError("node report: segment '" + name + "' kept being removed while joining");
-}
-
-NodeExchange::NodeExchange(NodeExchange &&other) noexcept
-    : seg_(std::exchange(other.seg_, nullptr)),
-      bytes_(other.bytes_),
-      name_(std::move(other.name_)),
-      local_rank_(other.local_rank_),
-      local_size_(other.local_size_),
-      pid_(other.pid_)
-{
-}
-
-NodeExchange &NodeExchange::operator=(NodeExchange &&other) noexcept
-{
-    if (this != &other) {
-        unmap();
-        seg_        = std::exchange(other.seg_, nullptr);
-        bytes_      = other.bytes_;
-        name_       = std::move(other.name_);
-        local_rank_ = other.local_rank_;
-        local_size_ = other.local_size_;
-        pid_        = other.pid_;
-    }
-    return *this;
-}
-
-NodeExchange::~NodeExchange() { unmap(); }
-
-void NodeExchange::unmap() noexcept
-{
-    if (seg_ != nullptr) {
-        ::munmap(seg_, bytes_);
-        seg_ = nullptr;
-    }
-}
-
-// Also false in a child that inherited the mapping through fork().
-bool NodeExchange::owns_slot() const
-{
-    return seg_ != nullptr && pid_ == ::getpid() && seg_->slots()[local_rank_].pid == pid_;
-}
-
-bool NodeExchange::deposit(const RankRecord &record)
-{
-    if (seg_ == nullptr || pid_ != ::getpid()) {
-        return false;
-    }
-    Lock lock(seg_, name_);
-    if (seg_->closed != 0 || !owns_slot()) {
-        return false;
-    }
-    Slot &mine  = seg_->slots()[local_rank_];
-    mine.record = record;
-    mine.state  = kDeposited;
-    return true;
-}
-
-bool NodeExchange::leader_will_collect()
-{
-    if (seg_ == nullptr) {
-        return false;
-    }
-    Lock lock(seg_, name_);
-    const Slot &leader = seg_->slots()[0];
-    if (seg_->closed != 0 || leader.state == kEmpty) {
-        return false;
-    }
-    return leader.pid == pid_ || process_alive(leader.pid, leader.start_time);
-}
-
-NodeCollection NodeExchange::collect(std::chrono::nanoseconds wait, std::chrono::nanoseconds poll)
+NodeCollection collection_from_service(const link::ReceivedReport &received)
 {
     NodeCollection collection;
-    if (seg_ == nullptr) {
-        throw NodeReportError("node report: collect on a segment that is not joined");
-    }
-    const auto deadline = std::chrono::steady_clock::now() + wait;
-    for (;;) {
-        bool pending = false;
-        {
-            Lock lock(seg_, name_);
-            const Slot *slots = seg_->slots();
-            for (int i = 0; i < local_size_ && !pending; ++i) {
-                const Slot &s = slots[i];
-                pending = s.state == kEmpty ||
-                          (s.state == kJoined && process_alive(s.pid, s.start_time));
-            }
-        }
-        const auto now = std::chrono::steady_clock::now();
-        if (!pending || now >= deadline) {
-            break;
-        }
-        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(poll, deadline - now));
-    }
-
-    {
-        Lock lock(seg_, name_);
-        const Slot *slots = seg_->slots();
-        for (int i = 0; i < local_size_; ++i) {
-            const Slot &s = slots[i];
-            if (s.state == kDeposited) {
-                RankRecord r = s.record;
-                r.local_rank = i;
-                collection.reported.push_back(r);
+    collection.port = received.port;
+    for (const link::ReceivedReport::Entry &e : received.entries) {
+        const auto state = static_cast<link::service::EntryState>(e.entry.state);
+        MissingRank m;
+        m.local_rank = e.entry.local_rank;
+        m.rank       = e.entry.rank;
+        m.pid        = static_cast<long>(e.entry.pid);
+        if (state == link::service::EntryState::reported) {
+            if (received.record_version != rank_record_version ||
+                e.record.size() != sizeof(RankRecord)) {
+                // Another build of slimlink in the same job: its numbers
+                // cannot be read, so the rank is listed, not invented.
+                logger().warn("node report: rank {} sent a record of {} bytes, version {} "
+                              "(this build reads {} bytes, version {}); listed as missing",
+                              e.entry.rank, e.record.size(), received.record_version,
+                              sizeof(RankRecord), rank_record_version);
+                m.reason = MissingRank::Reason::died;
+                collection.missing.push_back(m);
                 continue;
             }
-            MissingRank m;
-            m.local_rank = i;
-            if (s.state == kJoined) {
-                m.rank   = s.rank;
-                m.pid    = s.pid;
-                m.reason = process_alive(s.pid, s.start_time) ? MissingRank::Reason::timed_out
-                                                              : MissingRank::Reason::died;
-            }
-            collection.missing.push_back(m);
+            RankRecord r;
+            std::memcpy(&r, e.record.data(), sizeof r);
+            r.local_rank = e.entry.local_rank;
+            // The port's numbers are the node's: this rank's late wake-ups
+            // are the ones the shared port caused on its traffic.
+            r.has_savings     = false;
+            r.late_wakeups    = e.entry.late_wakeups;
+            r.wakeup_delay_ns = e.entry.wakeup_delay_ns;
+            r.has_penalty     = r.has_link && r.span_ns > 0;
+            r.time_penalty_pct = r.has_penalty ? 100.0 * static_cast<double>(r.wakeup_delay_ns) /
+                                                         static_cast<double>(r.span_ns)
+                                               : 0.0;
+            collection.reported.push_back(r);
+            continue;
         }
-        // A process that opened the name just now sees `closed` and opens
-        // again (a new, empty segment) instead of depositing where nobody reads.
-        seg_->closed = 1;
-        if (seg_->unlinked == 0) {
-            seg_->unlinked = 1;
-            if (::shm_unlink(name_.c_str()) != 0 && errno != ENOENT) {
-                logger().warn("node report: shm_unlink '{}': {}", name_, std::strerror(errno));
-            }
-        }
+        m.reason = state == link::service::EntryState::died        ? MissingRank::Reason::died
+                   : state == link::service::EntryState::timed_out ? MissingRank::Reason::timed_out
+                                                                   : MissingRank::Reason::never_started;
+        collection.missing.push_back(m);
     }
     return collection;
 }
 
-// ---- the process's node report ---------------------------------------------
-
-namespace {
-
-struct ProcessNodeReport {
-    std::mutex                  mutex;
-    std::optional<NodeExchange> exchange;
-    bool                        deposited = false;
-};
-
-ProcessNodeReport &process_node_report()
-{
-    // Never destroyed: the exit report runs from atexit, after static destructors may have.
-    static NoDestructor<ProcessNodeReport> state;
-    return *state;
-}
-
-void log_failure(const char *what, const std::exception &e) noexcept
+void write_node_report(const ReportTarget &report, const ProcessIdentity &who,
+                       const NodeCollection &collection) noexcept
 {
     try {
-        logger().warn("{}: {}; each rank writes its own report instead", what, e.what());
-    } catch (...) {
-    }
-}
-
-} // namespace
-
-std::size_t remove_stale_hydra_segments(uid_t uid, const std::string &dir)
-{
-    // Names are /slimlink-<uid>-report-hydra-<proxy pid>-<proxy start time>:
-    // the proxy's pid and start time say whether that job can still be there.
-    const std::string prefix = "slimlink-" + std::to_string(uid) + "-report-hydra-";
-    DIR *d = ::opendir(dir.c_str());
-    if (d == nullptr) {
-        return 0;
-    }
-    std::size_t removed = 0;
-    while (const dirent *entry = ::readdir(d)) {
-        const std::string name = entry->d_name;
-        if (name.compare(0, prefix.size(), prefix) != 0) {
-            continue;
-        }
-        unsigned long long pid = 0, start = 0;
-        char               rest = 0;
-        if (std::sscanf(name.c_str() + prefix.size(), "%llu-%llu%c", &pid, &start, &rest) != 2 ||
-            pid == 0 || pid > static_cast<unsigned long long>(INT32_MAX)) {
-            continue;   // not a name we make: leave it alone
-        }
-        if (link::process_start_time(static_cast<pid_t>(pid)) == start) {
-            continue;   // its job's proxy is alive
-        }
-        if (::shm_unlink(("/" + name).c_str()) == 0) {
-            ++removed;
-            logger().info("node report: removed '/{}', left by a job whose launcher is gone "
-                          "(a rank never started)", name);
-        }
-    }
-    ::closedir(d);
-    return removed;
-}
-
-void node_report_join(const ProcessIdentity &who, const ReportTarget &report) noexcept
-{
-    if (report.kind == ReportTarget::Kind::none || !who.local.known()) {
-        return;
-    }
-    try {
-        // A job one of whose ranks never started cannot remove its segment
-        // (the last rank to join does, and hydra SIGKILLs the others); the
-        // next job of the same user on the node removes it.
-        if (who.local.local_rank == 0) {
-            remove_stale_hydra_segments(::geteuid(), "/dev/shm");
-        }
-        ProcessNodeReport &state = process_node_report();
-        const std::lock_guard<std::mutex> lock(state.mutex);
-        state.exchange = NodeExchange::join(node_segment_name(::geteuid(), who.local.key),
-                                            who.local.local_rank, who.local.local_size, who.rank);
-        logger().debug("node report: joined '{}' as local rank {} of {} ({})",
-                       state.exchange->name(), who.local.local_rank, who.local.local_size,
-                       who.local.launcher);
-    } catch (const std::exception &e) {
-        log_failure("node report disabled", e);
-    } catch (...) {
-    }
-}
-
-bool node_report_deposit(const RankRecord &record) noexcept
-{
-    try {
-        ProcessNodeReport &state = process_node_report();
-        const std::lock_guard<std::mutex> lock(state.mutex);
-        if (!state.exchange || state.deposited) {
-            return false;
-        }
-        state.deposited = state.exchange->deposit(record);
-        if (!state.deposited) {
-            logger().warn("node report: '{}' was already collected; this rank writes its own "
-                          "report", state.exchange->name());
-            return false;
-        }
-        if (state.exchange->local_rank() == 0) {
-            return true; // the leader: collects at exit
-        }
-        const bool shown = state.exchange->leader_will_collect();
-        state.exchange.reset(); // nothing more to do here; the leader unlinks
-        return shown;
-    } catch (const std::exception &e) {
-        log_failure("node report: cannot deposit this rank's numbers", e);
-        return false;
-    } catch (...) {
-        return false;
-    }
-}
-
-void node_report_finish(const ReportTarget &report, const ProcessIdentity &who,
-                        std::chrono::nanoseconds wait) noexcept
-{
-    try {
-        ProcessNodeReport &state = process_node_report();
-        const std::lock_guard<std::mutex> lock(state.mutex);
-        if (!state.exchange || !state.deposited || state.exchange->local_rank() != 0) {
-            return;
-        }
-        const NodeCollection collection = state.exchange->collect(wait);
-        state.exchange.reset();
         const NodeInfo node{who.host, who.local};
         if (!collection.missing.empty()) {
-            logger().warn("node report: {} of {} local ranks did not report (first: {})",
-                          collection.missing.size(), who.local.local_size,
-                          collection.missing.front().rank >= 0
-                                  ? "rank " + std::to_string(collection.missing.front().rank)
-                                  : "local rank " +
-                                            std::to_string(collection.missing.front().local_rank));
+            const MissingRank &first = collection.missing.front();
+            logger().warn("node report: {} of {} local ranks did not report (first: {}, {})",
+                          collection.missing.size(),
+                          collection.missing.size() + collection.reported.size(),
+                          first.rank >= 0 ? "rank " + std::to_string(first.rank)
+                                          : "local rank " + std::to_string(first.local_rank),
+                          to_string(first.reason));
         }
         write_report_content(report, report.kind == ReportTarget::Kind::json_file
                                              ? format_node_json(node, collection)

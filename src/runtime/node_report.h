@@ -1,37 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The per-node report (UCX_SLIM_REPORT, README.md "Reading the report"):
-// the ranks of one job on one node hand their finished per-rank numbers to
-// the node leader (local rank 0), which prints one table (stdout) or appends
-// one "slimlink.node.v1" line (JSON) for the node.
+// one table (stdout) or one "slimlink.node.v1" line (JSON) per job and node,
+// with a row per local rank and the port's own numbers.
 //
-// How the numbers travel: a per-user, per-job POSIX shared-memory segment
-// ("/slimlink-<uid>-report-<job key>", mode 0600, a robust process-shared
-// mutex; the same habits as link/node_arbiter). Every process joins it when
-// the Engine starts (inside MPI_Init, before any rank can have finished),
-// writing its pid and rank into the slot of its local rank; at report time
-// it deposits its RankRecord there. The last local rank to join removes
-// the name (the mappings stay valid), so a job whose ranks are killed
-// leaves nothing in /dev/shm. At exit the leader waits up to
-// UCX_SLIM_REPORT_WAIT until every slot holds a record or belongs to a
-// process that is gone, then takes what is there (and removes the name if
-// some rank never joined). A rank that never deposits is listed as missing,
-// never invented.
+// How the numbers travel: through the node service that drove the port
+// (slimlinkd, src/link/service_protocol.h). At exit each rank deposits its
+// RankRecord there; the service names one rank of the job the reporter and
+// hands it every local rank's record, the ranks that died or never came,
+// and the port's energy over the job, accounted once. A rank that never
+// deposits is listed as missing, never invented. Without a service there is
+// no node report: each rank writes its own.
 //
-// Formatting and totals are pure (tests/unit/test_node_report.cpp); the
-// exchange is the only part that touches the system. Nothing here may lose
-// the per-rank report: every failure is logged and the caller falls back to
-// writing the rank's own report as if there were no node report.
+// Formatting and totals are pure (tests/unit/test_node_report.cpp).
 #ifndef SLIM_RUNTIME_NODE_REPORT_H
 #define SLIM_RUNTIME_NODE_REPORT_H
 
 #include "configuration.h"
 #include "link/link_model.h"
+#include "link/service_client.h"
+#include "link/service_protocol.h"
 #include "live/live_loop.h"
 #include "packing_monitor.h"
 #include "process_identity.h"
 #include "slimlink.h"
 
 #include <chrono>
+#include <optional>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -110,10 +104,12 @@ struct MissingRank {
 
 const char *to_string(MissingRank::Reason reason) noexcept;
 
-// What the leader collected, in local rank order.
+// What the reporter got, in local rank order, and the port the node
+// service drove over the job's span (none: no service drove it).
 struct NodeCollection {
     std::vector<RankRecord>  reported;
     std::vector<MissingRank> missing;
+    std::optional<link::service::PortSection> port;
 };
 
 // Sums over the reported ranks, and the values derived from the sums.
@@ -141,7 +137,10 @@ struct NodeTotals {
     std::size_t   controllers_failed = 0;
 };
 
-NodeTotals node_totals(const std::vector<RankRecord> &ranks);
+// With `port`, the energy, time at width, transitions and late wake-ups
+// are the port's (accounted once by the service), not sums over ranks.
+NodeTotals node_totals(const std::vector<RankRecord> &ranks,
+                       const std::optional<link::service::PortSection> &port = std::nullopt);
 
 // The node as the leader describes it.
 struct NodeInfo {
@@ -157,85 +156,26 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
 // One "slimlink.node.v1" JSON line (README.md), terminated by '\n'.
 std::string format_node_json(const NodeInfo &node, const NodeCollection &collection);
 
-// "/slimlink-<uid>-report-<key>", characters outside [A-Za-z0-9_.-] of the
-// key replaced by '_'.
-std::string node_segment_name(uid_t uid, const std::string &job_key);
+// ---- the node report through the node service (issue 13) -----------------
+//
+// At exit every rank hands its RankRecord to the node's slimlinkd (opaque
+// bytes, rank_record_version); the rank the service names the job's
+// reporter gets every local rank's record back, with the port's numbers
+// over the job's span, and writes the node report.
 
-// The shared-memory exchange of one job on one node.
-class NodeExchange {
-public:
-    static constexpr int kMaxLocalRanks = 4096;
+// Bump on any change of RankRecord: a job mixing builds lists the other
+// build's ranks as missing instead of misreading them.
+inline constexpr std::uint32_t rank_record_version = 2;
 
-    // Opens (or creates) `name` for `local_size` ranks and registers this
-    // process (pid, `rank`) in slot `local_rank`; the last of the local_size
-    // ranks to join removes the name. A segment left by a dead job with the
-    // same key is taken over. Throws NodeReportError: syscall
-    // failure, segment of another user or not mode 0600, another layout, or
-    // the slot held by another live process.
-    static NodeExchange join(const std::string &name, int local_rank, int local_size, int rank,
-                             std::chrono::nanoseconds init_wait = std::chrono::seconds(1));
+// The records and port section the service returned, as a collection:
+// records of another size or version are listed as missing; each rank's
+// late wake-ups and time penalty are the shared port's on its traffic.
+NodeCollection collection_from_service(const link::ReceivedReport &received);
 
-    NodeExchange(NodeExchange &&other) noexcept;
-    NodeExchange &operator=(NodeExchange &&other) noexcept;
-    NodeExchange(const NodeExchange &)            = delete;
-    NodeExchange &operator=(const NodeExchange &) = delete;
-    ~NodeExchange(); // unmaps; never unlinks
-
-    // Stores this process's record in its slot (once; later calls replace
-    // it). Returns false, storing nothing, in a fork()ed child or when the
-    // segment is already closed (the leader gave up waiting). Throws
-    // NodeReportError on lock failures.
-    bool deposit(const RankRecord &record);
-
-    // True when the leader (slot 0) has joined and its process is alive or
-    // has not collected yet: it will show our record.
-    bool leader_will_collect();
-
-    // The leader: waits until every slot holds a record or a process that
-    // is gone, polling every `poll`, at most `wait`; then takes the records,
-    // marks the segment closed and removes its name if still there.
-    NodeCollection collect(std::chrono::nanoseconds wait,
-                           std::chrono::nanoseconds poll = std::chrono::milliseconds(5));
-
-    const std::string &name() const { return name_; }
-    int local_rank() const { return local_rank_; }
-    int local_size() const { return local_size_; }
-
-private:
-    struct Segment;
-    class Lock;
-
-    NodeExchange() = default;
-    void unmap() noexcept;
-    bool owns_slot() const;
-
-    Segment    *seg_ = nullptr;
-    std::size_t bytes_ = 0;
-    std::string name_;
-    int         local_rank_ = -1;
-    int         local_size_ = 0;
-    pid_t       pid_ = 0;   // at join: a fork()ed copy owns nothing
-};
-
-// ---- the process's node report, used by the Engine ------------------------
-
-// Joins the node segment when `who` knows its local rank and `report` is not
-// none. Failures are logged (warn) and disable the node report.
-void node_report_join(const ProcessIdentity &who, const ReportTarget &report) noexcept;
-
-// Removes this user's hydra node-report segments in `dir` (/dev/shm) whose
-// job's hydra_pmi_proxy is gone (its pid and start time are in the name):
-// left by a job one of whose ranks never started. Returns how many.
-std::size_t remove_stale_hydra_segments(uid_t uid, const std::string &dir);
-
-// Deposits this rank's record. True when the node leader will show it, so
-// that a stdout rank other than the leader may print nothing itself.
-bool node_report_deposit(const RankRecord &record) noexcept;
-
-// At exit, in the leader only: collects the node's records (waiting up to
-// `wait`) and writes the node table or JSON line to `report`.
-void node_report_finish(const ReportTarget &report, const ProcessIdentity &who,
-                        std::chrono::nanoseconds wait) noexcept;
+// Writes the node table (stdout) or the "slimlink.node.v1" line (JSON).
+// Errors are logged, never thrown.
+void write_node_report(const ReportTarget &report, const ProcessIdentity &who,
+                       const NodeCollection &collection) noexcept;
 
 } // namespace slim
 

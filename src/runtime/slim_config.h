@@ -36,6 +36,7 @@ typedef struct slim_config {
     unsigned  packing;      /* UCX_SLIM_PACKING: slim_config_packing_modes */
     unsigned  predictor;    /* UCX_SLIM_PREDICTOR: slim_config_predictors */
     char     *trace;        /* UCX_SLIM_TRACE: directory, "" for none */
+    char     *service;      /* UCX_SLIM_SERVICE: auto, off or a socket path */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the
@@ -80,7 +81,8 @@ typedef enum {
     SLIM_CHECK_INNER,
     SLIM_CHECK_REPORT,
     SLIM_CHECK_LINK_EXEC,
-    SLIM_CHECK_POLICY
+    SLIM_CHECK_POLICY,
+    SLIM_CHECK_SERVICE
 } slim_config_check_t;
 
 #ifdef __cplusplus

@@ -179,6 +179,7 @@ static const slim_config_check_t slim_config_check_inner     = SLIM_CHECK_INNER;
 static const slim_config_check_t slim_config_check_report    = SLIM_CHECK_REPORT;
 static const slim_config_check_t slim_config_check_link_exec = SLIM_CHECK_LINK_EXEC;
 static const slim_config_check_t slim_config_check_policy    = SLIM_CHECK_POLICY;
+static const slim_config_check_t slim_config_check_service   = SLIM_CHECK_SERVICE;
 
 ucs_config_field_t slim_config_table[] = {
     {"INNER", "tcp",
@@ -245,6 +246,14 @@ ucs_config_field_t slim_config_table[] = {
      "Directory where each rank writes its event trace (rank<N>.trace, the\n"
      "format slim-replay reads). Empty: no trace.",
      offsetof(slim_config_t, trace), SLIM_TYPE_STRING},
+
+    {"SERVICE", "auto",
+     "Who drives the node's port: auto (the node service slimlinkd: the\n"
+     "system instance if one listens, else the user's, which slimlink-run\n"
+     "starts; without either, this process accounts an emulated link of its\n"
+     "own), off (always that in-process emulated link), or the absolute path\n"
+     "of a slimlinkd socket.",
+     offsetof(slim_config_t, service), SLIM_TYPE_CHECKED(slim_config_check_service)},
 
     {NULL}
 };
