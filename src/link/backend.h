@@ -117,10 +117,6 @@ public:
         return !status ? status : drained;
     }
 
-    // Puts the port back to full width from a fatal-signal handler: only
-    // async-signal-safe work (no allocation, no locks, no stdio). Best effort.
-    virtual void restore_full_width_signal_safe() noexcept {}
-
     // Emulated accounting (nullptr for backends without a model).
     virtual const LinkStats* stats() { return nullptr; }
 };

@@ -180,24 +180,6 @@ void kill_and_reap(pid_t pid) noexcept
     }
 }
 
-// Async-signal-safe: waits for `pid` up to `timeout_ns`, then kills it.
-void reap_signal_safe(pid_t pid, long long timeout_ns) noexcept
-{
-    const struct timespec step{0, 1'000'000}; // 1 ms
-    for (long long waited = 0;; waited += step.tv_nsec) {
-        int         status = 0;
-        const pid_t r      = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR)) {
-            return;
-        }
-        if (waited >= timeout_ns) {
-            kill_and_reap(pid);
-            return;
-        }
-        ::nanosleep(&step, nullptr);
-    }
-}
-
 class ExecBackend final : public LinkBackend {
 public:
     ExecBackend(const BackendConfig& config, std::string program, bool shell)
@@ -209,8 +191,6 @@ public:
           lanes_(config.link.lanes),
           timeout_(config.exec_timeout)
     {
-        build_argv(lanes_, full_argv_);
-        full_argv_.seal();
     }
 
     ~ExecBackend() override { (void)drain(); }
@@ -301,31 +281,6 @@ public:
         return !drained ? drained : status;
     }
 
-    void restore_full_width_signal_safe() noexcept override
-    {
-        const long long timeout_ns =
-                std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
-        const pid_t inflight = inflight_pid_.exchange(0);
-        if (inflight > 0) {
-            kill_and_reap(inflight);   // a lower width, now moot: never raced
-        }
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            ::setpgid(0, 0);
-            const int null_fd = ::open("/dev/null", O_RDWR);
-            if (null_fd >= 0) {
-                ::dup2(null_fd, STDIN_FILENO);
-                ::dup2(null_fd, STDOUT_FILENO);
-                ::dup2(null_fd, STDERR_FILENO);
-            }
-            ::execve(full_argv_.pointers[0], full_argv_.pointers.data(), environ);
-            ::_exit(127);
-        }
-        if (pid > 0) {
-            reap_signal_safe(pid, timeout_ns);
-        }
-    }
-
 private:
     void build_argv(unsigned width, Argv& argv) const
     {
@@ -398,7 +353,6 @@ private:
     unsigned                  port_;
     unsigned                  lanes_;
     std::chrono::milliseconds timeout_;
-    Argv                      full_argv_;
 
     std::atomic<pid_t>     inflight_pid_{0};
     std::string            inflight_text_;

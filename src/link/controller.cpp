@@ -4,102 +4,9 @@
 #include "base/log.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
-#include <cstdlib>
-#include <mutex>
 
 namespace slim::link {
-
-namespace {
-
-// Live controllers, reachable from atexit and from signal handlers: a fixed
-// table of atomics, so the handler neither allocates nor locks.
-constexpr int                              kSlots = 64;
-std::array<std::atomic<Controller*>, kSlots> g_live{};
-
-constexpr std::array<int, 4>      kFatalSignals{SIGTERM, SIGINT, SIGSEGV, SIGABRT};
-std::array<struct sigaction, NSIG> g_previous{};
-
-int add_live(Controller* c)
-{
-    for (int i = 0; i < kSlots; ++i) {
-        Controller* expected = nullptr;
-        if (g_live[i].compare_exchange_strong(expected, c)) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-void on_fatal_signal(int sig, siginfo_t* info, void* /*context*/)
-{
-    const int saved_errno = errno;
-    Controller::restore_all_signal_safe();
-    // Hand the signal on to whoever had it before us (the default
-    // disposition unless a library installed a handler).
-    ::sigaction(sig, &g_previous[sig], nullptr);
-    errno = saved_errno;
-    const bool fault = (sig == SIGSEGV) && info != nullptr && info->si_code > 0;
-    if (fault) {
-        return; // the faulting instruction runs again and faults for real
-    }
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, sig);
-    ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-    ::raise(sig);
-}
-
-void at_exit_restore()
-{
-    for (auto& slot : g_live) {
-        if (Controller* c = slot.load()) {
-            (void)c->restore_full_width();
-        }
-    }
-}
-
-// Installs the handlers unless ours is already in place; a handler that
-// someone replaced ours with becomes the one we hand signals on to.
-void install_safety_handlers()
-{
-    static std::once_flag once;
-    std::call_once(once, [] { std::atexit(at_exit_restore); });
-
-    struct sigaction action{};
-    action.sa_sigaction = on_fatal_signal;
-    action.sa_flags     = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
-    sigemptyset(&action.sa_mask);
-    for (const int sig : kFatalSignals) {
-        sigaddset(&action.sa_mask, sig);
-    }
-    for (const int sig : kFatalSignals) {
-        struct sigaction previous{};
-        ::sigaction(sig, nullptr, &previous);
-        if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction == on_fatal_signal) {
-            continue;
-        }
-        // An ignored SIGINT/SIGTERM (nohup, background jobs) stays ignored.
-        if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN) {
-            continue;
-        }
-        g_previous[sig] = previous;
-        ::sigaction(sig, &action, nullptr);
-    }
-}
-
-}  // namespace
-
-void Controller::restore_all_signal_safe() noexcept
-{
-    for (auto& slot : g_live) {
-        if (Controller* c = slot.load()) {
-            c->backend_->restore_full_width_signal_safe();
-        }
-    }
-}
 
 Controller::Controller(std::unique_ptr<LinkBackend> backend, ControllerOptions options)
     : backend_(std::move(backend)),
@@ -109,23 +16,9 @@ Controller::Controller(std::unique_ptr<LinkBackend> backend, ControllerOptions o
       low_(std::clamp(options.low_width, 1u, backend_->full_width())),
       applied_(full_)
 {
-    if (options.safety_handlers) {
-        install_safety_handlers();
-        slot_ = add_live(this);
-        if (slot_ < 0) {
-            report("link controller: more than " + std::to_string(kSlots) +
-                   " controllers in one process; this one is not restored on fatal signals");
-        }
-    }
 }
 
-Controller::~Controller()
-{
-    (void)restore_full_width();
-    if (slot_ >= 0) {
-        g_live[slot_].store(nullptr);
-    }
-}
+Controller::~Controller() { (void)restore_full_width(); }
 
 void Controller::low_power_until(TimeNs until_ns)
 {

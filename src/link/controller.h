@@ -5,16 +5,11 @@
 // the highest demanded width wins, nothing demanded means full width — and
 // turned into commands on one LinkBackend, which only applies them.
 //
-// Safe by construction:
-// - any backend error -> full width for good, the error reported once;
-// - process exit (atexit) and fatal signals (SIGTERM, SIGINT, SIGSEGV,
-//   SIGABRT) -> full width. The signal handlers do only async-signal-safe
-//   work (LinkBackend::restore_full_width_signal_safe), then hand the signal
-//   on: to the previous handler if one was installed (UCX's own SIGSEGV
-//   handler, for example), else to the default disposition, so the process
-//   still dies by that signal.
-// - SIGKILL and power loss cannot be caught: the node arbiter's lease covers
-//   those (src/link/node_arbiter*).
+// Safe by construction: any backend error -> full width for good, the
+// error reported once; the destructor restores full width. In a rank the
+// backend is the node service's client (or an emulated link of its own):
+// a rank that dies by any means, SIGKILL included, is seen by slimlinkd,
+// which drops its demand (service_protocol.h), so no signal handler here.
 //
 // Lazy like the model: no thread. A low-power request that expires is acted
 // on at the next call (tick(), traffic(), ...), dated at its expiry time for
@@ -37,7 +32,6 @@ using ErrorReporter = std::function<void(const std::string&)>;
 struct ControllerOptions {
     Clock         clock;          // empty: steady_clock (must match the backend's)
     ErrorReporter on_error;       // empty: the "slim" spdlog logger, level error
-    bool          safety_handlers = true; // atexit + fatal-signal restore
     unsigned      low_width = 1;  // W_low (LinkConfig::low_width)
 };
 
@@ -84,10 +78,6 @@ public:
     const std::string& error() const { return error_; }
     LinkBackend& backend() { return *backend_; }
 
-    // Async-signal-safe restore of every live controller's port (used by the
-    // fatal-signal handler; public for tests of the handler's work).
-    static void restore_all_signal_safe() noexcept;
-
 private:
     unsigned merged_width(TimeNs now) const;
     void     update(TimeNs now);
@@ -106,7 +96,6 @@ private:
     bool                         failed_ = false; // sticky: full width for good
     bool                         closed_ = false; // restored at exit
     std::string                  error_;
-    int                          slot_ = -1;      // in the safety table
 };
 
 // The backend named by UCX_SLIM_LINK, or — when it cannot start (no IB

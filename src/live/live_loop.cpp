@@ -77,7 +77,6 @@ LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
     }
     link::ControllerOptions options;
     options.clock           = clock_;
-    options.safety_handlers = config_.safety_handlers;
     options.low_width       = config_.backend.link.low_width;
     controller_ = std::make_unique<link::Controller>(
             config_.backend_factory

@@ -63,7 +63,6 @@ struct LiveConfig {
     TimeNs                    dense_interval_ns = 50'000;
     TimeNs                    max_burst_gap_ns  = 320'000;
     std::string               trace_path;         // empty: no trace
-    bool                      safety_handlers = true;
     // Thesis §4.5.2: a burst that carries packed data and finds the link in
     // low power wakes it only to
     // max(1, ceil(L * wire/original)) lanes; the ratio is the one the same

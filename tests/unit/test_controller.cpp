@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The live link Controller and its backends (ARCHITECTURE.md §4): merging of
 // width requests, "any error -> full width, reported once", the exec and
-// ibmad backends, and full width restored by a fatal signal.
+// ibmad backends.
 #include "link/backend.h"
 #include "link/backend_ibmad.h"
 #include "link/controller.h"
@@ -21,7 +21,6 @@
 #include <random>
 #include <sstream>
 #include <string>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,7 +84,6 @@ ControllerOptions options(const ManualClock& clock, const Errors& errors)
     ControllerOptions o;
     o.clock           = clock.clock();
     o.on_error        = errors.reporter();
-    o.safety_handlers = false; // the signal test installs them in a child
     return o;
 }
 
@@ -361,93 +359,6 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
                    Contains("uses {device}, but no device is known for this port"));
         no_device.exec_template = "/bin/true mlx5_0 {port} {width}";
         CHECK(make_backend("exec", no_device).status);
-    }
-}
-
-namespace {
-
-// Forks a child that lowers the link through the exec backend, then either
-// faults for real (`fault`) or waits for the parent's kill(sig). Returns the
-// child's wait status; `log` receives the widths the command was run with.
-int lowered_child_dies_by(int sig, bool fault, const std::string& cmd)
-{
-    int ready[2];
-    REQUIRE(::pipe(ready) == 0);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        // Catch2's own handlers would report the signal; start from defaults.
-        for (const int s : {SIGTERM, SIGINT, SIGSEGV, SIGABRT}) {
-            ::signal(s, SIG_DFL);
-        }
-        const struct rlimit no_core{0, 0};
-        ::setrlimit(RLIMIT_CORE, &no_core);
-        BackendResult made = make_backend("exec", exec_config(cmd, std::chrono::seconds(2)));
-        if (!made.status) {
-            ::_exit(10);
-        }
-        ControllerOptions o;
-        o.on_error = [](const std::string&) { ::_exit(11); };
-        Controller c(std::move(made.backend), o);
-        c.low_power_until(std::numeric_limits<TimeNs>::max());
-        c.wait_idle();
-        if (c.width() != 1 || c.failed()) {
-            ::_exit(12);
-        }
-        if (fault) {
-            *static_cast<volatile int*>(nullptr) = 1;
-        }
-        (void)!::write(ready[1], "x", 1);
-        for (;;) {
-            ::pause();
-        }
-    }
-    ::close(ready[1]);
-    if (!fault) {
-        char byte = 0;
-        CHECK(::read(ready[0], &byte, 1) == 1);
-        ::kill(child, sig);
-    }
-    ::close(ready[0]);
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    return status;
-}
-
-}  // namespace
-
-TEST_CASE("a fatal signal restores full width, then the process dies by that signal",
-          "[controller]")
-{
-    TempDir           dir;
-    const std::string log = dir.path + "/widths";
-    const std::string cmd = write_script(dir.path + "/set-width", "echo $3 >> '" + log + "'");
-
-    SECTION("SIGTERM")
-    {
-        const int status = lowered_child_dies_by(SIGTERM, false, cmd);
-        INFO("child wait status " << status);
-        CHECK(WIFSIGNALED(status));
-        CHECK(WTERMSIG(status) == SIGTERM);
-        CHECK(lines_of(log) == std::vector<std::string>{"1", "4"});
-    }
-    SECTION("SIGINT, SIGABRT and SIGSEGV sent by kill")
-    {
-        const int sig    = GENERATE(SIGINT, SIGABRT, SIGSEGV);
-        const int status = lowered_child_dies_by(sig, false, cmd);
-        INFO("signal " << sig << ", child wait status " << status);
-        CHECK(WIFSIGNALED(status));
-        CHECK(WTERMSIG(status) == sig);
-        CHECK(lines_of(log) == std::vector<std::string>{"1", "4"});
-        ::unlink(log.c_str());
-    }
-    SECTION("a real segmentation fault")
-    {
-        const int status = lowered_child_dies_by(SIGSEGV, true, cmd);
-        INFO("child wait status " << status);
-        CHECK(WIFSIGNALED(status));
-        CHECK(WTERMSIG(status) == SIGSEGV);
-        CHECK(lines_of(log) == std::vector<std::string>{"1", "4"});
     }
 }
 

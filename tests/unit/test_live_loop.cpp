@@ -40,7 +40,6 @@ LiveConfig config_for(ManualClock& clock, PredictorKind kind, const std::string&
     LiveConfig c;
     c.kind                  = kind;
     c.backend.clock         = clock.clock();
-    c.safety_handlers       = false;
     c.trace_path            = trace;
     c.predictor.fixed_gt_ns = 20'000;
     // These cases time the loop's mechanisms on the 5 us gap they were
@@ -150,7 +149,6 @@ TEST_CASE("the drain thread ends a burst a gap after its last operation, with no
     TimeNs           replay_now = 0;
     LiveConfig       c;
     c.kind            = PredictorKind::spps;
-    c.safety_handlers = false;
     c.backend.clock   = slim::live::LiveDrain::replay_clock(replay_now);
     const slim::link::Clock wall = slim::link::steady_clock_ns();
     replay_now = wall();
@@ -628,7 +626,6 @@ TEST_CASE("the default burst gap is two link transitions, so protocol round trip
     // A rendezvous split by 12 us round trips: one event at the default gap.
     ManualClock clock;
     c.backend.clock   = clock.clock();
-    c.safety_handlers = false;
     LiveLoop loop(c);
     for (int part = 0; part < 4; ++part) {
         loop.on_traffic(op(0, 8192, 1));
@@ -690,7 +687,6 @@ LiveConfig defaults_on(ManualClock& clock)
 {
     LiveConfig c;
     c.backend.clock   = clock.clock();
-    c.safety_handlers = false;
     return c;
 }
 

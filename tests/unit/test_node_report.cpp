@@ -102,46 +102,46 @@ slim::NodeInfo node()
     return slim::NodeInfo{"node7", process(0, 0).local};
 }
 
-// A segment name unique to this test process and case, unlinked at the end.
-struct TestSegment {
-    std::string name;
-    TestSegment()
-    {
-        static int counter = 0;
-        name = "/slimlink-test-report-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
-        shm_unlink(name.c_str());
-    }
-    ~TestSegment() { shm_unlink(name.c_str()); }
-    bool exists() const { return access(("/dev/shm" + name).c_str(), F_OK) == 0; }
-};
-
-// Runs `body` in a child process; returns its pid. The child never returns
-// into Catch: it _exit()s with body's status.
-template <typename Body>
-pid_t in_child(Body body)
+// What a node service returns for the job of two_of_three(): the records
+// as opaque bytes, the dead rank, and the port over the job.
+slim::link::ReceivedReport from_service()
 {
-    const pid_t pid = fork();
-    if (pid == 0) {
-        // Catch's handlers would report a killed child as a failing test.
-        for (const int sig : {SIGSEGV, SIGABRT, SIGTERM, SIGINT, SIGILL, SIGFPE, SIGBUS}) {
-            signal(sig, SIG_DFL);
+    using namespace slim::link::service;
+    slim::link::ReceivedReport received;
+    received.record_version = slim::rank_record_version;
+    PortSection &p = received.port;
+    std::snprintf(p.backend, sizeof p.backend, "emulated");
+    std::snprintf(p.port, sizeof p.port, "emulated");
+    p.lanes           = 4;
+    p.has_energy      = 1;
+    p.span_ns         = 2'000'000'000;
+    p.energy_joules   = 1.0;
+    p.baseline_joules = 4.0;
+    p.transitions     = 12;
+    p.late_wakeups    = 3;
+    p.wakeup_delay_ns = 30'000;
+    p.time_at_width_ns[1] = 1'500'000'000;
+    p.time_at_width_ns[4] = 400'000'000;
+    const NodeCollection c = two_of_three();
+    const RankRecord *records[] = {&c.reported[0], nullptr, &c.reported[1]};
+    for (int local = 0; local < 3; ++local) {
+        slim::link::ReceivedReport::Entry e;
+        e.entry.local_rank = local;
+        e.entry.rank       = local;
+        e.entry.pid        = 1000 + local;
+        if (records[local] != nullptr) {
+            const auto *bytes = reinterpret_cast<const std::uint8_t *>(records[local]);
+            e.record.assign(bytes, bytes + sizeof(RankRecord));
+            e.entry.state        = static_cast<std::uint32_t>(EntryState::reported);
+            e.entry.record_bytes = sizeof(RankRecord);
+            e.entry.late_wakeups = local == 0 ? 1 : 2;
+            e.entry.wakeup_delay_ns = local == 0 ? 10'000 : 20'000;
+        } else {
+            e.entry.state = static_cast<std::uint32_t>(EntryState::died);
         }
-        int status = 1;
-        try {
-            status = body();
-        } catch (...) {
-            status = 2;
-        }
-        _exit(status);
+        received.entries.push_back(std::move(e));
     }
-    return pid;
-}
-
-int wait_status(pid_t pid)
-{
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return received;
 }
 
 } // namespace
@@ -222,7 +222,8 @@ TEST_CASE("the node JSON line has the documented schema and lists missing ranks"
     const Json j = parse_json(line);
     CHECK(keys(j) == Strings{"schema", "host", "job", "launcher", "local_size",
                                              "ranks_reported", "ranks_missing", "totals",
-                                             "ranks"});
+                                             "ranks", "port"});
+    CHECK(j.at("port").is_null());  // no node service drove this port
     CHECK(j.at("schema").get<std::string>() == "slimlink.node.v1");
     CHECK(j.at("host").get<std::string>() == "node7");
     CHECK(j.at("job").get<std::string>() == "hydra-77-1234");
@@ -287,6 +288,62 @@ TEST_CASE("the node table has a row per reported rank, a total row and the missi
     }
     CHECK(rows >= 2);
     CHECK_THAT(text, Contains("  total "));
+}
+
+// ---- the node report through the node service (issue 13) ------------------
+
+TEST_CASE("the service's report: the port's energy once, each rank's late wake-ups its own")
+{
+    const NodeCollection c = slim::collection_from_service(from_service());
+    REQUIRE(c.reported.size() == 2);
+    REQUIRE(c.missing.size() == 1);
+    CHECK(c.missing[0].rank == 1);
+    CHECK(c.missing[0].reason == MissingRank::Reason::died);
+    REQUIRE(c.port);
+    // Each rank's late wake-ups and penalty are the shared port's on its traffic.
+    CHECK(c.reported[0].late_wakeups == 1);
+    CHECK(c.reported[1].wakeup_delay_ns == 20'000);
+    CHECK(c.reported[1].time_penalty_pct == Approx(100.0 * 20'000 / 2e9));
+    CHECK_FALSE(c.reported[0].has_savings);  // per-rank energy is not the port's
+
+    // Totals: the port's energy (1 of 4 J), not the sum of the ranks' (8 of 20 J).
+    const slim::NodeTotals t = slim::node_totals(c.reported, c.port);
+    CHECK(t.energy_joules == 1.0);
+    CHECK(t.baseline_joules == 4.0);
+    CHECK(*t.energy_savings_pct == Approx(75.0));
+    CHECK(t.late_wakeups == 3);
+    CHECK(t.time_at_width_ns[1] == 1'500'000'000);
+    CHECK(t.events == 400);  // events and hits stay sums over ranks
+
+    const Json j = parse_json(slim::format_node_json(node(), c));
+    const Json &port = j.at("port");
+    CHECK(port.at("owner").get<std::string>() == "slimlinkd");
+    CHECK(port.at("backend").get<std::string>() == "emulated");
+    CHECK(port.at("energy_savings_pct").get<double>() == Approx(75.0));
+    CHECK(port.at("transitions").get<std::int64_t>() == 12);
+    CHECK(port.at("time_at_width_ns").at("4").get<std::int64_t>() == 400'000'000);
+    CHECK(j.at("totals").at("energy_savings_pct").get<double>() == Approx(75.0));
+    CHECK(j.at("ranks")[0].at("late_wakeups").get<std::int64_t>() == 1);
+
+    const std::string text = slim::format_node_text(node(), c);
+    CHECK_THAT(text, Contains("port emulated (emulated, 4 lanes), driven by slimlinkd for 3 "
+                              "local ranks over 2.000 s: energy saved 75.0% vs always on, "
+                              "12 transitions, 3 late wake-ups (30.0 us)"));
+    CHECK_THAT(text, Contains("time at width (the port): 1x 1.500 s 4x 0.400 s"));
+}
+
+TEST_CASE("a record of another build is listed as missing, never misread")
+{
+    slim::link::ReceivedReport received = from_service();
+    received.entries[2].record.pop_back();
+    NodeCollection c = slim::collection_from_service(received);
+    CHECK(c.reported.size() == 1);
+    CHECK(c.missing.size() == 2);
+    received = from_service();
+    received.record_version = slim::rank_record_version + 1;
+    c = slim::collection_from_service(received);
+    CHECK(c.reported.empty());
+    CHECK(c.missing.size() == 3);
 }
 
 // ---- the packing error bound -----------------------------------------------
