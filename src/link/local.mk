@@ -23,7 +23,8 @@ src_libslimcore_la_SOURCES += \
 	src/link/backend_emulated.cpp \
 	src/link/backend_exec.cpp \
 	src/link/backend_ibmad.h src/link/backend_ibmad.cpp \
-	src/link/controller.h src/link/controller.cpp
+	src/link/controller.h src/link/controller.cpp \
+	src/link/tee_backend.h
 src_libslimcore_la_CPPFLAGS += $(IBMAD_CFLAGS)
 src_libslimcore_la_LIBADD += $(IBMAD_LIBS)
 tests_unit_slim_unit_tests_SOURCES += \

@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "node_report.h"
+#include "link/tee_backend.h"
 #include "packing_monitor.h"
 #include "base/no_destructor.h"
 #include "process_identity.h"
@@ -473,8 +474,12 @@ void Engine::attach_service(live::LiveConfig &lc)
     lc.backend.link.low_width  = info.low_width;
     lc.backend.link.tau_ns     = info.tau_ns;
     lc.backend.link.lane_watts = info.lane_watts;
+    // The port is the service's; the rank also models its own demand
+    // alone (link/tee_backend.h), which its trace replays to.
     lc.backend_factory = [client = service_](const link::BackendConfig &c) {
-        return link::make_service_backend(client, c.clock);
+        std::unique_ptr<link::LinkBackend> demand = link::make_emulated_backend(c).backend;
+        return std::make_unique<link::TeeBackend>(link::make_service_backend(client, c.clock),
+                                                  std::move(demand));
     };
     link_owner_detail_ = "port " + std::string(info.port, ::strnlen(info.port, sizeof info.port)) +
                          ", " + std::string(info.backend, ::strnlen(info.backend, sizeof info.backend)) +

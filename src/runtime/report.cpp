@@ -192,27 +192,12 @@ std::string text_live(const live::LiveSummary *l)
     std::string out = "  link (" + l->backend + ", " + std::to_string(l->lanes) +
                       " lanes, predictor " + l->predictor + "): ";
     if (l->link_owner == "slimlinkd") {
-        // The port is the node's: its energy is accounted once, by the
-        // service, in the node report.
-        out += "driven by the node service slimlinkd (" + l->link_owner_detail +
-               "): energy, time at width and late wake-ups are the node's, in the node report\n";
-        out += "           " + std::to_string(l->events) + " events, " +
-               std::to_string(l->predictions) + " low-power predictions, " +
-               std::to_string(l->hits) + " hits, GT " +
-               (l->gt_ns ? fixed(static_cast<double>(*l->gt_ns) * 1e-3, 1) + " us"
-                         : std::string("-")) +
-               ", restarts " + std::to_string(l->restarts) + "\n";
-        if (!l->policy_in_force.empty()) {
-            out += "           policy in force: " + l->policy_in_force + " (changed " +
-                   std::to_string(l->policy_switches) + " times)\n";
-        }
-        if (l->controller_failed) {
-            out += "           controller failed, demand left at full width: " +
-                   l->controller_error + "\n";
-        }
-        return out;
-    }
-    if (!l->link_owner_detail.empty()) {
+        // The shared port's energy is accounted once, by the service, in the
+        // node report; the numbers here are this rank's demand alone.
+        out += "port driven by the node service slimlinkd (" + l->link_owner_detail +
+               "): the port's energy is in the node report; this rank's demand alone, on a "
+               "port of its own: ";
+    } else if (!l->link_owner_detail.empty()) {
         out += "this process's own emulated link (" + l->link_owner_detail + "): ";
     }
     if (l->span_ns == 0) {
