@@ -131,3 +131,8 @@ EXTRA_DIST += tests/mpi/trace-files.test
 # timeout, leaves nothing running and is reported as it is.
 TESTS += tests/mpi/exec-hang.test
 EXTRA_DIST += tests/mpi/exec-hang.test
+
+# Issue 13: one node service (slimlinkd) per port, started by slimlink-run,
+# drives the port for the node's ranks and writes the node report.
+TESTS += tests/mpi/node-service.test
+EXTRA_DIST += tests/mpi/node-service.test
