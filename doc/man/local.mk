@@ -10,11 +10,13 @@
 dist_man_MANS = \
 	doc/man/slimlink.7 \
 	doc/man/slimlink-run.1 \
+	doc/man/slimlinkd.1 \
 	doc/man/slim-replay.1 \
 	doc/man/slim-plot.1
 EXTRA_DIST += \
 	doc/man/slimlink.7.md \
 	doc/man/slimlink-run.1.md \
+	doc/man/slimlinkd.1.md \
 	doc/man/slim-replay.1.md \
 	doc/man/slim-plot.1.md
 # Shipped in the tarball: only maintainer-clean removes them.
@@ -41,6 +43,8 @@ doc/man/slimlink.7: $(srcdir)/doc/man/slimlink.7.md $(man_deps)
 	$(AM_V_GEN)src=$(srcdir)/doc/man/slimlink.7.md; $(man_generate)
 doc/man/slimlink-run.1: $(srcdir)/doc/man/slimlink-run.1.md $(man_deps)
 	$(AM_V_GEN)src=$(srcdir)/doc/man/slimlink-run.1.md; $(man_generate)
+doc/man/slimlinkd.1: $(srcdir)/doc/man/slimlinkd.1.md $(man_deps)
+	$(AM_V_GEN)src=$(srcdir)/doc/man/slimlinkd.1.md; $(man_generate)
 doc/man/slim-replay.1: $(srcdir)/doc/man/slim-replay.1.md $(man_deps)
 	$(AM_V_GEN)src=$(srcdir)/doc/man/slim-replay.1.md; $(man_generate)
 doc/man/slim-plot.1: $(srcdir)/doc/man/slim-plot.1.md $(man_deps)
