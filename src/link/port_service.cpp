@@ -726,10 +726,10 @@ std::vector<std::pair<std::uint32_t, JobReport>> PortService::ready_reports(Time
     std::vector<std::string>                         forget;
     for (auto& [key, job] : jobs_) {
         const Client* reporter = job->reporter ? find(*job->reporter) : nullptr;
-        bool          anyone_left = false;
+        bool          anyone_attached = false;
         for (const std::uint32_t id : job->members) {
             const Client* c = find(id);
-            anyone_left = anyone_left || (c && !c->dropped);
+            anyone_attached = anyone_attached || (c && !c->dropped);
         }
         const bool complete = job_complete(*job);
         if (job->reporter && (!reporter || reporter->dropped)) {
@@ -740,7 +740,7 @@ std::vector<std::pair<std::uint32_t, JobReport>> PortService::ready_reports(Time
             continue;
         }
         if (!job->reporter) {
-            if (complete || !anyone_left) {
+            if (complete || !anyone_attached) {
                 forget.push_back(key);  // nobody waits for this report
             }
             continue;
