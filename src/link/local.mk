@@ -37,3 +37,7 @@ src_libslimcore_la_SOURCES += \
 	src/link/adaptive_policy.h src/link/adaptive_policy.cpp
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_adaptive_policy.cpp
+
+# The node service's decisions (issue 13): pure, driven on a manual clock in tests.
+src_libslimcore_la_SOURCES += src/link/port_service.h src/link/port_service.cpp src/link/service_protocol.h
+tests_unit_slim_unit_tests_SOURCES += tests/unit/test_port_service.cpp
