@@ -130,7 +130,8 @@ public:
     std::optional<TimeNs> act_on_deadlines(TimeNs now);
 
     // Reports. deposit(): the client's rank record; returns true when this
-    // client is the job's reporter (see DepositAck). A job's report is
+    // client is the job's reporter: the first of its job to deposit, which
+    // then waits for the others (see DepositAck). A job's report is
     // ready when every local rank 0..local_size-1 of it has deposited or
     // died, or at `deadline` (wait_ns after the reporter's deposit) with
     // the rest listed as timed out / never started.

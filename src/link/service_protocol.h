@@ -121,9 +121,9 @@ struct Deposit {
 };
 
 struct DepositAck {
-    // 1: this client writes the job's node report (a node_report message
-    // follows when the job's set is complete or wait_ns ran out);
-    // 0: another client of the job will.
+    // 1: this client, the first of its job to deposit, writes the job's
+    // node report (a node_report message follows when the job's set is
+    // complete or wait_ns ran out); 0: another client of the job will.
     std::uint32_t reporter = 0;
     std::uint32_t reserved = 0;
 };
