@@ -37,3 +37,11 @@ src_libslimcore_la_SOURCES += \
 	src/link/adaptive_policy.h src/link/adaptive_policy.cpp
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_adaptive_policy.cpp
+
+# slimlinkd (issue 13): the protocol (one header), the rank's client and
+# ServiceBackend, and the service's socket loop. The PortService decides.
+src_libslimcore_la_SOURCES += \
+	src/link/service_protocol.h \
+	src/link/service_io.h src/link/service_io.cpp \
+	src/link/service_client.h src/link/service_client.cpp \
+	src/link/service_server.h src/link/service_server.cpp
