@@ -14,6 +14,12 @@
 // The backend reads the service's replay clock (replay_clock()), which
 // stands at the record being applied.
 //
+// The horizon is exclusive: a client may still publish a record at exactly
+// its through_ns, so events at the horizon wait for the next advance and
+// the order in which records arrive never changes what the port does.
+// A client's timeline is also complete up to its last record's time (its
+// next record cannot be earlier), so max(through_ns, last record) counts.
+//
 // A real port cannot act in the past: act_on_deadlines(now) raises it at
 // a client's published `until_ns` even while the horizon lags behind.
 //
@@ -23,17 +29,23 @@
 #include "link/backend.h"
 #include "link/service_protocol.h"
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace slim::link {
 
 struct PortServiceOptions {
     std::string port_name = "emulated";
+    // LinkConfig::lane_watts of the port: the always-on baseline of reports.
+    double lane_watts = LinkConfig{}.lane_watts;
 };
 
 // What a client attaching says about itself (from AttachRequest and the
@@ -59,17 +71,31 @@ struct JobReport {
     std::uint32_t record_version = 0;
 };
 
+// Makes the service's backend, given the clock it must read: the replay
+// clock exists before the backend, which exists before the service.
+//   PortService service([&](Clock clock) {
+//       config.clock = std::move(clock);
+//       return make_backend_or_emulated(name, config, report);
+//   });
+using BackendMaker = std::function<std::unique_ptr<LinkBackend>(Clock replay_clock)>;
+
 class PortService {
 public:
-    // `backend` is owned and must read replay_clock() (make it with
-    // BackendConfig::clock = replay_clock()). Starts it at full width.
+    // The backend is made by `make_backend` with the replay clock (the way
+    // for the emulated port, whose accounting must follow the records).
+    // Throws std::invalid_argument when it returns null. Starts it at full
+    // width.
+    explicit PortService(const BackendMaker& make_backend, PortServiceOptions options = {});
+    // A backend that does not read the replay clock (real hardware on its
+    // own clock, test doubles). Owned; starts it at full width.
     PortService(std::unique_ptr<LinkBackend> backend, PortServiceOptions options = {});
     ~PortService();  // restores full width
     PortService(const PortService&) = delete;
     PortService& operator=(const PortService&) = delete;
 
-    // The clock the backend must read (stands at the record being applied;
-    // at `now` of the last act_on_deadlines / drop call otherwise).
+    // The clock the backend reads (the one given to the BackendMaker): it
+    // stands at the instant being applied and never goes back; after
+    // act_on_deadlines(now) at `now`. Starts at 0.
     Clock replay_clock();
 
     // A client joins with demand full width from `now` on. Returns its id.
@@ -84,7 +110,8 @@ public:
                  TimeNs through_ns, std::string* why = nullptr);
 
     // The client could not publish (its ring overflowed): full width for it
-    // from its last record on, for good.
+    // from its last record on, for good. Its later records are checked but
+    // not used, and its through_ns no longer holds the horizon back.
     void overflowed(std::uint32_t client);
 
     // The client is gone (socket closed, detach, garbage) at `now`: its
@@ -93,7 +120,8 @@ public:
     // `died`: it closed without depositing (its job's report lists it).
     void drop(std::uint32_t client, TimeNs now, bool died);
 
-    // Applies every record up to the horizon and returns the horizon.
+    // Applies every record before the horizon and returns the horizon (with
+    // no live client: everything pending, and the time of the last event).
     TimeNs advance();
 
     // Real ports: a client's "low until t" whose t has passed while the
@@ -109,7 +137,13 @@ public:
     bool deposit(std::uint32_t client, std::uint32_t record_version,
                  std::vector<std::uint8_t> record, TimeNs now, TimeNs wait_ns);
     // Reports ready by `now`: (reporting client id, report). Each is
-    // returned once.
+    // returned once. Calls advance(). The port section covers the job's span
+    // from the first record of any of its clients (its first attach when
+    // none published) to the latest through_ns / drop of its clients; when
+    // a live client (of another job, or the reporter's own through_ns) holds
+    // the horizon before that end, the span is cut at the horizon (span_ns
+    // says so). A job whose reporter is gone, or complete without a
+    // reporter, is dropped without a report.
     std::vector<std::pair<std::uint32_t, JobReport>> ready_reports(TimeNs now);
     // The earliest report deadline, for the loop's timeout.
     std::optional<TimeNs> next_report_deadline() const;
@@ -129,18 +163,48 @@ public:
 private:
     struct Client;
     struct Job;
-    void apply_until(TimeNs t);
+    struct Snapshot;
+    struct Interval;
+    using Key = std::pair<TimeNs, std::uint32_t>;  // next event time, client id
+
+    PortService(std::shared_ptr<TimeNs> replay_now, std::unique_ptr<LinkBackend> backend,
+                PortServiceOptions options);
+    void start();
+    std::optional<TimeNs> horizon() const;
+    void apply_until(std::optional<TimeNs> horizon);
+    void apply_client_at(Client& client, TimeNs t, std::vector<std::pair<Client*, unsigned>>& traffic);
     void set_port(unsigned width, TimeNs t);
+    void fail(const Status& status);
+    unsigned target() const;
+    void recount(Client& client);
+    void reschedule(Client& client);
+    std::optional<TimeNs> next_event(const Client& client) const;
+    Client* find(std::uint32_t client) const;
+    Job* job_of(const Client& client) const;
+    TimeNs job_end(const Job& job) const;
+    void snapshot_job_ends(std::optional<TimeNs> before);
+    Snapshot take_snapshot(TimeNs t);
+    bool job_complete(const Job& job) const;
+    JobReport make_report(Job& job);
+    void forget_job(const std::string& key);
+    void prune_history();
 
     std::unique_ptr<LinkBackend> backend_;
     PortServiceOptions options_;
-    TimeNs replay_now_ = 0;
+    std::shared_ptr<TimeNs> replay_now_;  // read by replay_clock()
+    unsigned full_ = 0;
     unsigned applied_ = 0;
+    bool has_stats_ = false;      // the backend accounts energy (emulated)
+    std::uint64_t commands_ = 0;  // widths sent to the backend
     std::uint64_t backend_errors_ = 0;
     bool failed_ = false;  // a backend error: full width for good
     std::map<std::uint32_t, std::unique_ptr<Client>> clients_;
     std::map<std::string, std::unique_ptr<Job>> jobs_;
+    std::set<Key> schedule_;      // clients with a pending event
+    std::array<std::size_t, kMaxLanes + 1> demand_count_{};  // counted clients per width
+    std::vector<Interval> history_;  // clients' lifetimes, for reports' other jobs
     std::uint32_t next_id_ = 1;
+    std::uint64_t next_job_serial_ = 1;
 };
 
 }  // namespace slim::link

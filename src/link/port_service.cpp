@@ -1,0 +1,969 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The node service's decisions (issue 13): clients' demand records merged
+// in time order up to the horizon, the port at the maximum demand, and the
+// end-of-job reports. See port_service.h for the contract.
+//
+// Each client is a small queue of events in its own time order (join,
+// records, overflow, expiry of a "low until", leave); `schedule_` orders
+// the clients by their next event, so merging N clients costs log N per
+// event. All events of one instant are applied before the port is set, so
+// the port sees the maximum at that instant and never flaps inside it;
+// traffic of that instant then meets the port as set.
+#include "link/port_service.h"
+
+#include "base/log.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace slim::link {
+
+namespace {
+
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
+TimeNs saturating_add(TimeNs a, TimeNs b)
+{
+    if (b > 0 && a > kNever - b) {
+        return kNever;
+    }
+    return a + b;
+}
+
+}  // namespace
+
+struct PortService::Snapshot {
+    TimeNs        at = 0;
+    LinkStats     stats;
+    std::uint64_t commands = 0;
+};
+
+// A client's lifetime [from, to): kept beyond the client for the reports'
+// count of other jobs sharing the port.
+struct PortService::Interval {
+    std::uint64_t job_serial = 0;
+    std::uint32_t client     = 0;
+    TimeNs        from       = 0;
+    TimeNs        to         = kNever;  // until it leaves
+};
+
+struct PortService::Client {
+    struct Pending {
+        service::DemandRecord record;
+        std::uint64_t         seq = 0;  // publication order
+    };
+
+    std::uint32_t id = 0;
+    ClientInfo    info;
+    std::uint64_t job_serial = 0;
+    TimeNs        attach_ns  = 0;
+
+    // What it published.
+    TimeNs              through_ns = 0;
+    bool                has_record = false;
+    TimeNs              last_t     = 0;
+    std::uint64_t       next_seq   = 1;
+    std::deque<Pending> queue;              // published, not yet applied
+    TimeNs              latest_until = 0;   // of its latest published record
+    std::uint64_t       latest_seq   = 0;
+
+    // Lifecycle.
+    bool                  joined  = false;  // its join event was applied
+    bool                  dropped = false;  // gone (drop()); leaves at leave_at
+    TimeNs                leave_at = 0;
+    std::optional<TimeNs> leave_ns;         // pending leave event
+    bool                  left = false;
+    bool                  overflow_requested = false;
+    std::optional<TimeNs> overflow_ns;      // pending "full for good" event
+    bool                  overflowed = false;
+
+    // Applied demand.
+    unsigned              width = 0;        // from its records and expiries
+    std::optional<TimeNs> expiry_ns;        // the applied record's until_ns
+    std::uint64_t         applied_seq = 0;
+    bool                  forced      = false;  // act_on_deadlines raised it
+    std::uint64_t         forced_seq  = 0;
+    unsigned              counted     = 0;  // its width in demand_count_ (0: none)
+
+    std::uint64_t late_wakeups = 0;
+    TimeNs        delay_ns     = 0;
+
+    bool                      deposited = false;
+    std::uint32_t             record_version = 0;
+    std::vector<std::uint8_t> record;
+
+    std::optional<Key> key;  // in schedule_
+};
+
+struct PortService::Job {
+    std::string                key;
+    std::uint64_t              serial = 0;
+    std::vector<std::uint32_t> members;  // client ids, attach order
+    std::int32_t               local_size = 0;
+    std::size_t                bounding = 0;  // members holding the horizon back
+    std::optional<std::uint32_t> reporter;
+    TimeNs                     deadline = kNever;
+    std::optional<Snapshot>    start;
+    bool                       start_from_record = false;
+    std::optional<Snapshot>    end;
+};
+
+// ---------------------------------------------------------------- lifecycle
+
+PortService::PortService(const BackendMaker& make_backend, PortServiceOptions options)
+    : PortService(std::make_shared<TimeNs>(0), nullptr, std::move(options))
+{
+    if (!make_backend) {
+        throw std::invalid_argument("PortService: no backend maker");
+    }
+    backend_ = make_backend(replay_clock());
+    if (!backend_) {
+        throw std::invalid_argument("PortService: the backend maker made no backend");
+    }
+    start();
+}
+
+PortService::PortService(std::unique_ptr<LinkBackend> backend, PortServiceOptions options)
+    : PortService(std::make_shared<TimeNs>(0), std::move(backend), std::move(options))
+{
+    if (!backend_) {
+        throw std::invalid_argument("PortService: no backend");
+    }
+    start();
+}
+
+PortService::PortService(std::shared_ptr<TimeNs> replay_now, std::unique_ptr<LinkBackend> backend,
+                         PortServiceOptions options)
+    : backend_(std::move(backend)), options_(std::move(options)), replay_now_(std::move(replay_now))
+{
+}
+
+void PortService::start()
+{
+    full_ = backend_->full_width();
+    if (full_ < 1 || full_ > kMaxLanes) {
+        throw std::invalid_argument("PortService: backend " + backend_->name() + " has " +
+                                    std::to_string(full_) + " lanes, not 1.." +
+                                    std::to_string(kMaxLanes));
+    }
+    applied_   = full_;
+    has_stats_ = backend_->stats() != nullptr;
+    set_port(full_, *replay_now_);
+}
+
+PortService::~PortService()
+{
+    if (!backend_) {
+        return;
+    }
+    const Status status = backend_->restore_full_width();
+    if (!status) {
+        logger().error("slimlinkd: could not restore port {} to full width: {}",
+                       options_.port_name, status.message());
+    }
+}
+
+Clock PortService::replay_clock()
+{
+    std::shared_ptr<const TimeNs> now = replay_now_;
+    return [now] { return *now; };
+}
+
+unsigned PortService::full_width() const { return full_; }
+
+PortService::Client* PortService::find(std::uint32_t client) const
+{
+    const auto it = clients_.find(client);
+    return it == clients_.end() ? nullptr : it->second.get();
+}
+
+PortService::Job* PortService::job_of(const Client& client) const
+{
+    const auto it = jobs_.find(client.info.job_key);
+    if (it == jobs_.end() || it->second->serial != client.job_serial) {
+        return nullptr;
+    }
+    return it->second.get();
+}
+
+std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now)
+{
+    auto client        = std::make_unique<Client>();
+    client->id         = next_id_++;
+    client->info       = info;
+    client->attach_ns  = now;
+    client->through_ns = now;
+    client->width      = full_;
+
+    auto& job = jobs_[info.job_key];
+    if (!job) {
+        job         = std::make_unique<Job>();
+        job->key    = info.job_key;
+        job->serial = next_job_serial_++;
+    }
+    job->members.push_back(client->id);
+    ++job->bounding;
+    job->local_size  = std::max(job->local_size, info.local_size);
+    client->job_serial = job->serial;
+
+    history_.push_back(Interval{job->serial, client->id, now, kNever});
+    Client& c = *client;
+    clients_.emplace(c.id, std::move(client));
+    reschedule(c);
+    return c.id;
+}
+
+bool PortService::publish(std::uint32_t id, const service::DemandRecord* records, std::size_t count,
+                          TimeNs through_ns, std::string* why)
+{
+    const auto refuse = [why](std::string message) {
+        if (why) {
+            *why = std::move(message);
+        }
+        return false;
+    };
+    Client* client = find(id);
+    if (!client || client->dropped) {
+        return refuse("client " + std::to_string(id) + " is not attached");
+    }
+    if (count > service::kRingCapacity) {
+        return refuse("count " + std::to_string(count) + " is above the ring's " +
+                      std::to_string(service::kRingCapacity) + " records");
+    }
+    if (count > 0 && !records) {
+        return refuse("no records for count " + std::to_string(count));
+    }
+    if (through_ns < client->through_ns) {
+        return refuse("through_ns " + std::to_string(through_ns) + " goes back from " +
+                      std::to_string(client->through_ns));
+    }
+    // Everything is checked before anything is taken: a client that sends
+    // garbage is dropped, and its good records before the garbage must not
+    // have moved the port.
+    bool   has_last = client->has_record;
+    TimeNs last_t   = client->last_t;
+    for (std::size_t i = 0; i < count; ++i) {
+        const service::DemandRecord& r = records[i];
+        const std::string at = "record " + std::to_string(i) + ": ";
+        if (r.width < 1 || r.width > full_) {
+            return refuse(at + "width " + std::to_string(r.width) + " is outside 1.." +
+                          std::to_string(full_));
+        }
+        if (r.t_ns < client->through_ns) {
+            return refuse(at + "t_ns " + std::to_string(r.t_ns) + " is before through_ns " +
+                          std::to_string(client->through_ns));
+        }
+        if (has_last && r.t_ns < last_t) {
+            return refuse(at + "t_ns " + std::to_string(r.t_ns) +
+                          " is before the previous record's " + std::to_string(last_t));
+        }
+        if (r.until_ns != 0 && r.until_ns <= r.t_ns) {
+            return refuse(at + "until_ns " + std::to_string(r.until_ns) + " is not after t_ns " +
+                          std::to_string(r.t_ns));
+        }
+        if ((r.flags & ~static_cast<std::uint32_t>(service::kTraffic)) != 0) {
+            return refuse(at + "flags " + std::to_string(r.flags) + " has unknown bits");
+        }
+        has_last = true;
+        last_t   = r.t_ns;
+    }
+
+    client->through_ns = through_ns;
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint64_t seq = client->next_seq++;
+        client->has_record   = true;
+        client->last_t       = records[i].t_ns;
+        client->latest_until = records[i].until_ns;
+        client->latest_seq   = seq;
+        if (!client->overflow_requested) {
+            client->queue.push_back(Client::Pending{records[i], seq});
+        }
+    }
+    reschedule(*client);
+    return true;
+}
+
+void PortService::overflowed(std::uint32_t id)
+{
+    Client* client = find(id);
+    if (!client || client->dropped || client->overflow_requested) {
+        return;
+    }
+    client->overflow_requested = true;
+    if (Job* job = job_of(*client)) {
+        --job->bounding;
+    }
+    TimeNs at = std::max(client->attach_ns, *replay_now_);
+    if (client->has_record) {
+        at = std::max(at, client->last_t);
+    }
+    client->overflow_ns = at;
+    reschedule(*client);
+}
+
+void PortService::drop(std::uint32_t id, TimeNs now, bool died)
+{
+    Client* client = find(id);
+    if (!client || client->dropped) {
+        return;
+    }
+    // A clean leave without a deposit is listed as died too (`died` only
+    // says how it went): the report has no other state for a rank that
+    // will never deposit.
+    (void)died;
+    client->dropped = true;
+    if (Job* job = job_of(*client); job && !client->overflow_requested) {
+        --job->bounding;
+    }
+    TimeNs end = client->through_ns;
+    if (client->has_record) {
+        end = std::max(end, client->last_t);
+    }
+    TimeNs leave = std::min(end, now);
+    leave        = std::max({leave, client->attach_ns, *replay_now_});
+    client->leave_at = leave;
+    client->leave_ns = leave;
+    while (!client->queue.empty() && client->queue.back().record.t_ns > leave) {
+        client->queue.pop_back();
+    }
+    if (client->overflow_ns && *client->overflow_ns > leave) {
+        client->overflow_ns.reset();
+    }
+    for (auto& interval : history_) {
+        if (interval.client == id) {
+            interval.to = leave;
+        }
+    }
+    reschedule(*client);
+}
+
+// ------------------------------------------------------------------ merging
+
+std::optional<TimeNs> PortService::next_event(const Client& client) const
+{
+    if (client.left) {
+        return std::nullopt;
+    }
+    if (!client.joined) {
+        return client.attach_ns;
+    }
+    std::optional<TimeNs> next;
+    const auto consider = [&next](std::optional<TimeNs> t) {
+        if (t && (!next || *t < *next)) {
+            next = t;
+        }
+    };
+    if (!client.queue.empty()) {
+        consider(client.queue.front().record.t_ns);
+    }
+    consider(client.expiry_ns);
+    consider(client.overflow_ns);
+    consider(client.leave_ns);
+    return next;
+}
+
+void PortService::reschedule(Client& client)
+{
+    if (client.key) {
+        schedule_.erase(*client.key);
+        client.key.reset();
+    }
+    if (const auto t = next_event(client)) {
+        client.key = Key{*t, client.id};
+        schedule_.insert(*client.key);
+    }
+}
+
+void PortService::recount(Client& client)
+{
+    unsigned width = 0;
+    if (client.joined && !client.left) {
+        width = (client.overflowed || client.forced) ? full_ : client.width;
+    }
+    if (width == client.counted) {
+        return;
+    }
+    if (client.counted != 0) {
+        --demand_count_[client.counted];
+    }
+    if (width != 0) {
+        ++demand_count_[width];
+    }
+    client.counted = width;
+}
+
+unsigned PortService::target() const
+{
+    if (failed_) {
+        return full_;
+    }
+    for (unsigned w = full_; w >= 1; --w) {
+        if (demand_count_[w] != 0) {
+            return w;
+        }
+    }
+    return full_;  // nobody counted: full width
+}
+
+std::optional<TimeNs> PortService::horizon() const
+{
+    std::optional<TimeNs> h;
+    for (const auto& [id, client] : clients_) {
+        if (client->dropped || client->overflow_requested) {
+            continue;
+        }
+        TimeNs complete = client->through_ns;
+        if (client->has_record) {
+            complete = std::max(complete, client->last_t);
+        }
+        if (!h || complete < *h) {
+            h = complete;
+        }
+    }
+    return h;
+}
+
+TimeNs PortService::advance()
+{
+    const Status polled = backend_->poll();
+    if (!polled) {
+        fail(polled);
+    }
+    const std::optional<TimeNs> h = horizon();
+    apply_until(h);
+    return h ? std::max(*h, *replay_now_) : *replay_now_;
+}
+
+void PortService::apply_until(std::optional<TimeNs> h)
+{
+    std::vector<std::pair<Client*, unsigned>> traffic;
+    std::vector<std::uint32_t>                batch;
+    std::vector<std::uint32_t>                gone;
+    while (!schedule_.empty()) {
+        const TimeNs t = schedule_.begin()->first;
+        if (h && t >= *h) {
+            break;
+        }
+        snapshot_job_ends(t);  // jobs whose end lies before this instant
+        *replay_now_ = std::max(*replay_now_, t);
+
+        batch.clear();
+        for (auto it = schedule_.begin(); it != schedule_.end() && it->first == t; ++it) {
+            batch.push_back(it->second);
+        }
+        traffic.clear();
+        for (const std::uint32_t id : batch) {
+            Client& client = *clients_.at(id);
+            apply_client_at(client, t, traffic);
+            recount(client);
+            reschedule(client);
+            if (client.left && !job_of(client)) {
+                gone.push_back(id);
+            }
+        }
+        const unsigned width = target();
+        if (width != applied_) {
+            set_port(width, t);
+        }
+        for (const auto& [client, needs] : traffic) {
+            const TimeNs wait = backend_->traffic(needs);
+            if (wait > 0) {
+                ++client->late_wakeups;
+                client->delay_ns += wait;
+            }
+        }
+    }
+    // Jobs ending before the horizon; with no live client everything is
+    // applied, so every end is reached.
+    snapshot_job_ends(h ? h : std::optional<TimeNs>(kNever));
+    for (const std::uint32_t id : gone) {
+        clients_.erase(id);
+    }
+    prune_history();
+}
+
+void PortService::apply_client_at(Client& client, TimeNs t,
+                                  std::vector<std::pair<Client*, unsigned>>& traffic)
+{
+    Job* job = job_of(client);
+    if (!client.joined && client.attach_ns == t) {
+        client.joined = true;
+        client.width  = full_;
+        if (job && !job->start) {
+            job->start = take_snapshot(t);
+        }
+    }
+    while (!client.queue.empty() && client.queue.front().record.t_ns == t) {
+        const Client::Pending p = client.queue.front();
+        client.queue.pop_front();
+        if (job && !job->start_from_record) {
+            job->start             = take_snapshot(t);
+            job->start_from_record = true;
+        }
+        client.width       = p.record.width;
+        client.applied_seq = p.seq;
+        client.expiry_ns   = p.record.until_ns != 0 ? std::optional<TimeNs>(p.record.until_ns)
+                                                    : std::nullopt;
+        if (client.forced && p.seq > client.forced_seq) {
+            client.forced = false;
+        }
+        if (p.record.flags & service::kTraffic) {
+            traffic.emplace_back(&client, p.record.width);
+        }
+    }
+    if (client.overflow_ns && *client.overflow_ns == t) {
+        client.overflow_ns.reset();
+        client.overflowed = true;
+        client.expiry_ns.reset();
+    }
+    if (client.expiry_ns && *client.expiry_ns == t) {
+        client.expiry_ns.reset();
+        client.width = full_;
+    }
+    if (client.leave_ns && *client.leave_ns == t) {
+        client.leave_ns.reset();
+        client.left = true;
+        client.expiry_ns.reset();
+        client.queue.clear();
+    }
+}
+
+void PortService::set_port(unsigned width, TimeNs t)
+{
+    if (failed_) {
+        return;
+    }
+    ++commands_;
+    applied_            = width;
+    const Status status = backend_->set_width_at(width, t);
+    if (!status) {
+        fail(status);
+    }
+}
+
+void PortService::fail(const Status& status)
+{
+    ++backend_errors_;
+    if (!failed_) {
+        failed_ = true;
+        logger().error("slimlinkd: port {} ({}): {}; the port stays at full width from now on",
+                       options_.port_name, backend_->name(), status.message());
+    }
+    applied_             = full_;
+    const Status restore = backend_->restore_full_width();
+    if (!restore) {
+        ++backend_errors_;
+    }
+}
+
+std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
+{
+    if (!has_stats_ && !failed_) {
+        const Status polled = backend_->poll();
+        if (!polled) {
+            fail(polled);
+        }
+    }
+    std::optional<TimeNs> next;
+    bool                  raise = false;
+    for (auto& [id, client] : clients_) {
+        if (client->dropped || client->overflow_requested || client->latest_seq == 0) {
+            continue;
+        }
+        const TimeNs until = client->latest_until;
+        if (until == 0) {
+            continue;
+        }
+        if (until > now) {
+            if (!next || until < *next) {
+                next = until;
+            }
+            continue;
+        }
+        // The emulated port is raised by the replay at until_ns itself.
+        if (has_stats_ || failed_ || client->forced) {
+            continue;
+        }
+        client->forced     = true;
+        client->forced_seq = client->latest_seq;
+        recount(*client);
+        raise = raise || applied_ < full_;
+    }
+    if (raise) {
+        *replay_now_ = std::max(*replay_now_, now);
+        ++commands_;
+        applied_            = full_;
+        const Status status = backend_->set_width(full_);
+        if (!status) {
+            fail(status);
+        }
+    }
+    return next;
+}
+
+// ------------------------------------------------------------------ reports
+
+PortService::Snapshot PortService::take_snapshot(TimeNs t)
+{
+    *replay_now_ = std::max(*replay_now_, t);
+    Snapshot s;
+    s.at       = *replay_now_;
+    s.commands = commands_;
+    if (has_stats_) {
+        if (const LinkStats* stats = backend_->stats()) {
+            s.stats = *stats;
+        }
+    }
+    return s;
+}
+
+TimeNs PortService::job_end(const Job& job) const
+{
+    TimeNs end = 0;
+    for (const std::uint32_t id : job.members) {
+        const Client* client = find(id);
+        if (!client) {
+            continue;
+        }
+        TimeNs e = client->dropped ? client->leave_at : client->through_ns;
+        if (!client->dropped && client->has_record) {
+            e = std::max(e, client->last_t);
+        }
+        end = std::max(end, e);
+    }
+    return end;
+}
+
+void PortService::snapshot_job_ends(std::optional<TimeNs> before)
+{
+    // In time order, since the port's accounting only goes forward.
+    std::vector<std::pair<TimeNs, Job*>> due;
+    const bool everything = !before || *before == kNever;
+    for (auto& [key, job] : jobs_) {
+        // A member that holds the horizon back ends at or after it.
+        if (!everything && job->bounding > 0) {
+            continue;
+        }
+        const TimeNs end = job_end(*job);
+        if (!everything && end >= *before) {
+            continue;
+        }
+        if (!job->start || (job->end && job->end->at == end) || end < *replay_now_) {
+            continue;
+        }
+        due.emplace_back(end, job.get());
+    }
+    std::sort(due.begin(), due.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [end, job] : due) {
+        job->end = take_snapshot(end);
+    }
+}
+
+bool PortService::deposit(std::uint32_t id, std::uint32_t record_version,
+                          std::vector<std::uint8_t> record, TimeNs now, TimeNs wait_ns)
+{
+    Client* client = find(id);
+    if (!client || client->dropped) {
+        return false;
+    }
+    client->deposited      = true;
+    client->record_version = record_version;
+    client->record         = std::move(record);
+    Job* job = job_of(*client);
+    if (!job) {
+        return false;
+    }
+    if (job->reporter) {
+        return *job->reporter == id;
+    }
+    for (const std::uint32_t other : job->members) {
+        const Client* c = find(other);
+        if (c && c->id != id && !c->dropped && !c->deposited) {
+            return false;
+        }
+    }
+    job->reporter = id;
+    job->deadline = saturating_add(now, std::max<TimeNs>(wait_ns, 0));
+    return true;
+}
+
+bool PortService::job_complete(const Job& job) const
+{
+    const auto done = [](const Client& c) { return c.deposited || c.dropped; };
+    if (job.local_size <= 0) {
+        for (const std::uint32_t id : job.members) {
+            const Client* c = find(id);
+            if (c && !done(*c)) {
+                return false;
+            }
+        }
+        return true;
+    }
+    for (std::int32_t rank = 0; rank < job.local_size; ++rank) {
+        bool found = false;
+        for (const std::uint32_t id : job.members) {
+            const Client* c = find(id);
+            if (c && c->info.local_rank == rank && done(*c)) {
+                found = true;
+                break;
+            }
+        }
+        if (!found) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::vector<std::pair<std::uint32_t, JobReport>> PortService::ready_reports(TimeNs now)
+{
+    advance();
+    std::vector<std::pair<std::uint32_t, JobReport>> ready;
+    std::vector<std::string>                         forget;
+    for (auto& [key, job] : jobs_) {
+        const Client* reporter = job->reporter ? find(*job->reporter) : nullptr;
+        bool          anyone_attached = false;
+        for (const std::uint32_t id : job->members) {
+            const Client* c = find(id);
+            anyone_attached = anyone_attached || (c && !c->dropped);
+        }
+        const bool complete = job_complete(*job);
+        if (job->reporter && (!reporter || reporter->dropped)) {
+            logger().warn("slimlinkd: the reporter of job '{}' left before its report; no node "
+                          "report for it",
+                          key);
+            forget.push_back(key);
+            continue;
+        }
+        if (!job->reporter) {
+            if (complete || !anyone_attached) {
+                forget.push_back(key);  // nobody waits for this report
+            }
+            continue;
+        }
+        if (!complete && now < job->deadline) {
+            continue;
+        }
+        ready.emplace_back(*job->reporter, make_report(*job));
+        forget.push_back(key);
+    }
+    for (const auto& key : forget) {
+        forget_job(key);
+    }
+    return ready;
+}
+
+std::optional<TimeNs> PortService::next_report_deadline() const
+{
+    std::optional<TimeNs> next;
+    for (const auto& [key, job] : jobs_) {
+        if (job->reporter && (!next || job->deadline < *next)) {
+            next = job->deadline;
+        }
+    }
+    return next;
+}
+
+JobReport PortService::make_report(Job& job)
+{
+    JobReport report;
+    service::PortSection& port = report.port;
+    const auto copy_name = [](char* to, const std::string& from) {
+        const std::size_t n = std::min(from.size(), service::kNameBytes - 1);
+        from.copy(to, n);
+        to[n] = '\0';
+    };
+    copy_name(port.backend, backend_->name());
+    copy_name(port.port, options_.port_name);
+    port.lanes      = full_;
+    port.has_energy = has_stats_ ? 1 : 0;
+
+    if (!job.start) {
+        job.start = take_snapshot(*replay_now_);
+    }
+    // The end as far as the horizon allows (port_service.h, ready_reports).
+    const TimeNs end = job_end(job);
+    if (!job.end || job.end->at != end) {
+        const std::optional<TimeNs> h = horizon();
+        TimeNs cut = end;
+        if (h && *h < cut) {
+            cut = *h;
+        }
+        job.end = take_snapshot(std::max(cut, job.start->at));
+    }
+    const Snapshot& a = *job.start;
+    const Snapshot& b = *job.end;
+    port.span_ns      = std::max<TimeNs>(0, b.at - a.at);
+    port.transitions  = b.commands - a.commands;
+    if (has_stats_) {
+        port.energy_joules         = b.stats.energy_joules - a.stats.energy_joules;
+        port.transitions           = b.stats.transitions - a.stats.transitions;
+        port.late_wakeups          = b.stats.late_wakeups - a.stats.late_wakeups;
+        port.wakeup_delay_ns       = b.stats.added_delay_ns - a.stats.added_delay_ns;
+        port.time_in_transition_ns = b.stats.time_in_transition_ns - a.stats.time_in_transition_ns;
+        for (unsigned w = 0; w <= kMaxLanes; ++w) {
+            port.time_at_width_ns[w] = b.stats.time_at_width_ns[w] - a.stats.time_at_width_ns[w];
+        }
+        LinkConfig config;
+        config.lanes      = full_;
+        config.lane_watts = options_.lane_watts;
+        port.baseline_joules = LinkModel(config).always_on_joules(port.span_ns);
+    }
+
+    // Other jobs' clients whose lifetime overlaps the span.
+    std::vector<std::uint64_t> other_jobs;
+    for (const Interval& i : history_) {
+        if (i.job_serial == job.serial || i.to < a.at || i.from > b.at) {
+            continue;
+        }
+        ++port.clients_seen;
+        if (std::find(other_jobs.begin(), other_jobs.end(), i.job_serial) == other_jobs.end()) {
+            other_jobs.push_back(i.job_serial);
+        }
+    }
+    port.other_jobs = static_cast<std::uint32_t>(other_jobs.size());
+
+    const auto entry_of = [&report](const Client& c) {
+        JobReport::Entry e;
+        e.entry.rank            = c.info.rank;
+        e.entry.local_rank      = c.info.local_rank;
+        e.entry.pid             = c.info.pid;
+        e.entry.late_wakeups    = c.late_wakeups;
+        e.entry.wakeup_delay_ns = c.delay_ns;
+        service::EntryState state = service::EntryState::timed_out;
+        if (c.deposited) {
+            state               = service::EntryState::reported;
+            e.record            = c.record;
+            e.entry.record_bytes = static_cast<std::uint32_t>(c.record.size());
+            report.record_version = c.record_version;
+        } else if (c.dropped) {
+            state = service::EntryState::died;
+        }
+        e.entry.state = static_cast<std::uint32_t>(state);
+        return e;
+    };
+    // Members sorted by local rank; a local rank attached twice shows its
+    // latest client.
+    std::vector<const Client*> members;
+    for (const std::uint32_t id : job.members) {
+        if (const Client* c = find(id)) {
+            members.push_back(c);
+        }
+    }
+    std::stable_sort(members.begin(), members.end(), [](const Client* x, const Client* y) {
+        return x->info.local_rank < y->info.local_rank;
+    });
+    for (std::int32_t rank = 0; rank < job.local_size; ++rank) {
+        const Client* latest = nullptr;
+        for (const Client* c : members) {
+            if (c->info.local_rank == rank) {
+                latest = c;
+            }
+        }
+        if (latest) {
+            report.entries.push_back(entry_of(*latest));
+            continue;
+        }
+        JobReport::Entry e;
+        e.entry.local_rank = rank;
+        e.entry.state      = static_cast<std::uint32_t>(service::EntryState::never_started);
+        report.entries.push_back(std::move(e));
+    }
+    for (const Client* c : members) {
+        if (job.local_size > 0 && c->info.local_rank >= 0 && c->info.local_rank < job.local_size) {
+            continue;  // listed above
+        }
+        report.entries.push_back(entry_of(*c));
+    }
+    if (job.reporter) {
+        if (const Client* r = find(*job.reporter)) {
+            report.record_version = r->record_version;
+        }
+    }
+    return report;
+}
+
+void PortService::forget_job(const std::string& key)
+{
+    const auto it = jobs_.find(key);
+    if (it == jobs_.end()) {
+        return;
+    }
+    for (const std::uint32_t id : it->second->members) {
+        const Client* c = find(id);
+        if (c && c->left) {
+            clients_.erase(id);
+        }
+    }
+    jobs_.erase(it);
+    prune_history();
+}
+
+void PortService::prune_history()
+{
+    // An ended lifetime matters only to a job whose span it may overlap:
+    // the open jobs' spans start no earlier than their first attach.
+    TimeNs oldest = kNever;
+    for (const auto& [key, job] : jobs_) {
+        for (const std::uint32_t id : job->members) {
+            if (const Client* c = find(id)) {
+                oldest = std::min(oldest, c->attach_ns);
+            }
+        }
+    }
+    history_.erase(std::remove_if(history_.begin(), history_.end(),
+                                  [oldest](const Interval& i) {
+                                      return i.to != kNever && i.to < oldest;
+                                  }),
+                   history_.end());
+}
+
+// ------------------------------------------------------------------- status
+
+unsigned PortService::demand(std::uint32_t id) const
+{
+    const Client* client = find(id);
+    if (!client || client->left) {
+        return 0;
+    }
+    if (!client->joined || client->overflowed || client->forced) {
+        return full_;
+    }
+    return client->width;
+}
+
+std::size_t PortService::live_clients() const
+{
+    return static_cast<std::size_t>(std::count_if(
+            clients_.begin(), clients_.end(), [](const auto& c) { return !c.second->dropped; }));
+}
+
+std::vector<service::StatusClient> PortService::clients() const
+{
+    std::vector<service::StatusClient> list;
+    for (const auto& [id, client] : clients_) {
+        if (client->dropped) {
+            continue;
+        }
+        service::StatusClient s;
+        s.client_id = id;
+        s.demand    = demand(id);
+        s.rank      = client->info.rank;
+        s.uid       = client->info.uid;
+        s.pid       = client->info.pid;
+        list.push_back(s);
+    }
+    return list;
+}
+
+std::uint64_t PortService::late_wakeups(std::uint32_t id) const
+{
+    const Client* client = find(id);
+    return client ? client->late_wakeups : 0;
+}
+
+}  // namespace slim::link
