@@ -48,3 +48,5 @@ src_libslimcore_la_SOURCES += \
 	src/link/service_io.h src/link/service_io.cpp \
 	src/link/service_client.h src/link/service_client.cpp \
 	src/link/service_server.h src/link/service_server.cpp
+tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_service_client.cpp

@@ -567,7 +567,12 @@ public:
     {
         // Lost service or full ring: the service holds this rank at full
         // width (overflowed flag) or is gone; nothing is left to do here.
-        publish(full_width(), clock_(), 0, 0);
+        const TimeNs now = clock_();
+        if (publish(full_width(), now, 0, 0)) {
+            // Complete past it (the horizon is exclusive), and said now:
+            // the last request does not wait for a drain round.
+            sync(last_ + 1);
+        }
         return Status::success();
     }
 

@@ -118,6 +118,14 @@ Received receive(int fd, void* buf, std::size_t capacity)
             break;
         }
     }
+    if (r.bytes < 0 && errno == ECONNRESET) {
+        // A Unix socket reports the peer's reset before the messages it
+        // sent ahead of it (a refusal): those are still there to read.
+        r.bytes = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r.bytes < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            errno = ECONNRESET;
+        }
+    }
     if (r.bytes < 0) {
         r.error = errno;
         return r;

@@ -341,6 +341,17 @@ void ServiceServer::Impl::refuse(Conn& c, const std::string& reason, TimeNs now)
     svc::Refusal r;
     io::set_text(r.reason, reason);
     io::send_message(c.fd, svc::MessageType::refused, &r, sizeof r, nullptr, 0, MSG_DONTWAIT);
+    // A close with unread input resets the peer (ECONNRESET), which may
+    // then miss the reason: read what came first.
+    for (int i = 0; i < 64; ++i) {
+        const io::Received left = io::receive(c.fd, buffer.data(), buffer.size());
+        if (left.fd >= 0) {
+            ::close(left.fd);
+        }
+        if (left.bytes <= 0) {
+            break;
+        }
+    }
     close_conn(c.fd, true, now);
 }
 
@@ -520,6 +531,9 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
     }
     auto* ring       = new (mem) svc::DemandRing();
     ring->full_width = full;
+    // The service counts the client's timeline complete from its attach:
+    // a ring's through_ns starts there, not at 0, which would go back.
+    ring->through_ns.store(now, std::memory_order_relaxed);
     ring->port_width.store(service.width(), std::memory_order_relaxed);
 
     ClientInfo info;
@@ -533,6 +547,7 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
     c.attached      = true;
     c.ring          = ring;
     c.rank          = req.rank;
+    c.through       = now;
     by_id[c.id]     = c.fd;
     ever_attached   = true;
 
