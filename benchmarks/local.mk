@@ -30,6 +30,14 @@ benchmarks_controller_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir
 	$(CLI11_CFLAGS)
 benchmarks_controller_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
+# service-bench: slimlinkd's publish cost per record on the rank's side,
+# its reaction to deadlines and nudges, and its death detection (issue 13).
+# Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/service-bench
+benchmarks_service_bench_SOURCES = benchmarks/bench_service.cpp benchmarks/bench_cli.h
+benchmarks_service_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS)
+benchmarks_service_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+
 # replay-bench: events/s of the replay driver (src/link/replay.h) on a
 # 10^7-event trace, oracle and SPPS. Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/replay-bench

@@ -19,6 +19,9 @@ struct ServerOptions {
     // at all within `first_client_wait`. Zero: never exit by itself.
     std::chrono::milliseconds grace{5000};
     std::chrono::milliseconds first_client_wait{60000};
+    // The port's model as told to clients in AttachReply (low width, tau,
+    // watts per lane); its lanes are the service's full width.
+    LinkConfig  link;
 };
 
 class ServiceServer {

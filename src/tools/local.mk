@@ -46,6 +46,23 @@ EXTRA_DIST += \
 	tests/data/replay-bad-unsorted.trace \
 	tests/data/replay-periodic.trace
 
+# slimlinkd: the node service that owns a link port (issue 13;
+# src/link/service_protocol.h).
+bin_PROGRAMS += src/tools/slimlinkd
+src_tools_slimlinkd_SOURCES = src/tools/slimlinkd.cpp
+src_tools_slimlinkd_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(NLOHMANN_JSON_CFLAGS) \
+	$(CLI11_CFLAGS)
+src_tools_slimlinkd_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+
+# Its command-line tests, driven by a small client that attaches, publishes
+# a scripted demand and leaves (or is killed).
+check_PROGRAMS += tests/service/service-probe
+tests_service_service_probe_SOURCES = tests/service/service_probe.cpp
+tests_service_service_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS)
+tests_service_service_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+TESTS += tests/service/slimlinkd.test
+EXTRA_DIST += tests/service/slimlinkd.test
+
 # slim-plot: figures of slim-replay's results and of JSON reports
 # (README.md, "Figures: slim-plot"). Made like slimlink-run, so that it carries the
 # version and sits next to slim-replay in the build tree, where it looks

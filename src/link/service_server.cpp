@@ -1,0 +1,848 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// slimlinkd's loop (service_server.h): one thread, epoll over the listening
+// socket, the clients' sockets and a timerfd for deadlines (a timerfd, not
+// epoll_wait's milliseconds: a client's "low until t" is acted on within
+// microseconds of t, and epoll_pwait2 needs Linux 5.11).
+#include "link/service_server.h"
+
+#include "base/log.h"
+#include "link/service_client.h"
+#include "link/service_io.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <new>
+#include <optional>
+#include <vector>
+
+namespace slim::link {
+
+namespace svc = service;
+namespace io  = service_io;
+
+namespace {
+
+constexpr std::size_t kReceiveBytes = sizeof(svc::MessageHeader) + svc::kMaxMessageBytes;
+// Ring records that came without a nudge are applied at least this often.
+constexpr TimeNs kTickNs = 50'000'000;
+// A client that does not read its replies for this long is dropped.
+constexpr std::chrono::milliseconds kSendTimeout{1000};
+// Longest report wait a client may ask for.
+constexpr TimeNs kMaxWaitNs = 3600LL * 1'000'000'000;
+// Bounds on what a client says about its job (ranks per node).
+constexpr std::int32_t kMaxLocalSize = 1 << 16;
+
+std::string errno_text(int err)
+{
+    return std::strerror(err);
+}
+
+std::string folder_of(const std::string& path)
+{
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) {
+        return ".";
+    }
+    return slash == 0 ? std::string("/") : path.substr(0, slash);
+}
+
+// Creates the socket's folder, or checks the one that is there: a per-user
+// folder must be this user's and 0700 (another user's folder could hold a
+// socket of theirs under our name); a system folder root's, not writable
+// by group or others.
+void prepare_folder(const std::string& folder, bool system)
+{
+    const mode_t mode = system ? 0755 : 0700;
+    if (::mkdir(folder.c_str(), mode) == 0) {
+        // mkdir honours the umask; the mode must be exactly this.
+        if (::chmod(folder.c_str(), mode) != 0) {
+            throw ServiceError("slimlinkd: chmod " + io::mode_string(mode) + " " + folder + ": " +
+                               errno_text(errno));
+        }
+    } else if (errno != EEXIST) {
+        throw ServiceError("slimlinkd: cannot create the socket folder " + folder + ": " +
+                           errno_text(errno));
+    }
+    struct stat st{};
+    if (::lstat(folder.c_str(), &st) != 0) {
+        throw ServiceError("slimlinkd: socket folder " + folder + ": " + errno_text(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        throw ServiceError("slimlinkd: socket folder " + folder +
+                           " is not a directory (a symbolic link is not accepted)");
+    }
+    const std::string state = "owned by uid " + std::to_string(st.st_uid) + " with mode " +
+                              io::mode_string(st.st_mode);
+    if (system) {
+        if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+            throw ServiceError("slimlinkd: socket folder " + folder + " is " + state +
+                               "; a system service's folder must belong to root (uid 0) and "
+                               "not be writable by group or others");
+        }
+        return;
+    }
+    if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+        throw ServiceError("slimlinkd: socket folder " + folder + " is " + state +
+                           "; a per-user service's folder must belong to this user (uid " +
+                           std::to_string(::geteuid()) + ") with mode 0700");
+    }
+}
+
+sockaddr_un address_of(const std::string& path)
+{
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof addr.sun_path) {
+        throw ServiceError("slimlinkd: socket path '" + path + "' is " +
+                           std::to_string(path.size()) + " bytes; 1 to " +
+                           std::to_string(sizeof addr.sun_path - 1) + " are accepted");
+    }
+    path.copy(addr.sun_path, path.size());
+    return addr;
+}
+
+// Someone is accepting connections on `path`.
+bool listening(const sockaddr_un& addr)
+{
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return false;
+    }
+    const int rc  = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    const int err = errno;
+    ::close(fd);
+    // EAGAIN: a full backlog, which only a live listener has.
+    return rc == 0 || err == EAGAIN;
+}
+
+}  // namespace
+
+struct ServiceServer::Impl {
+    struct Conn {
+        int           fd  = -1;
+        std::int32_t  uid = -1;
+        std::int64_t  pid = 0;
+        bool          attached = false;
+        std::uint32_t id       = 0;
+        svc::DemandRing* ring  = nullptr;  // our mapping of the memfd we made
+        std::uint64_t consumed = 0;        // records taken from the ring
+        TimeNs        through  = 0;        // last through_ns passed on
+        bool          overflow_seen = false;
+        std::int32_t  rank = -1;
+    };
+
+    PortService&         service;
+    const ServerOptions& options;
+    int                  listen_fd = -1;
+    int                  epoll_fd  = -1;
+    int                  timer_fd  = -1;
+    int                  lock_fd   = -1;
+    bool                 bound     = false;
+    std::map<int, Conn>  conns;         // by socket
+    std::map<std::uint32_t, int> by_id; // client id -> socket
+    std::uint64_t        dropped = 0;   // refused or dropped for bad input
+    std::vector<svc::DemandRecord> scratch = std::vector<svc::DemandRecord>(svc::kRingCapacity);
+    std::vector<std::uint8_t>      buffer  = std::vector<std::uint8_t>(kReceiveBytes);
+    bool                 ever_attached = false;
+    TimeNs               started_ns    = 0;
+    TimeNs               last_left_ns  = 0;
+
+    Impl(PortService& s, const ServerOptions& o) : service(s), options(o) {}
+    ~Impl();
+
+    void        bind_socket();
+    std::size_t attached_count() const;
+    void        accept_all(TimeNs now);
+    void        on_readable(int fd, TimeNs now);
+    void        handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t* payload,
+                       TimeNs now);
+    void        attach(Conn& c, const std::uint8_t* payload, std::size_t bytes, TimeNs now);
+    void        status(Conn& c);
+    void        deposit(Conn& c, const std::uint8_t* payload, std::size_t bytes, TimeNs now);
+    // False: the client was dropped for what its ring holds.
+    bool        consume(Conn& c, TimeNs now);
+    void        consume_all(TimeNs now);
+    void        publish_widths();
+    void        send_reports(TimeNs now);
+    // Refuses (with `reason`, sent and logged), drops, closes.
+    void        refuse(Conn& c, const std::string& reason, TimeNs now);
+    void        close_conn(int fd, bool died, TimeNs now);
+    // The peer closed (or its socket failed) without a detach: its last
+    // records count, then its demand is dropped at once.
+    void        hang_up(int fd, TimeNs now);
+    void        arm_timer(std::optional<TimeNs> at);
+    std::string who(const Conn& c) const;
+};
+
+ServiceServer::Impl::~Impl()
+{
+    std::vector<int> fds;
+    for (const auto& [fd, c] : conns) {
+        fds.push_back(fd);
+    }
+    const TimeNs now = steady_now_ns();
+    for (const int fd : fds) {
+        close_conn(fd, false, now);
+    }
+    if (bound) {
+        ::unlink(options.socket_path.c_str());
+    }
+    for (const int fd : {listen_fd, epoll_fd, timer_fd, lock_fd}) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+}
+
+void ServiceServer::Impl::bind_socket()
+{
+    const std::string& path = options.socket_path;
+    const sockaddr_un  addr = address_of(path);
+    prepare_folder(folder_of(path), options.system);
+
+    // Two services starting at once both find no listener: the lock, held
+    // for the service's life, lets only one of them replace the socket.
+    const std::string lock_path = path + ".lock";
+    lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock_fd < 0) {
+        throw ServiceError("slimlinkd: cannot open the lock " + lock_path + ": " +
+                           errno_text(errno));
+    }
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        throw ServiceError("another slimlinkd is listening on " + path + " (it holds " +
+                           lock_path + ")");
+    }
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            throw ServiceError("slimlinkd: " + path +
+                               " exists and is not a socket; remove it or choose another --socket");
+        }
+        if (listening(addr)) {
+            throw ServiceError("another slimlinkd is listening on " + path);
+        }
+        logger().info("slimlinkd: replacing the stale socket {} (nobody listens on it)", path);
+        ::unlink(path.c_str());
+    }
+
+    listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listen_fd < 0) {
+        throw ServiceError("slimlinkd: socket(): " + errno_text(errno));
+    }
+    if (::bind(listen_fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
+        throw ServiceError(err == EADDRINUSE ? "another slimlinkd is listening on " + path
+                                             : "slimlinkd: bind " + path + ": " + errno_text(err));
+    }
+    bound = true;
+    const mode_t mode = options.system ? 0666 : 0600;
+    if (::chmod(path.c_str(), mode) != 0) {
+        throw ServiceError("slimlinkd: chmod " + io::mode_string(mode) + " " + path + ": " +
+                           errno_text(errno));
+    }
+    if (::listen(listen_fd, 128) != 0) {
+        throw ServiceError("slimlinkd: listen " + path + ": " + errno_text(errno));
+    }
+
+    epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+    timer_fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (epoll_fd < 0 || timer_fd < 0) {
+        throw ServiceError("slimlinkd: epoll/timerfd: " + errno_text(errno));
+    }
+    for (const int fd : {listen_fd, timer_fd}) {
+        epoll_event ev{};
+        ev.events  = EPOLLIN;
+        ev.data.fd = fd;
+        if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            throw ServiceError("slimlinkd: epoll_ctl: " + errno_text(errno));
+        }
+    }
+}
+
+std::string ServiceServer::Impl::who(const Conn& c) const
+{
+    std::string s = "client";
+    if (c.attached) {
+        s += " " + std::to_string(c.id);
+    }
+    s += " (pid " + std::to_string(c.pid) + ", uid " + std::to_string(c.uid);
+    if (c.rank >= 0) {
+        s += ", rank " + std::to_string(c.rank);
+    }
+    return s + ")";
+}
+
+std::size_t ServiceServer::Impl::attached_count() const
+{
+    return static_cast<std::size_t>(
+            std::count_if(conns.begin(), conns.end(), [](const auto& e) { return e.second.attached; }));
+}
+
+void ServiceServer::Impl::accept_all(TimeNs now)
+{
+    for (;;) {
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                logger().warn("slimlinkd: accept on {}: {}", options.socket_path,
+                              errno_text(errno));
+            }
+            return;
+        }
+        ucred     cred{};
+        socklen_t len = sizeof cred;
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+            logger().warn("slimlinkd: SO_PEERCRED: {}; connection closed", errno_text(errno));
+            ::close(fd);
+            continue;
+        }
+        Conn c;
+        c.fd  = fd;
+        c.uid = static_cast<std::int32_t>(cred.uid);
+        c.pid = cred.pid;
+        epoll_event ev{};
+        ev.events  = EPOLLIN | EPOLLRDHUP;
+        ev.data.fd = fd;
+        if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            logger().warn("slimlinkd: epoll_ctl: {}; connection closed", errno_text(errno));
+            ::close(fd);
+            continue;
+        }
+        Conn& added = conns.emplace(fd, c).first->second;
+        if (!options.system && cred.uid != ::geteuid()) {
+            refuse(added,
+                   "this slimlinkd serves uid " + std::to_string(::geteuid()) +
+                           " only (a per-user service); uid " + std::to_string(cred.uid) +
+                           " is refused",
+                   now);
+        }
+    }
+}
+
+void ServiceServer::Impl::refuse(Conn& c, const std::string& reason, TimeNs now)
+{
+    logger().warn("slimlinkd: refused {}: {}", who(c), reason);
+    ++dropped;
+    svc::Refusal r;
+    io::set_text(r.reason, reason);
+    io::send_message(c.fd, svc::MessageType::refused, &r, sizeof r, nullptr, 0, MSG_DONTWAIT);
+    // A close with unread input resets the peer (ECONNRESET), which may
+    // then miss the reason: read what came first.
+    for (int i = 0; i < 64; ++i) {
+        const io::Received left = io::receive(c.fd, buffer.data(), buffer.size());
+        if (left.fd >= 0) {
+            ::close(left.fd);
+        }
+        if (left.bytes <= 0) {
+            break;
+        }
+    }
+    close_conn(c.fd, true, now);
+}
+
+void ServiceServer::Impl::close_conn(int fd, bool died, TimeNs now)
+{
+    const auto it = conns.find(fd);
+    if (it == conns.end()) {
+        return;
+    }
+    Conn& c = it->second;
+    if (c.attached) {
+        service.drop(c.id, now, died);
+        c.ring->closed.store(1, std::memory_order_release);
+        ::munmap(c.ring, sizeof(svc::DemandRing));
+        by_id.erase(c.id);
+        last_left_ns = now;
+    }
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+    ::close(fd);
+    conns.erase(it);
+}
+
+void ServiceServer::Impl::hang_up(int fd, TimeNs now)
+{
+    const auto it = conns.find(fd);
+    if (it == conns.end()) {
+        return;
+    }
+    Conn& c = it->second;
+    if (c.attached) {
+        if (!consume(c, now)) {
+            return;  // dropped for what its ring held
+        }
+        logger().info("slimlinkd: {} closed without detaching: its demand is dropped", who(c));
+    }
+    close_conn(fd, true, now);
+}
+
+void ServiceServer::Impl::on_readable(int fd, TimeNs now)
+{
+    // Every message waiting, then the end of file if that is what is left:
+    // a detach right before a close is a detach.
+    for (;;) {
+        const auto it = conns.find(fd);
+        if (it == conns.end()) {
+            return;  // closed while handling a message
+        }
+        Conn&              c = it->second;
+        const io::Received r = io::receive(fd, buffer.data(), buffer.size());
+        if (r.fd >= 0) {
+            ::close(r.fd);  // clients send no descriptors
+        }
+        if (r.bytes == 0) {
+            hang_up(fd, now);
+            return;
+        }
+        if (r.bytes < 0) {
+            if (r.error == EAGAIN || r.error == EWOULDBLOCK) {
+                return;
+            }
+            logger().info("slimlinkd: {}: {}", who(c), errno_text(r.error));
+            hang_up(fd, now);
+            return;
+        }
+        svc::MessageHeader h;
+        std::string        bad = r.truncated ? "a message larger than " +
+                                                  std::to_string(kReceiveBytes) + " bytes"
+                                            : io::check_header(buffer.data(),
+                                                               static_cast<std::size_t>(r.bytes), h);
+        if (bad.empty() && r.fd >= 0) {
+            bad = "a descriptor sent with message type " + std::to_string(h.type);
+        }
+        if (!bad.empty()) {
+            refuse(c, "garbage message: " + bad, now);
+            return;
+        }
+        handle(c, h, buffer.data() + sizeof h, now);
+    }
+}
+
+void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t* payload,
+                                 TimeNs now)
+{
+    using T = svc::MessageType;
+    switch (static_cast<T>(h.type)) {
+    case T::attach:
+        if (c.attached) {
+            return refuse(c, "a second attach on one connection", now);
+        }
+        return attach(c, payload, h.length, now);
+    case T::status:
+        if (h.length != 0) {
+            return refuse(c, "a status request with a payload", now);
+        }
+        return status(c);
+    case T::nudge:
+        if (!c.attached || h.length != 0) {
+            return refuse(c, c.attached ? "a nudge with a payload" : "a nudge before attach", now);
+        }
+        // The ring is read after every wake (consume_all).
+        return;
+    case T::deposit:
+        if (!c.attached) {
+            return refuse(c, "a deposit before attach", now);
+        }
+        return deposit(c, payload, h.length, now);
+    case T::detach:
+        if (h.length != 0) {
+            return refuse(c, "a detach with a payload", now);
+        }
+        if (c.attached) {
+            // Its records up to now still count; garbage among them drops it.
+            if (!consume(c, now)) {
+                return;
+            }
+            logger().info("slimlinkd: {} detached", who(c));
+        }
+        close_conn(c.fd, false, now);
+        return;
+    default:
+        return refuse(c, "message type " + std::to_string(h.type) + " is the service's to send",
+                      now);
+    }
+}
+
+void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size_t bytes,
+                                 TimeNs now)
+{
+    if (bytes != sizeof(svc::AttachRequest)) {
+        return refuse(c,
+                      "an attach request of " + std::to_string(bytes) + " bytes; " +
+                              std::to_string(sizeof(svc::AttachRequest)) + " are expected",
+                      now);
+    }
+    svc::AttachRequest req;
+    std::memcpy(&req, payload, sizeof req);
+    if (std::memchr(req.job_key, '\0', sizeof req.job_key) == nullptr) {
+        return refuse(c, "a job key that is not NUL-terminated within " +
+                                 std::to_string(svc::kJobKeyBytes) + " bytes",
+                      now);
+    }
+    const unsigned full = service.full_width();
+    if (req.full_width != full) {
+        return refuse(c,
+                      "the client expects a port of " + std::to_string(req.full_width) +
+                              " lanes (its UCX_SLIM_LINK L=) but slimlinkd's port " +
+                              service.port_name() + " has " + std::to_string(full),
+                      now);
+    }
+    if (req.local_size < 0 || req.local_size > kMaxLocalSize ||
+        (req.local_size > 0 && (req.local_rank < 0 || req.local_rank >= req.local_size))) {
+        return refuse(c,
+                      "local rank " + std::to_string(req.local_rank) + " of local size " +
+                              std::to_string(req.local_size) + " (accepted: size 0 to " +
+                              std::to_string(kMaxLocalSize) + ", rank below the size)",
+                      now);
+    }
+
+    // The ring lives in a memfd this service made: the client can write
+    // its records, but sealed against shrinking (a client truncating it
+    // would make our reads fault) and growing.
+    const int memfd = ::memfd_create("slimlink-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (memfd < 0) {
+        logger().error("slimlinkd: memfd_create: {}", errno_text(errno));
+        return refuse(c, "the service could not create a ring: " + errno_text(errno), now);
+    }
+    void* mem = MAP_FAILED;
+    if (::ftruncate(memfd, sizeof(svc::DemandRing)) == 0 &&
+        ::fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
+        mem = ::mmap(nullptr, sizeof(svc::DemandRing), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    }
+    if (mem == MAP_FAILED) {
+        const int err = errno;
+        ::close(memfd);
+        logger().error("slimlinkd: ring for {}: {}", who(c), errno_text(err));
+        return refuse(c, "the service could not create a ring: " + errno_text(err), now);
+    }
+    auto* ring       = new (mem) svc::DemandRing();
+    ring->full_width = full;
+    // The service counts the client's timeline complete from its attach:
+    // a ring's through_ns starts there, not at 0, which would go back.
+    ring->through_ns.store(now, std::memory_order_relaxed);
+    ring->port_width.store(service.width(), std::memory_order_relaxed);
+
+    ClientInfo info;
+    info.rank       = req.rank;
+    info.local_rank = req.local_rank;
+    info.local_size = req.local_size;
+    info.pid        = c.pid;  // SO_PEERCRED, not what the client says
+    info.uid        = c.uid;
+    info.job_key    = req.job_key;
+    c.id            = service.attach(info, now);
+    c.attached      = true;
+    c.ring          = ring;
+    c.rank          = req.rank;
+    c.through       = now;
+    by_id[c.id]     = c.fd;
+    ever_attached   = true;
+
+    svc::AttachReply reply;
+    reply.client_id     = c.id;
+    reply.full_width    = full;
+    reply.low_width     = options.link.low_width;
+    reply.ring_capacity = svc::kRingCapacity;
+    reply.ring_bytes    = sizeof(svc::DemandRing);
+    reply.tau_ns        = options.link.tau_ns;
+    reply.lane_watts    = options.link.lane_watts;
+    io::set_text(reply.backend, service.backend().name());
+    io::set_text(reply.port, service.port_name());
+    const int err = io::send_message_wait(c.fd, svc::MessageType::attach_ok, &reply, sizeof reply,
+                                          nullptr, 0, kSendTimeout, memfd);
+    ::close(memfd);
+    if (err != 0) {
+        logger().info("slimlinkd: {}: sending attach_ok: {}; dropped", who(c), errno_text(err));
+        close_conn(c.fd, true, now);
+        return;
+    }
+    logger().info("slimlinkd: {} attached (job '{}', local rank {} of {})", who(c), info.job_key,
+                  req.local_rank, req.local_size);
+}
+
+void ServiceServer::Impl::status(Conn& c)
+{
+    svc::StatusReply s;
+    io::set_text(s.backend, service.backend().name());
+    io::set_text(s.port, service.port_name());
+    s.full_width      = service.full_width();
+    s.width           = service.width();
+    s.live_clients    = static_cast<std::uint32_t>(service.live_clients());
+    s.pid             = ::getpid();
+    s.clients_dropped = dropped;
+    s.backend_errors  = service.backend_errors();
+    std::vector<svc::StatusClient> clients = service.clients();
+    const std::size_t room = (svc::kMaxMessageBytes - sizeof s) / sizeof(svc::StatusClient);
+    if (clients.size() > room) {
+        clients.resize(room);
+    }
+    io::send_message_wait(c.fd, svc::MessageType::status_reply, &s, sizeof s, clients.data(),
+                          clients.size() * sizeof(svc::StatusClient), kSendTimeout);
+}
+
+void ServiceServer::Impl::deposit(Conn& c, const std::uint8_t* payload, std::size_t bytes,
+                                  TimeNs now)
+{
+    svc::Deposit d;
+    if (bytes < sizeof d) {
+        return refuse(c, "a deposit of " + std::to_string(bytes) + " bytes, shorter than its " +
+                                 std::to_string(sizeof d) + "-byte header",
+                      now);
+    }
+    std::memcpy(&d, payload, sizeof d);
+    if (d.record_bytes != bytes - sizeof d) {
+        return refuse(c, "a deposit announcing " + std::to_string(d.record_bytes) +
+                                 " record bytes in a payload of " + std::to_string(bytes),
+                      now);
+    }
+    if (d.wait_ns < 0 || d.wait_ns > kMaxWaitNs) {
+        return refuse(c, "a report wait of " + std::to_string(d.wait_ns) +
+                                 " ns (accepted: 0 to 3600 s)",
+                      now);
+    }
+    // Its demand up to now counts in its job's report.
+    if (!consume(c, now)) {
+        return;
+    }
+    std::vector<std::uint8_t> record(payload + sizeof d, payload + bytes);
+    svc::DepositAck ack;
+    ack.reporter = service.deposit(c.id, d.record_version, std::move(record), now, d.wait_ns) ? 1 : 0;
+    const int err = io::send_message_wait(c.fd, svc::MessageType::deposit_ack, &ack, sizeof ack,
+                                          nullptr, 0, kSendTimeout);
+    if (err != 0) {
+        logger().info("slimlinkd: {}: sending deposit_ack: {}", who(c), errno_text(err));
+    }
+}
+
+bool ServiceServer::Impl::consume(Conn& c, TimeNs now)
+{
+    svc::DemandRing& ring = *c.ring;
+    // through_ns before head: every record published before the client
+    // set this through_ns is then within head, so the service never sees
+    // a through_ns ahead of records it has not read yet.
+    const TimeNs        through = ring.through_ns.load(std::memory_order_acquire);
+    const std::uint64_t head    = ring.head.load(std::memory_order_acquire);
+    if (ring.overflowed.load(std::memory_order_acquire) != 0 && !c.overflow_seen) {
+        c.overflow_seen = true;
+        logger().warn("slimlinkd: {} filled its ring: held at full width from now on", who(c));
+        service.overflowed(c.id);
+    }
+    const std::uint64_t count = head - c.consumed;  // modulo 2^64: a head gone back is huge
+    if (count > svc::kRingCapacity) {
+        refuse(c,
+               "garbage in the ring: head " + std::to_string(head) + " with " +
+                       std::to_string(c.consumed) + " records consumed (capacity " +
+                       std::to_string(svc::kRingCapacity) + ")",
+               now);
+        return false;
+    }
+    if (count == 0 && through == c.through) {
+        return true;
+    }
+    // Copied out before anything is checked: the client may be writing the
+    // ring while we read it. Indexes come from our own counter.
+    const std::size_t first = static_cast<std::size_t>(c.consumed & (svc::kRingCapacity - 1));
+    const std::size_t n     = static_cast<std::size_t>(count);
+    const std::size_t part  = std::min(n, svc::kRingCapacity - first);
+    std::memcpy(scratch.data(), &ring.records[first], part * sizeof(svc::DemandRecord));
+    std::memcpy(scratch.data() + part, &ring.records[0], (n - part) * sizeof(svc::DemandRecord));
+    std::string why;
+    if (!service.publish(c.id, scratch.data(), n, through, &why)) {
+        refuse(c, "garbage in the ring: " + why, now);
+        return false;
+    }
+    c.consumed = head;
+    c.through  = through;
+    ring.tail.store(head, std::memory_order_release);
+    return true;
+}
+
+void ServiceServer::Impl::consume_all(TimeNs now)
+{
+    std::vector<int> fds;
+    for (const auto& [fd, c] : conns) {
+        if (c.attached) {
+            fds.push_back(fd);
+        }
+    }
+    for (const int fd : fds) {
+        const auto it = conns.find(fd);
+        if (it != conns.end()) {
+            consume(it->second, now);
+        }
+    }
+}
+
+void ServiceServer::Impl::publish_widths()
+{
+    const unsigned width = service.width();
+    for (auto& [fd, c] : conns) {
+        if (c.attached) {
+            c.ring->port_width.store(width, std::memory_order_relaxed);
+        }
+    }
+}
+
+void ServiceServer::Impl::send_reports(TimeNs now)
+{
+    for (auto& [client, report] : service.ready_reports(now)) {
+        const auto id = by_id.find(client);
+        if (id == by_id.end()) {
+            logger().warn("slimlinkd: the node report for client {} is dropped: it is gone", client);
+            continue;
+        }
+        Conn& c = conns.at(id->second);
+        svc::NodeReportHeader h;
+        h.port           = report.port;
+        h.record_version = report.record_version;
+        std::vector<std::uint8_t> body;
+        std::size_t               cut = 0;
+        for (JobReport::Entry& e : report.entries) {
+            svc::NodeReportEntry entry = e.entry;
+            const std::size_t    room  = svc::kMaxMessageBytes - sizeof h - body.size();
+            if (room < sizeof entry) {
+                ++cut;
+                continue;
+            }
+            entry.record_bytes = e.record.size() <= room - sizeof entry
+                                         ? static_cast<std::uint32_t>(e.record.size())
+                                         : 0;
+            cut += entry.record_bytes != e.record.size() ? 1 : 0;
+            const auto* p = reinterpret_cast<const std::uint8_t*>(&entry);
+            body.insert(body.end(), p, p + sizeof entry);
+            body.insert(body.end(), e.record.begin(), e.record.begin() + entry.record_bytes);
+            ++h.entries;
+        }
+        if (cut > 0) {
+            logger().error("slimlinkd: the node report for {} exceeds {} bytes: {} entries or "
+                           "records are left out",
+                           who(c), svc::kMaxMessageBytes, cut);
+        }
+        const int err = io::send_message_wait(c.fd, svc::MessageType::node_report, &h, sizeof h,
+                                              body.data(), body.size(), kSendTimeout);
+        if (err != 0) {
+            logger().warn("slimlinkd: sending the node report to {}: {}", who(c), errno_text(err));
+        }
+    }
+}
+
+void ServiceServer::Impl::arm_timer(std::optional<TimeNs> at)
+{
+    itimerspec spec{};
+    if (at) {
+        // 0 would disarm: a deadline already passed fires at once.
+        const TimeNs t        = std::max<TimeNs>(*at, 1);
+        spec.it_value.tv_sec  = static_cast<time_t>(t / 1'000'000'000);
+        spec.it_value.tv_nsec = static_cast<long>(t % 1'000'000'000);
+    }
+    ::timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+// ------------------------------------------------------------ ServiceServer
+
+ServiceServer::ServiceServer(PortService& service, ServerOptions options)
+    : service_(service), options_(std::move(options)), impl_(std::make_unique<Impl>(service_, options_))
+{
+    impl_->bind_socket();
+    logger().info("slimlinkd: listening on {} ({} service; port {}, {} lanes, backend {})",
+                  options_.socket_path, options_.system ? "system" : "per-user",
+                  service_.port_name(), service_.full_width(), service_.backend().name());
+}
+
+ServiceServer::~ServiceServer() = default;
+
+int ServiceServer::run(const std::atomic<bool>& stop)
+{
+    Impl&        s = *impl_;
+    const TimeNs grace_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options_.grace).count();
+    const TimeNs first_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options_.first_client_wait).count();
+    const bool   deadlines = service_.backend().stats() == nullptr;
+    s.started_ns           = steady_now_ns();
+    epoll_event events[64];
+
+    while (!stop.load(std::memory_order_relaxed)) {
+        TimeNs now = steady_now_ns();
+        s.consume_all(now);
+        service_.advance();
+        std::optional<TimeNs> wake;
+        auto earliest = [&wake](std::optional<TimeNs> t) {
+            if (t && (!wake || *t < *wake)) {
+                wake = t;
+            }
+        };
+        if (deadlines) {
+            earliest(service_.act_on_deadlines(now));
+        }
+        s.publish_widths();
+        s.send_reports(now);
+        earliest(service_.next_report_deadline());
+
+        const std::size_t attached = s.attached_count();
+        if (attached > 0) {
+            earliest(now + kTickNs);
+        } else if (s.ever_attached && grace_ns > 0) {
+            if (now - s.last_left_ns >= grace_ns) {
+                logger().info("slimlinkd: no client for {} ms: exiting",
+                              options_.grace.count());
+                return 0;
+            }
+            earliest(s.last_left_ns + grace_ns);
+        } else if (!s.ever_attached && first_ns > 0) {
+            if (now - s.started_ns >= first_ns) {
+                logger().info("slimlinkd: no client came within {} ms: exiting",
+                              options_.first_client_wait.count());
+                return 0;
+            }
+            earliest(s.started_ns + first_ns);
+        }
+        s.arm_timer(wake);
+        // The stop flag is set by a signal handler or another thread; a
+        // wait bounded at 100 ms notices it without a self-pipe.
+        const int n = ::epoll_wait(s.epoll_fd, events, 64, 100);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            logger().error("slimlinkd: epoll_wait: {}", errno_text(errno));
+            return 1;
+        }
+        now = steady_now_ns();
+        for (int i = 0; i < n; ++i) {
+            const int fd = events[i].data.fd;
+            if (fd == s.listen_fd) {
+                s.accept_all(now);
+            } else if (fd == s.timer_fd) {
+                std::uint64_t expirations = 0;
+                [[maybe_unused]] const ssize_t r = ::read(s.timer_fd, &expirations, sizeof expirations);
+            } else {
+                // Readable, or hung up: on_readable reads what is left, then
+                // the end of file drops the client (SIGKILL included).
+                s.on_readable(fd, now);
+                // An error or hang-up that left nothing to read (recv said
+                // EAGAIN) would wake us forever.
+                if ((events[i].events & (EPOLLHUP | EPOLLERR)) != 0) {
+                    s.hang_up(fd, now);
+                }
+            }
+        }
+    }
+    logger().info("slimlinkd: stopping");
+    return 0;
+}
+
+}  // namespace slim::link

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// slimlinkd: the node service that owns a link port's backend (issue 13;
+// src/link/service_protocol.h). Ranks attach over a Unix-domain socket and
+// publish their demand into rings the service maps; the port runs at the
+// maximum demand over live clients and goes back to full width when the
+// last one leaves, dies, or the service stops.
+//
+//   slimlinkd [--port NAME] [--socket PATH] [--link emulated|ibmad|exec] ...
+//   slimlinkd --status [--socket PATH]
+//
+// Exit status: 0 done (stopped, or no client within the grace period),
+// 2 bad command line, 1 anything else (a backend that cannot start, a
+// socket in use, --status with no service listening).
+#include "base/log.h"
+#include "base/parse.h"
+#include "link/backend.h"
+#include "link/link_model.h"
+#include "link/port_service.h"
+#include "link/service_client.h"
+#include "link/service_io.h"
+#include "link/service_protocol.h"
+#include "link/service_server.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace link  = slim::link;
+namespace parse = slim::parse;
+namespace svc   = slim::link::service;
+namespace io    = slim::link::service_io;
+using namespace std::chrono_literals;
+
+constexpr const char* program      = "slimlinkd";
+constexpr int         exit_failure = 1;
+constexpr int         exit_usage   = 2;
+
+constexpr std::chrono::nanoseconds grace_max = 24h;
+constexpr std::chrono::nanoseconds wait_max  = 24h;
+
+constexpr const char* link_forms =
+        "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
+        "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
+        "duration), e.g. L=4,P=0.5,low=1,tau=10us";
+
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct Options {
+    std::string               port = "emulated";
+    std::string               socket;  // empty: the default for --system or not
+    bool                      system = false;
+    std::string               backend = "emulated";
+    std::string               exec_template;
+    std::string               device;
+    unsigned                  ib_port = 1;
+    link::LinkConfig          link;
+    std::chrono::milliseconds grace{5000};
+    std::chrono::milliseconds first_client_wait{60000};
+    slim::LogLevel            log_level = slim::LogLevel::info;
+    std::string               log_file;
+    bool                      detach = false;
+    bool                      status = false;
+    std::string               help;
+};
+
+// CLI11 takes the argument after an option as its value even when it is
+// another option: "--socket --status" forgot the path.
+const std::string& value_of(const char* option, const char* type, const std::string& v)
+{
+    if (v.rfind("--", 0) == 0) {
+        throw UsageError(std::string(option) + ": 1 required " + type + " missing ('" + v +
+                         "' is an option)");
+    }
+    return v;
+}
+
+std::chrono::milliseconds milliseconds_of(const char* option, const std::string& v,
+                                          std::chrono::nanoseconds max)
+{
+    const auto d = parse::duration(option, value_of(option, "DURATION", v), 0ns, max);
+    // Rounded up: --grace 300us is not "never exit" (0).
+    return std::chrono::ceil<std::chrono::milliseconds>(d);
+}
+
+Options parse_options(int argc, char** argv)
+{
+    Options  o;
+    CLI::App app("The node service that owns a link port: ranks attach over a Unix-domain "
+                 "socket and publish their demand; the port runs at the maximum over them.",
+                 program);
+    app.set_help_flag("-h,--help", "this text");
+    app.footer("Durations take a unit: ns, us, ms or s (e.g. 300ms, 5s).\n"
+               "Exit status: 0 done, 2 bad command line, 1 other errors (the backend cannot "
+               "start, another slimlinkd listens on the socket, --status finds none).");
+    app.allow_extras();
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+
+    app.add_option_function<std::string>(
+               "--port", [&](const std::string& v) { o.port = value_of("--port", "NAME", v); },
+               "the port's name, for the socket's and the reports' names (default emulated; "
+               "an HCA port: DEVICE-PORT, e.g. mlx5_0-1)")
+            ->type_name("NAME");
+    app.add_option_function<std::string>(
+               "--socket",
+               [&](const std::string& v) { o.socket = value_of("--socket", "PATH", v); },
+               "the socket (default: $XDG_RUNTIME_DIR/slimlink/PORT.sock, or "
+               "/tmp/slimlink-UID/PORT.sock; /run/slimlink/PORT.sock with --system)")
+            ->type_name("PATH");
+    app.add_flag("--system", o.system,
+                 "a system service (root only): accepts every user's ranks")
+            ->disable_flag_override();
+    app.add_option_function<std::string>(
+               "--link",
+               [&](const std::string& v) {
+                   const std::string name = value_of("--link", "BACKEND", v);
+                   if (name != "emulated" && name != "ibmad" && name != "exec") {
+                       throw UsageError(parse::bad_value("--link", name, "emulated, ibmad, exec"));
+                   }
+                   o.backend = name;
+               },
+               "the backend: emulated (default), ibmad or exec")
+            ->type_name("BACKEND");
+    app.add_option_function<std::string>(
+               "--exec",
+               [&](const std::string& v) { o.exec_template = value_of("--exec", "TEMPLATE", v); },
+               "exec backend: the command that sets a width ({width}, {device}, {port} are "
+               "replaced); required with --link exec")
+            ->type_name("TEMPLATE");
+    app.add_option_function<std::string>(
+               "--device",
+               [&](const std::string& v) { o.device = value_of("--device", "DEV", v); },
+               "ibmad/exec: the HCA ({device}), e.g. mlx5_0")
+            ->type_name("DEV");
+    app.add_option_function<std::string>(
+               "--ib-port",
+               [&](const std::string& v) {
+                   o.ib_port = static_cast<unsigned>(
+                           parse::integer("--ib-port", value_of("--ib-port", "N", v), 1, 255));
+               },
+               "ibmad/exec: the HCA port number ({port}), 1 to 255 (default 1)")
+            ->type_name("N");
+    app.add_option_function<std::string>(
+               "--link-config",
+               [&](const std::string& v) {
+                   try {
+                       o.link = link::parse_link_config(value_of("--link-config", "SPEC", v));
+                   } catch (const std::invalid_argument& e) {
+                       throw UsageError(parse::bad_value("--link-config", v, link_forms) + " (" +
+                                        e.what() + ")");
+                   }
+               },
+               "the port: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset (default "
+               "L=4,P=0.5,low=1,tau=10us)")
+            ->type_name("SPEC");
+    app.add_option_function<std::string>(
+               "--grace",
+               [&](const std::string& v) { o.grace = milliseconds_of("--grace", v, grace_max); },
+               "exit this long after the last client left, 0ns to 86400s (a day); 0: never (default 5s)")
+            ->type_name("DURATION");
+    app.add_option_function<std::string>(
+               "--first-client-wait",
+               [&](const std::string& v) {
+                   o.first_client_wait = milliseconds_of("--first-client-wait", v, wait_max);
+               },
+               "exit when no client came within this long, 0ns to 86400s (a day); 0: never (default 60s)")
+            ->type_name("DURATION");
+    app.add_option_function<std::string>(
+               "--log-level",
+               [&](const std::string& v) {
+                   const std::string level = value_of("--log-level", "LEVEL", v);
+                   for (const slim::LogLevel l :
+                        {slim::LogLevel::off, slim::LogLevel::error, slim::LogLevel::warn,
+                         slim::LogLevel::info, slim::LogLevel::debug, slim::LogLevel::trace}) {
+                       if (parse::iequals(level, slim::to_string(l))) {
+                           o.log_level = l;
+                           return;
+                       }
+                   }
+                   throw UsageError(parse::bad_value("--log-level", level,
+                                                     "off, error, warn, info, debug, trace"));
+               },
+               "off, error, warn, info (default), debug or trace")
+            ->type_name("LEVEL");
+    app.add_option_function<std::string>(
+               "--log-file",
+               [&](const std::string& v) { o.log_file = value_of("--log-file", "FILE", v); },
+               "append the log to FILE (default: standard error; /dev/null with --detach)")
+            ->type_name("FILE");
+    app.add_flag("--detach", o.detach,
+                 "run in the background once the socket is listening; prints the service's "
+                 "pid on standard output")
+            ->disable_flag_override();
+    app.add_flag("--status", o.status,
+                 "print the status of the service listening on the socket as JSON and exit")
+            ->disable_flag_override();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        o.help = app.help();
+        return o;
+    } catch (const CLI::ParseError& e) {
+        throw UsageError(e.what());
+    }
+    for (const std::string& arg : app.remaining()) {
+        if (arg.size() > 1 && arg[0] == '-') {
+            throw UsageError("unknown option '" + arg.substr(0, arg.find('=')) + "'");
+        }
+    }
+    if (!app.remaining().empty()) {
+        throw UsageError("unexpected argument '" + app.remaining().front() + "'");
+    }
+    if (o.backend == "exec" && o.exec_template.empty()) {
+        throw UsageError("--link exec needs --exec TEMPLATE (the command that sets a width)");
+    }
+    if (o.backend != "exec" && !o.exec_template.empty()) {
+        throw UsageError("--exec is the command of --link exec; add --link exec or drop --exec");
+    }
+    if (o.system && ::geteuid() != 0 && !o.status) {
+        throw UsageError("--system: a system service runs as root (uid 0); this is uid " +
+                         std::to_string(::geteuid()) + ". Drop --system for a per-user service");
+    }
+    if (o.port.empty()) {
+        throw UsageError(parse::bad_value("--port", o.port, "a non-empty name"));
+    }
+    if (o.socket.empty()) {
+        o.socket = o.system ? link::system_socket_path(o.port) : link::user_socket_path(o.port);
+    }
+    return o;
+}
+
+// ------------------------------------------------------------ --status
+
+int print_status(const Options& o)
+{
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (o.socket.size() >= sizeof addr.sun_path) {
+        std::fprintf(stderr, "%s: --socket '%s' is longer than %zu bytes\n", program,
+                     o.socket.c_str(), sizeof addr.sun_path - 1);
+        return exit_usage;
+    }
+    o.socket.copy(addr.sun_path, o.socket.size());
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int err = errno;
+        std::fprintf(stderr, "%s: no slimlinkd is listening on %s (%s)\n", program,
+                     o.socket.c_str(), std::strerror(err));
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return exit_failure;
+    }
+    std::vector<std::uint8_t> buf(sizeof(svc::MessageHeader) + svc::kMaxMessageBytes);
+    int                       err = io::send_message(fd, svc::MessageType::status, nullptr, 0);
+    io::Received              r;
+    if (err == 0) {
+        r = io::receive_wait(fd, buf.data(), buf.size(), 2000ms);
+        err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
+    }
+    ::close(fd);
+    if (r.fd >= 0) {
+        ::close(r.fd);
+    }
+    if (err != 0) {
+        std::fprintf(stderr, "%s: the slimlinkd on %s did not answer the status request (%s)\n",
+                     program, o.socket.c_str(), std::strerror(err));
+        return exit_failure;
+    }
+    svc::MessageHeader h;
+    std::string        bad = io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), h);
+    if (bad.empty() && (h.type != static_cast<std::uint16_t>(svc::MessageType::status_reply) ||
+                        h.length < sizeof(svc::StatusReply) ||
+                        (h.length - sizeof(svc::StatusReply)) % sizeof(svc::StatusClient) != 0)) {
+        bad = "message type " + std::to_string(h.type) + " of " + std::to_string(h.length) +
+              " bytes, not a status reply";
+    }
+    if (!bad.empty()) {
+        std::fprintf(stderr, "%s: the service on %s answered garbage: %s\n", program,
+                     o.socket.c_str(), bad.c_str());
+        return exit_failure;
+    }
+    const std::uint8_t* p = buf.data() + sizeof h;
+    svc::StatusReply    s;
+    std::memcpy(&s, p, sizeof s);
+    using Json = nlohmann::ordered_json;
+    Json j;
+    j["socket"]          = o.socket;
+    j["pid"]             = s.pid;
+    j["backend"]         = io::text_of(s.backend);
+    j["port"]            = io::text_of(s.port);
+    j["full_width"]      = s.full_width;
+    j["width"]           = s.width;
+    j["live_clients"]    = s.live_clients;
+    j["clients_dropped"] = s.clients_dropped;
+    j["backend_errors"]  = s.backend_errors;
+    Json clients         = Json::array();
+    const std::size_t n  = (h.length - sizeof s) / sizeof(svc::StatusClient);
+    for (std::size_t i = 0; i < n; ++i) {
+        svc::StatusClient c;
+        std::memcpy(&c, p + sizeof s + i * sizeof c, sizeof c);
+        clients.push_back({{"client_id", c.client_id},
+                           {"demand", c.demand},
+                           {"rank", c.rank},
+                           {"uid", c.uid},
+                           {"pid", c.pid}});
+    }
+    j["clients"] = std::move(clients);
+    std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    return std::cout.flush() ? 0 : exit_failure;
+}
+
+// ------------------------------------------------------------ the service
+
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int)
+{
+    stop_requested.store(true, std::memory_order_relaxed);
+}
+
+void install_signals()
+{
+    struct sigaction sa{};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: epoll_wait returns EINTR at once
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+}
+
+std::string log_label()
+{
+    return "slimlinkd";
+}
+
+// Points standard input at /dev/null and standard output and error at
+// the log file (or /dev/null).
+bool redirect_std(const std::string& log_file, std::string& why)
+{
+    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int out = log_file.empty()
+                            ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
+                            : ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (in < 0 || out < 0) {
+        why = "--log-file " + log_file + ": " + std::strerror(errno);
+        return false;
+    }
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+    ::close(in);
+    ::close(out);
+    return true;
+}
+
+// The service until it stops. `ready` (>= 0 with --detach): a pipe to the
+// waiting parent, told "pid\n" once the socket listens or "!message" when
+// the service cannot start.
+int serve(const Options& o, int ready)
+{
+    auto fail = [&](const std::string& message) {
+        if (ready >= 0) {
+            const std::string m = "!" + message;
+            [[maybe_unused]] const ssize_t w = ::write(ready, m.data(), m.size());
+            ::close(ready);
+        } else {
+            std::fprintf(stderr, "%s: %s\n", program, message.c_str());
+        }
+        return exit_failure;
+    };
+    if (ready >= 0) {
+        // Detached: from here on the log goes to --log-file (or nowhere);
+        // what stops the start is told to the waiting parent.
+        std::string why;
+        if (!redirect_std(o.log_file, why)) {
+            return fail(why);
+        }
+    }
+    link::BackendConfig config;
+    config.link          = o.link;
+    config.device        = o.device;
+    config.port          = o.ib_port;
+    config.exec_template = o.exec_template;
+
+    link::PortServiceOptions service_options;
+    service_options.port_name  = link::service_port_name(o.port);
+    service_options.lane_watts = o.link.lane_watts;
+    std::string backend_error;
+    std::unique_ptr<link::PortService> service;
+    try {
+        service = std::make_unique<link::PortService>(
+                [&](link::Clock clock) -> std::unique_ptr<link::LinkBackend> {
+                    config.clock            = std::move(clock);
+                    link::BackendResult made = link::make_backend(o.backend, config);
+                    if (!made.status) {
+                        backend_error = made.status.message();
+                    }
+                    return std::move(made.backend);
+                },
+                service_options);
+    } catch (const std::exception& e) {
+        return fail(backend_error.empty() ? std::string(e.what()) : backend_error);
+    }
+
+    link::ServerOptions server_options;
+    server_options.socket_path       = o.socket;
+    server_options.system            = o.system;
+    server_options.grace             = o.grace;
+    server_options.first_client_wait = o.first_client_wait;
+    server_options.link              = o.link;
+    std::unique_ptr<link::ServiceServer> server;
+    try {
+        server = std::make_unique<link::ServiceServer>(*service, server_options);
+    } catch (const std::exception& e) {
+        return fail(e.what());
+    }
+    slim::logger().info("slimlinkd: {}", service->backend().describe());
+    if (ready >= 0) {
+        const std::string m = std::to_string(::getpid()) + "\n";
+        [[maybe_unused]] const ssize_t w = ::write(ready, m.data(), m.size());
+        ::close(ready);
+    }
+    const int status = server->run(stop_requested);
+    server.reset();   // the socket goes first: no client attaches to a port going away
+    service.reset();  // restores full width
+    return status;
+}
+
+// --detach: fork; the child starts a session and forks the service, which
+// reports through a pipe once its socket listens, so that the caller's
+// next command finds it. The caller prints the service's pid.
+int serve_detached(const Options& o)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        std::fprintf(stderr, "%s: pipe: %s\n", program, std::strerror(errno));
+        return exit_failure;
+    }
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) {
+        std::fprintf(stderr, "%s: fork: %s\n", program, std::strerror(errno));
+        return exit_failure;
+    }
+    if (child == 0) {
+        ::close(fds[0]);
+        ::setsid();
+        const pid_t daemon = ::fork();
+        if (daemon != 0) {
+            _exit(daemon < 0 ? exit_failure : 0);
+        }
+        ::umask(077);
+        if (::chdir("/") != 0) {
+            _exit(exit_failure);
+        }
+        _exit(serve(o, fds[1]));
+    }
+    ::close(fds[1]);
+    int child_status = 0;
+    ::waitpid(child, &child_status, 0);
+    std::string answer;
+    char        chunk[512];
+    for (;;) {
+        const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+        if (n > 0) {
+            answer.append(chunk, static_cast<std::size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+            break;
+        }
+    }
+    ::close(fds[0]);
+    if (answer.empty()) {
+        std::fprintf(stderr, "%s: the service exited before its socket was listening\n", program);
+        return exit_failure;
+    }
+    if (answer[0] == '!') {
+        std::fprintf(stderr, "%s: %s\n", program, answer.c_str() + 1);
+        return exit_failure;
+    }
+    std::fputs(answer.c_str(), stdout);
+    return std::fflush(stdout) == 0 ? 0 : exit_failure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Options options;
+    try {
+        options = parse_options(argc, argv);
+    } catch (const std::exception& e) {  // UsageError, slim::ConfigError
+        std::fprintf(stderr, "%s: %s\nTry '%s --help'.\n", program, e.what(), program);
+        return exit_usage;
+    }
+    if (!options.help.empty()) {
+        std::fputs(options.help.c_str(), stdout);
+        return 0;
+    }
+    if (options.status) {
+        return print_status(options);
+    }
+    slim::set_log_label_source(log_label);
+    slim::set_log_level(options.log_level);
+    install_signals();
+    if (options.detach) {
+        return serve_detached(options);
+    }
+    if (!options.log_file.empty()) {
+        std::string why;
+        if (!redirect_std(options.log_file, why)) {
+            std::fprintf(stderr, "%s: %s\n", program, why.c_str());
+            return exit_failure;
+        }
+    }
+    return serve(options, -1);
+}
