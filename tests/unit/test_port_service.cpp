@@ -410,6 +410,30 @@ TEST_CASE("a backend error sends the port to full width for good, counted", "[po
 
 // ------------------------------------------------------------------ reports
 
+TEST_CASE("a rank that dies after the others deposited does not cost the job its report",
+          "[port_service]")
+{
+    auto service = emulated_service();
+    const auto r0 = service->attach(rank(10, 0, 3), 0);
+    const auto r1 = service->attach(rank(11, 1, 3), 0);
+    const auto r2 = service->attach(rank(12, 2, 3), 0);
+    publish(*service, r0, {}, 100 * kUs);
+    publish(*service, r1, {}, 100 * kUs);
+    publish(*service, r2, {}, 100 * kUs);
+    CHECK(service->deposit(r0, 7, {1}, 110 * kUs, 1000 * kUs));
+    CHECK_FALSE(service->deposit(r2, 7, {3}, 120 * kUs, 1000 * kUs));
+    service->drop(r2, 125 * kUs, false);
+    CHECK(service->ready_reports(126 * kUs).empty());  // r1 still runs
+    service->drop(r1, 130 * kUs, true);                 // and dies
+    auto reports = service->ready_reports(131 * kUs);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].first == r0);
+    const JobReport& report = reports[0].second;
+    REQUIRE(report.entries.size() == 3);
+    CHECK(report.entries[1].entry.state == static_cast<std::uint32_t>(EntryState::died));
+    CHECK(report.entries[2].record == std::vector<std::uint8_t>{3});
+}
+
 TEST_CASE("a two-rank job's node report: one reporter, entries in local-rank order",
           "[port_service]")
 {
@@ -420,17 +444,19 @@ TEST_CASE("a two-rank job's node report: one reporter, entries in local-rank ord
     publish(*service, r1, {needs(50 * kUs, 1), traffic(100 * kUs, 4), needs(200 * kUs, 1)},
             250 * kUs);
     publish(*service, r0, {}, 300 * kUs);
+    publish(*service, r1, {}, 300 * kUs);  // each rank's last sync, before it deposits
     service->advance();
 
-    CHECK_FALSE(service->deposit(r1, 7, {1, 2, 3}, 310 * kUs, 1000 * kUs));
-    service->drop(r1, 320 * kUs, false);
+    // The first to deposit reports, and waits for the others.
+    CHECK(service->deposit(r1, 7, {1, 2, 3}, 310 * kUs, 1000 * kUs));
+    CHECK(service->next_report_deadline() == 1310 * kUs);
     CHECK(service->ready_reports(320 * kUs).empty());  // r0 has not deposited
-    CHECK(service->deposit(r0, 7, {4, 5}, 330 * kUs, 1000 * kUs));
-    CHECK(service->next_report_deadline() == 1330 * kUs);
+    CHECK_FALSE(service->deposit(r0, 7, {4, 5}, 330 * kUs, 1000 * kUs));
+    service->drop(r0, 335 * kUs, false);  // a non-reporter leaves at once
 
-    auto reports = service->ready_reports(330 * kUs);
+    auto reports = service->ready_reports(340 * kUs);
     REQUIRE(reports.size() == 1);
-    CHECK(reports[0].first == r0);
+    CHECK(reports[0].first == r1);
     const JobReport& report = reports[0].second;
     CHECK(report.record_version == 7);
     REQUIRE(report.entries.size() == 2);
