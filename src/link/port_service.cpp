@@ -161,7 +161,8 @@ PortService::~PortService()
     }
     const Status status = backend_->restore_full_width();
     if (!status) {
-        logger().error("slimlinkd: could not restore port {} to full width: {}",
+        logger().error("slimlinkd: could not restore port {} to full width: {}; the port's "
+                       "width is unknown",
                        options_.port_name, status.message());
     }
 }
@@ -552,22 +553,54 @@ void PortService::fail(const Status& status)
         logger().error("slimlinkd: port {} ({}): {}; the port stays at full width from now on",
                        options_.port_name, backend_->name(), status.message());
     }
-    applied_             = full_;
-    const Status restore = backend_->restore_full_width();
+    applied_ = full_;
+    // Asked, not waited for: a hung command (exec) must not stop the loop,
+    // which meanwhile sees ranks attach and die. The outcome comes from
+    // poll() in act_on_deadlines.
+    restore_polls_until_.reset();
+    restore_pending_     = true;
+    const Status restore = backend_->set_width(full_);
     if (!restore) {
-        ++backend_errors_;
+        restore_failed(restore);
     }
+}
+
+void PortService::restore_failed(const Status& status)
+{
+    ++backend_errors_;
+    restore_pending_ = false;
+    logger().error("slimlinkd: port {} ({}): restoring full width failed too: {}; the port's "
+                   "width is unknown",
+                   options_.port_name, backend_->name(), status.message());
 }
 
 std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
 {
-    if (!has_stats_ && !failed_) {
+    std::optional<TimeNs> next;
+    if (!has_stats_) {
         const Status polled = backend_->poll();
         if (!polled) {
-            fail(polled);
+            if (failed_) {
+                restore_failed(polled);
+            } else {
+                fail(polled);
+            }
         }
     }
-    std::optional<TimeNs> next;
+    if (restore_pending_) {
+        // Polled until the backend's own timeout (2 s for exec) has surely
+        // passed: its failure is reported by poll() within it.
+        constexpr TimeNs kRestoreWatch = 3'000'000'000;
+        constexpr TimeNs kRestorePoll  = 10'000'000;
+        if (!restore_polls_until_) {
+            restore_polls_until_ = now + kRestoreWatch;
+        }
+        if (now >= *restore_polls_until_) {
+            restore_pending_ = false;
+        } else {
+            next = now + kRestorePoll;
+        }
+    }
     bool                  raise = false;
     for (auto& [id, client] : clients_) {
         if (client->dropped || client->overflow_requested || client->latest_seq == 0) {

@@ -199,6 +199,10 @@ private:
     std::uint64_t commands_ = 0;  // widths sent to the backend
     std::uint64_t backend_errors_ = 0;
     bool failed_ = false;  // a backend error: full width for good
+    // The full-width command after a failure, polled (not waited for).
+    bool restore_pending_ = false;
+    std::optional<TimeNs> restore_polls_until_;
+    void restore_failed(const Status& status);
     std::map<std::uint32_t, std::unique_ptr<Client>> clients_;
     std::map<std::string, std::unique_ptr<Job>> jobs_;
     std::set<Key> schedule_;      // clients with a pending event
