@@ -22,6 +22,8 @@ namespace slim::link {
 
 namespace svc = service;
 namespace io  = service_io;
+using io::errno_text;
+using io::folder_of;
 
 namespace {
 
@@ -31,19 +33,6 @@ constexpr std::size_t kReceiveBytes = sizeof(svc::MessageHeader) + svc::kMaxMess
 constexpr std::chrono::milliseconds kAckTimeout{2000};
 constexpr std::chrono::milliseconds kReportMargin{2000};
 
-std::string errno_text(int err)
-{
-    return std::strerror(err);
-}
-
-std::string folder_of(const std::string& path)
-{
-    const auto slash = path.rfind('/');
-    if (slash == std::string::npos) {
-        return ".";
-    }
-    return slash == 0 ? std::string("/") : path.substr(0, slash);
-}
 
 // A socket file and its folder must belong to whoever the caller trusts
 // (this user, or root for a system service) before anything is sent: a

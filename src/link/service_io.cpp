@@ -200,4 +200,18 @@ std::string mode_string(unsigned mode)
     return text;
 }
 
+std::string errno_text(int err)
+{
+    return std::strerror(err);
+}
+
+std::string folder_of(const std::string& path)
+{
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) {
+        return ".";
+    }
+    return slash == 0 ? std::string("/") : path.substr(0, slash);
+}
+
 }  // namespace slim::link::service_io

@@ -54,6 +54,12 @@ std::string check_header(const void* message, std::size_t bytes, service::Messag
 // "0755"
 std::string mode_string(unsigned mode);
 
+// strerror(err) as a string.
+std::string errno_text(int err);
+
+// The folder of a socket path ("/a/b.sock" -> "/a"; "b.sock" -> ".").
+std::string folder_of(const std::string& path);
+
 // strnlen-bounded copy of a fixed char field, for messages and names.
 template <std::size_t N>
 std::string text_of(const char (&field)[N])

@@ -31,6 +31,8 @@ namespace slim::link {
 
 namespace svc = service;
 namespace io  = service_io;
+using io::errno_text;
+using io::folder_of;
 
 namespace {
 
@@ -44,19 +46,6 @@ constexpr TimeNs kMaxWaitNs = 3600LL * 1'000'000'000;
 // Bounds on what a client says about its job (ranks per node).
 constexpr std::int32_t kMaxLocalSize = 1 << 16;
 
-std::string errno_text(int err)
-{
-    return std::strerror(err);
-}
-
-std::string folder_of(const std::string& path)
-{
-    const auto slash = path.rfind('/');
-    if (slash == std::string::npos) {
-        return ".";
-    }
-    return slash == 0 ? std::string("/") : path.substr(0, slash);
-}
 
 // Creates the socket's folder, or checks the one that is there: a per-user
 // folder must be this user's and 0700 (another user's folder could hold a

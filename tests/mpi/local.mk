@@ -64,6 +64,12 @@ EXTRA_DIST += \
 
 # Lock that serialises the MPI tests under `make -j check`.
 CLEANFILES += tests/mpi/.mpi-test.lock
+# Each MPI test's private XDG_RUNTIME_DIR (mpi-test-lib.sh): the node
+# service's socket folder and the lock files it and slimlink-run leave.
+clean-local: clean-mpi-run-dirs
+clean-mpi-run-dirs:
+	-rm -rf tests/mpi/.run-*
+.PHONY: clean-mpi-run-dirs
 
 # Lossy packing end to end (slim_mark*, slim_quantize, slim_packing_get).
 check_PROGRAMS += tests/mpi/packing
