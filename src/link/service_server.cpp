@@ -435,6 +435,13 @@ void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std
         if (h.length != 0) {
             return refuse(c, "a status request with a payload", now);
         }
+        if (attached_count() == 0) {
+            // A launcher (slimlink-run) checking that a service is there
+            // before it starts its job: the job gets a whole grace period
+            // (or first-client wait) to attach, not what is left of one.
+            last_left_ns = now;
+            started_ns   = now;
+        }
         return status(c);
     case T::nudge:
         if (!c.attached || h.length != 0) {

@@ -66,6 +66,7 @@ EXTRA_DIST += \
 CLEANFILES += tests/mpi/.mpi-test.lock
 # Each MPI test's private XDG_RUNTIME_DIR (mpi-test-lib.sh): the node
 # service's socket folder and the lock files it and slimlink-run leave.
+EXTRA_DIST += tests/mpi/direct-run
 clean-local: clean-mpi-run-dirs
 clean-mpi-run-dirs:
 	-rm -rf tests/mpi/.run-*

@@ -45,26 +45,22 @@ skip() {
 # SLIMLINK_TEST_DIRECT=1: start ranks without slimlink-run, for an MPICH or a
 # UCX with slim built in, which needs nothing loaded (scripts/check does this
 # on the MPICH that scripts/build-mpich makes).
+# The node service is still started for each job (direct-run).
 if [ "${SLIMLINK_TEST_DIRECT:-0}" = 1 ]; then
-  SLIMLINK_RUN=env
+  SLIMLINK_RUN=$srcdir_mpi/direct-run
   unset LD_PRELOAD
 fi
 
 # The node service (slimlinkd) that drives the emulated port: each test has
 # its own, in a private runtime folder, so that no two tests share a port's
 # accounting. slimlink-run starts it (SLIMLINKD, exported by `make check`);
-# ranks started without slimlink-run get it from start_test_service.
+# ranks started without slimlink-run get it from direct-run.
 XDG_RUNTIME_DIR=$builddir_mpi/.run-$test_name
 rm -rf "$XDG_RUNTIME_DIR" && mkdir -p -m 0700 "$XDG_RUNTIME_DIR" \
   || hard_error "cannot create $XDG_RUNTIME_DIR"
 export XDG_RUNTIME_DIR
 : "${SLIMLINKD:=$abs_top_builddir/src/tools/slimlinkd}"
 export SLIMLINKD SLIMLINK_SERVICE_GRACE=${SLIMLINK_SERVICE_GRACE:-2s}
-start_test_service() {
-  "$SLIMLINKD" --status >/dev/null 2>&1 && return 0
-  "$SLIMLINKD" --detach --port emulated --grace "$SLIMLINK_SERVICE_GRACE" >/dev/null \
-    || hard_error "cannot start $SLIMLINKD"
-}
 
 # Every byte between ranks crosses the `slim` transport: no shared memory in
 # MPICH (NOLOCAL) and no UCX transport but slim for remote peers.
@@ -94,9 +90,6 @@ run_ranks() {
   shift 2
   while [ $# -gt 0 ] && [ "$1" != -- ]; do launcher+=("$1"); shift; done
   [ $# -gt 0 ] && shift
-  if [ "${SLIMLINK_TEST_DIRECT:-0}" = 1 ] && [ -x "$SLIMLINKD" ]; then
-    start_test_service
-  fi
   echo "+ UCX_TLS=$UCX_TLS MPIR_CVAR_NOLOCAL=$MPIR_CVAR_NOLOCAL $SLIMLINK_RUN ${launcher[*]} $builddir_mpi/$program $*"
   "$harness" -t "$timeout_s" -p "$program" -- \
     "$SLIMLINK_RUN" "${launcher[@]}" "$builddir_mpi/$program" "$@"
