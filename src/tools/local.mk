@@ -5,7 +5,7 @@
 # slim-replay: the pattern predictor over an event trace (README.md, "Event
 # traces and slim-replay").
 bin_PROGRAMS += src/tools/slim-replay
-src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp
+src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp src/tools/cli_common.h
 src_tools_slim_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(NLOHMANN_JSON_CFLAGS) $(CLI11_CFLAGS)
 src_tools_slim_replay_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
@@ -49,7 +49,7 @@ EXTRA_DIST += \
 # slimlinkd: the node service that owns a link port (issue 13;
 # src/link/service_protocol.h).
 bin_PROGRAMS += src/tools/slimlinkd
-src_tools_slimlinkd_SOURCES = src/tools/slimlinkd.cpp
+src_tools_slimlinkd_SOURCES = src/tools/slimlinkd.cpp src/tools/cli_common.h
 src_tools_slimlinkd_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(NLOHMANN_JSON_CFLAGS) \
 	$(CLI11_CFLAGS)
 src_tools_slimlinkd_LDADD = src/libslimcore.la $(SPDLOG_LIBS)

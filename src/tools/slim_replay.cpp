@@ -13,6 +13,7 @@
 #include "link/replay.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
+#include "tools/cli_common.h"
 #include "tools/otf2_trace.h"
 
 #include <CLI/CLI.hpp>
@@ -69,15 +70,9 @@ constexpr std::int64_t timeline_min = 1, timeline_max = 1'000'000;
 constexpr const char* policy_forms =
         "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps, "
         "adaptive, context:DEPTH (1 to 8)";
-constexpr const char* link_forms =
-        "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
-        "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
-        "duration), e.g. L=4,P=0.5,low=1,tau=10us";
-
-class UsageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using slim::tools::link_forms;
+using slim::tools::UsageError;
+using slim::tools::value_of;
 
 struct Options {
     std::string           events;
@@ -239,17 +234,6 @@ public:
     }
 };
 
-// CLI11 takes the argument after an option as its value even when it is
-// another option: "--gt --json" forgot the threshold.
-const std::string& value_of(const char* option, const char* type, const std::string& v)
-{
-    if (v.rfind("--", 0) == 0) {
-        throw UsageError(std::string(option) + ": 1 required " + type + " missing ('" + v +
-                         "' is an option)");
-    }
-    return v;
-}
-
 Options parse_options(int argc, char** argv)
 {
     namespace parse = slim::parse;
@@ -361,23 +345,9 @@ Options parse_options(int argc, char** argv)
                "location, rank 0)")
             ->type_name("N");
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-        o.help = app.help();
+    if (slim::tools::parse_command_line(app, argc, argv, o.help,
+                                        " (the trace is given with --events FILE)")) {
         return o;
-    } catch (const CLI::ParseError& e) {
-        throw UsageError(e.what());
-    }
-    // allow_extras: what CLI11 did not take, an unknown option first.
-    for (const std::string& arg : app.remaining()) {
-        if (arg.size() > 1 && arg[0] == '-') {
-            throw UsageError("unknown option '" + arg.substr(0, arg.find('=')) + "'");
-        }
-    }
-    if (!app.remaining().empty()) {
-        throw UsageError("unexpected argument '" + app.remaining().front() +
-                         "' (the trace is given with --events FILE)");
     }
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.

@@ -20,6 +20,7 @@
 #include "link/service_io.h"
 #include "link/service_protocol.h"
 #include "link/service_server.h"
+#include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -59,15 +60,9 @@ constexpr int         exit_usage   = 2;
 constexpr std::chrono::nanoseconds grace_max = 24h;
 constexpr std::chrono::nanoseconds wait_max  = 24h;
 
-constexpr const char* link_forms =
-        "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
-        "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
-        "duration), e.g. L=4,P=0.5,low=1,tau=10us";
-
-class UsageError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
+using slim::tools::link_forms;
+using slim::tools::UsageError;
+using slim::tools::value_of;
 
 struct Options {
     std::string               port = "emulated";
@@ -86,17 +81,6 @@ struct Options {
     bool                      status = false;
     std::string               help;
 };
-
-// CLI11 takes the argument after an option as its value even when it is
-// another option: "--socket --status" forgot the path.
-const std::string& value_of(const char* option, const char* type, const std::string& v)
-{
-    if (v.rfind("--", 0) == 0) {
-        throw UsageError(std::string(option) + ": 1 required " + type + " missing ('" + v +
-                         "' is an option)");
-    }
-    return v;
-}
 
 std::chrono::milliseconds milliseconds_of(const char* option, const std::string& v,
                                           std::chrono::nanoseconds max)
@@ -218,21 +202,8 @@ Options parse_options(int argc, char** argv)
                  "print the status of the service listening on the socket as JSON and exit")
             ->disable_flag_override();
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-        o.help = app.help();
+    if (slim::tools::parse_command_line(app, argc, argv, o.help)) {
         return o;
-    } catch (const CLI::ParseError& e) {
-        throw UsageError(e.what());
-    }
-    for (const std::string& arg : app.remaining()) {
-        if (arg.size() > 1 && arg[0] == '-') {
-            throw UsageError("unknown option '" + arg.substr(0, arg.find('=')) + "'");
-        }
-    }
-    if (!app.remaining().empty()) {
-        throw UsageError("unexpected argument '" + app.remaining().front() + "'");
     }
     if (o.backend == "exec" && o.exec_template.empty()) {
         throw UsageError("--link exec needs --exec TEMPLATE (the command that sets a width)");
