@@ -84,8 +84,12 @@ struct PortService::Client {
     unsigned              width = 0;        // from its records and expiries
     std::optional<TimeNs> expiry_ns;        // the applied record's until_ns
     std::uint64_t         applied_seq = 0;
-    bool                  forced      = false;  // act_on_deadlines raised it
-    std::uint64_t         forced_seq  = 0;
+    // Raised ahead of the replay (act_on_deadlines: full width; a raise
+    // published while the horizon lags: its width) until a record newer
+    // than forced_seq is applied.
+    bool                  forced       = false;
+    std::uint64_t         forced_seq   = 0;
+    unsigned              forced_width = 0;
     unsigned              counted     = 0;  // its width in demand_count_ (0: none)
 
     std::uint64_t late_wakeups = 0;
@@ -273,6 +277,10 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
     }
 
     client->through_ns = through_ns;
+    if (count == 0) {
+        reschedule(*client);
+        return true;
+    }
     for (std::size_t i = 0; i < count; ++i) {
         const std::uint64_t seq = client->next_seq++;
         client->has_record   = true;
@@ -284,7 +292,31 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
         }
     }
     reschedule(*client);
+    raise_ahead(*client, records[count - 1]);
     return true;
+}
+
+void PortService::raise_ahead(Client& client, const service::DemandRecord& latest)
+{
+    // A real port cannot wait for the horizon: another rank that has been
+    // quiet for a drain round (up to 16 ms) holds the merge back, and this
+    // rank's traffic would find the port low all that time. A client whose
+    // newest record needs more than the port has gets that width now, held
+    // until a newer record of it is applied (as act_on_deadlines holds full
+    // width). The emulated port is the replay's: exact, however late.
+    if (has_stats_ || failed_ || client.overflow_requested || latest.width <= applied_) {
+        return;
+    }
+    client.forced       = true;
+    client.forced_seq   = client.latest_seq;
+    client.forced_width = std::max(client.forced ? client.forced_width : 0u, latest.width);
+    recount(client);
+    ++commands_;
+    applied_            = latest.width;
+    const Status status = backend_->set_width(latest.width);
+    if (!status) {
+        fail(status);
+    }
 }
 
 void PortService::overflowed(std::uint32_t id)
@@ -382,7 +414,9 @@ void PortService::recount(Client& client)
 {
     unsigned width = 0;
     if (client.joined && !client.left) {
-        width = (client.overflowed || client.forced) ? full_ : client.width;
+        width = client.overflowed ? full_
+                : client.forced   ? std::max(client.width, client.forced_width)
+                                  : client.width;
     }
     if (width == client.counted) {
         return;
@@ -620,8 +654,9 @@ std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
         if (has_stats_ || failed_ || client->forced) {
             continue;
         }
-        client->forced     = true;
-        client->forced_seq = client->latest_seq;
+        client->forced       = true;
+        client->forced_seq   = client->latest_seq;
+        client->forced_width = full_;
         recount(*client);
         raise = raise || applied_ < full_;
     }

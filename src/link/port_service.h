@@ -203,6 +203,7 @@ private:
     bool restore_pending_ = false;
     std::optional<TimeNs> restore_polls_until_;
     void restore_failed(const Status& status);
+    void raise_ahead(Client& client, const service::DemandRecord& latest);
     std::map<std::uint32_t, std::unique_ptr<Client>> clients_;
     std::map<std::string, std::unique_ptr<Job>> jobs_;
     std::set<Key> schedule_;      // clients with a pending event

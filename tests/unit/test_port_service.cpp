@@ -590,6 +590,44 @@ TEST_CASE("a real port is raised at a published deadline while the horizon lags"
     CHECK(service.width() == 1);
 }
 
+TEST_CASE("a raise reaches a real port at once, whatever the horizon", "[port_service]")
+{
+    auto        commands = std::make_shared<Commands>();
+    PortService service(std::make_unique<RecordingBackend>(commands));
+    const auto  a = service.attach(rank(0, 0), 0);
+    const auto  b = service.attach(rank(1, 1), 0);
+    publish(service, a, {needs(10 * kUs, 1)}, 20 * kUs);
+    publish(service, b, {needs(10 * kUs, 1)}, 20 * kUs);
+    service.advance();
+    REQUIRE(service.width() == 1);
+
+    // a is quiet (its through_ns stays at 20 us); b's burst at 2 lanes,
+    // then its traffic at 50 us, cannot wait for a's next drain round.
+    const auto sent = commands->widths.size();
+    publish(service, b, {needs(40 * kUs, 2)}, 45 * kUs);
+    CHECK(service.width() == 2);  // the width it needs, not more
+    publish(service, b, {traffic(50 * kUs, 4)}, 60 * kUs);
+    CHECK(service.width() == 4);
+    REQUIRE(commands->widths.size() == sent + 2);
+    CHECK(commands->widths.back() == std::make_pair(4u, TimeNs{-1}));  // now
+    CHECK(service.demand(b) == 4);
+
+    // The replay catching up does not lower it again; b's next record does.
+    publish(service, a, {}, 100 * kUs);
+    service.advance();
+    CHECK(service.width() == 4);
+    publish(service, b, {needs(80 * kUs, 1)}, 100 * kUs);
+    publish(service, a, {}, 120 * kUs);
+    service.advance();
+    CHECK(service.demand(b) == 1);
+    CHECK(service.width() == 1);
+
+    // A record that needs no more than the port has changes nothing now.
+    const auto quiet = commands->widths.size();
+    publish(service, b, {needs(130 * kUs, 1)}, 140 * kUs);
+    CHECK(commands->widths.size() == quiet);
+}
+
 TEST_CASE("the emulated port is left to the replay by act_on_deadlines", "[port_service]")
 {
     auto service = emulated_service();
