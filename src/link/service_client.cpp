@@ -27,7 +27,7 @@ using io::folder_of;
 
 namespace {
 
-constexpr std::size_t kReceiveBytes = sizeof(svc::MessageHeader) + svc::kMaxMessageBytes;
+using io::kReceiveBytes;
 // The deposit's acknowledgement is immediate; the report may wait for the
 // other ranks (their wait) plus this margin.
 constexpr std::chrono::milliseconds kAckTimeout{2000};

@@ -60,16 +60,11 @@ std::string errno_text(int err);
 // The folder of a socket path ("/a/b.sock" -> "/a"; "b.sock" -> ".").
 std::string folder_of(const std::string& path);
 
-// strnlen-bounded copy of a fixed char field, for messages and names.
-template <std::size_t N>
-std::string text_of(const char (&field)[N])
-{
-    std::size_t n = 0;
-    while (n < N && field[n] != '\0') {
-        ++n;
-    }
-    return std::string(field, n);
-}
+using service::text_of;
+
+// Big enough for any message: a header and the largest payload.
+inline constexpr std::size_t kReceiveBytes =
+        sizeof(service::MessageHeader) + service::kMaxMessageBytes;
 
 template <std::size_t N>
 void set_text(char (&field)[N], const std::string& text)

@@ -50,6 +50,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace slim::link::service {
 
@@ -85,6 +86,18 @@ inline constexpr std::size_t kJobKeyBytes = 128;
 inline constexpr std::size_t kHostBytes   = 64;
 inline constexpr std::size_t kNameBytes   = 32;
 inline constexpr std::size_t kTextBytes   = 256;
+
+// A fixed char field as a string, up to its first NUL or its end: the peer
+// may fill all of it.
+template <std::size_t N>
+std::string text_of(const char (&field)[N])
+{
+    std::size_t n = 0;
+    while (n < N && field[n] != '\0') {
+        ++n;
+    }
+    return std::string(field, n);
+}
 
 struct AttachRequest {
     std::uint32_t full_width = 0;  // lanes the client's UCX_SLIM_LINK expects

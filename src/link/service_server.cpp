@@ -36,7 +36,7 @@ using io::folder_of;
 
 namespace {
 
-constexpr std::size_t kReceiveBytes = sizeof(svc::MessageHeader) + svc::kMaxMessageBytes;
+using io::kReceiveBytes;
 // Ring records that came without a nudge are applied at least this often.
 constexpr TimeNs kTickNs = 50'000'000;
 // A client that does not read its replies for this long is dropped.

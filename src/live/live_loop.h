@@ -90,8 +90,9 @@ struct LiveSummary {
     std::string   predictor;                 // "adaptive", "spps", "pps", "timeout", "off"
     std::string   backend;
     // Who drove the port (issue 13), filled by the runtime: "slimlinkd"
-    // (the node service: the energy and late wake-ups below are not this
-    // process's, they are in the node report) or "in-process" (this
+    // (the node service: the shared port's energy is in the node report,
+    // and the energy and late wake-ups below are this rank's demand alone,
+    // on a port of its own; link/tee_backend.h) or "in-process" (this
     // process's own emulated link), with the socket or the reason.
     std::string   link_owner = "in-process";
     std::string   link_owner_detail;

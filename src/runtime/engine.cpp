@@ -13,13 +13,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
+#include <new>
+#include <optional>
 
 #include <sys/stat.h>
 #include <unistd.h>
-#include <new>
-#include <optional>
 
 namespace slim {
 
@@ -149,8 +148,8 @@ void Engine::start_live() noexcept
         attach_service(lc);
         // A real port behind the service: the drain follows the loop's
         // deadlines so that the service hears of them in time.
-        const bool emulated = service_ ? std::string(service_->info().backend) == "emulated"
-                                       : true;
+        const bool emulated =
+                !service_ || link::service::text_of(service_->info().backend) == "emulated";
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
         trace_open_error_ = live_->trace_error();
         if (!trace_open_error_.empty()) {
@@ -481,8 +480,8 @@ void Engine::attach_service(live::LiveConfig &lc)
         return std::make_unique<link::TeeBackend>(link::make_service_backend(client, c.clock),
                                                   std::move(demand));
     };
-    link_owner_detail_ = "port " + std::string(info.port, ::strnlen(info.port, sizeof info.port)) +
-                         ", " + std::string(info.backend, ::strnlen(info.backend, sizeof info.backend)) +
+    link_owner_detail_ = "port " + link::service::text_of(info.port) + ", " +
+                         link::service::text_of(info.backend) +
                          ", socket " + service_->socket_path();
     logger().debug("link driven by slimlinkd: {}", link_owner_detail_);
 }

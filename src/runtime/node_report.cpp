@@ -234,8 +234,8 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
     }
     if (collection.port) {
         const link::service::PortSection &p = *collection.port;
-        out += "  port " + std::string(p.port, ::strnlen(p.port, sizeof p.port)) + " (" +
-               std::string(p.backend, ::strnlen(p.backend, sizeof p.backend)) + ", " +
+        out += "  port " + link::service::text_of(p.port) + " (" +
+               link::service::text_of(p.backend) + ", " +
                std::to_string(p.lanes) + " lanes), driven by slimlinkd for " +
                std::to_string(collection.reported.size() + collection.missing.size()) +
                " local ranks" +
@@ -285,8 +285,8 @@ ReportJson port_json(const link::service::PortSection &p)
     }
     return {
             {"owner", "slimlinkd"},
-            {"port", std::string(p.port, ::strnlen(p.port, sizeof p.port))},
-            {"backend", std::string(p.backend, ::strnlen(p.backend, sizeof p.backend))},
+            {"port", link::service::text_of(p.port)},
+            {"backend", link::service::text_of(p.backend)},
             {"lanes", p.lanes},
             {"span_ns", p.span_ns},
             {"energy_joules", energy ? json_fixed(p.energy_joules, 6) : ReportJson(nullptr)},

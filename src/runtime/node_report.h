@@ -24,27 +24,19 @@
 #include "process_identity.h"
 #include "slimlink.h"
 
-#include <chrono>
 #include <optional>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#include <sys/types.h>
 
 namespace slim {
 
 inline constexpr const char *node_report_schema = "slimlink.node.v1";
 
-class NodeReportError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
-// What the node table needs of one rank. Plain data: it is copied through
-// shared memory between processes of the same build.
+// What the node table needs of one rank. Plain data: it travels through the
+// node service as opaque bytes (rank_record_version) between processes of
+// the same build.
 struct RankRecord {
     std::int32_t rank       = -1;
     std::int32_t local_rank = -1;

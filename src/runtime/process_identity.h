@@ -29,8 +29,8 @@ struct LocalJob {
     int         local_size = 0;
     std::string launcher;        // "hydra", "openmpi" or "slurm"; empty: unknown
     // The same for every process of this job (step) on this node, different
-    // for any other job running there at the same time; names the node
-    // report's shared-memory segment.
+    // for any other job running there at the same time; groups the job's
+    // ranks in the node service (slimlinkd) for the node report.
     std::string key;
 
     bool known() const
