@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Maps a UCX device name to the port it drives, with hwloc (thesis §4.5.4:
-// the node arbiter needs to know which local processes share a port).
+// the node service needs to know which local processes share a port).
 //   "mlx5_0:1" -> OpenFabrics device mlx5_0, port 1 (an IB port: width control)
 //   "eth0", "lo" (UCX tcp) -> a network device: no IB port, reported cleanly
 // and an unknown device -> PortMapError naming it.

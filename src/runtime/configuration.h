@@ -88,8 +88,9 @@ struct Config {
     // Directory for per-rank event traces (slim-replay's format); empty: none.
     std::string  trace_dir;
     ServiceChoice service;
-    // How long the node leader waits at exit for the other local ranks'
-    // numbers before writing the node report without them.
+    // How long the node service waits, after a job's first rank handed its
+    // numbers over, for the other local ranks before the node report is
+    // written without them.
     std::chrono::nanoseconds report_wait = std::chrono::seconds(10);
 
     // The transport steers UCP's protocol choice (see PackingMode).

@@ -188,15 +188,17 @@ ucs_config_field_t slim_config_table[] = {
      offsetof(slim_config_t, inner), SLIM_TYPE_CHECKED(slim_config_check_inner)},
 
     {"REPORT", "none",
-     "slimlink report written at exit: none, stdout (each node's local rank\n"
-     "0 prints its own block and a table of the node's ranks), or a path\n"
-     "ending in .json (JSON Lines: one object per rank and one per node).",
+     "slimlink report written at exit: none, stdout (with a node service,\n"
+     "one rank per node prints its own block and a table of the node's ranks\n"
+     "and port), or a path ending in .json (JSON Lines: one object per rank,\n"
+     "and one per node with a node service).",
      offsetof(slim_config_t, report), SLIM_TYPE_CHECKED(slim_config_check_report)},
 
     {"REPORT_WAIT", "10s",
-     "How long the node leader (local rank 0) waits at exit for the other\n"
-     "local ranks' numbers before writing the node report without them\n"
-     "(0s..600s); ranks still missing are listed as such.",
+     "How long the node service waits, after the first rank of a job handed\n"
+     "its numbers over at exit, for the job's other local ranks before the\n"
+     "node report is written without them (0s..600s); ranks still missing\n"
+     "are listed as such.",
      offsetof(slim_config_t, report_wait), SLIM_TYPE_TIME},
 
     {"LOG_LEVEL", "warn",

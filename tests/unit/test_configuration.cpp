@@ -421,7 +421,7 @@ TEST_CASE("UCX_SLIM_TRACE names a directory; empty means no trace")
     CHECK(parse({{"UCX_SLIM_TRACE", "/tmp/traces"}}).trace_dir == "/tmp/traces");
 }
 
-TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node leader's wait, 10s by default")
+TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node report's wait, 10s by default")
 {
     CHECK(parse({}).report_wait == 10s);
     CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "0s"}}).report_wait == 0s);
