@@ -148,6 +148,87 @@ void slim_core_frame_unsent(const slim_frame_info_t *info);  /* UNFRAMED */
 int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out,
                                size_t capacity, uint8_t *am_id);
 
+/* ---- lossy packing: packed puts and expand notices ----------------------
+ *
+ * A put whose source overlaps marked memory can travel packed by the inner
+ * transport's own put: slim packs the source into a registered bounce
+ * buffer, puts the packed bytes at the destination's first bytes, and sends
+ * an "expand notice" (src/pack/expand_notice.h) on SLIM_FRAME_AM_ID on the
+ * same endpoint, right behind the put. The receiving slim checks the notice
+ * against memory it registered for remote puts and widens the values in
+ * place, back to front, before anything sent later on that endpoint is
+ * delivered. Frames and notices share the AM id; their first byte tells
+ * them apart (slim_core_expand_is_notice). */
+
+/* UCX_SLIM_BOUNCE_SIZE and UCX_SLIM_BOUNCE_COUNT as parsed: the size of one
+ * bounce buffer (it bounds the put that can be packed: slim advertises it as
+ * the put zero-copy limit while packing steers) and how many an interface
+ * registers, once, at open. count 0: no pool, puts are never packed. Both 0
+ * before a successful slim_core_init(). */
+void slim_core_bounce_config(size_t *buffer_size, unsigned *count);
+
+typedef struct slim_put_request {
+    const slim_frame_piece_t *pieces;      /* the put's source (its iov) */
+    size_t                    piece_count;
+    uint64_t                  remote_addr; /* where the put writes */
+    uint64_t                  stream;      /* the sending endpoint's token */
+    uint64_t                  seq;         /* 1, 2, ... per stream */
+} slim_put_request_t;
+
+typedef struct slim_put_info {
+    slim_frame_info_t frame;       /* frame_length: packed bytes to put
+                                      (SLIM_FRAME_READY); payload_length:
+                                      the put's bytes; marked/packed bytes */
+    size_t            notice_length; /* bytes of notice written */
+} slim_put_info_t;
+
+/* Largest notice slim_core_put_pack() writes (bytes). */
+#define SLIM_EXPAND_NOTICE_MAX 1200
+
+/* Packs a put whose source overlaps marked memory: the packed bytes into
+ * wire[0, wire_capacity), the notice that widens them into
+ * notice[0, SLIM_EXPAND_NOTICE_MAX). Returns SLIM_FRAME_UNMARKED (nothing
+ * marked: put the source as it is; O(1) when nothing is marked in the
+ * process), SLIM_FRAME_READY (put info->frame.frame_length bytes of wire at
+ * remote_addr, then send the notice), or SLIM_FRAME_UNFRAMED (marked, but
+ * not packable: too many runs, packing off, wire == NULL, or wire_capacity
+ * too small; put the source as it is, and call slim_core_frame_unsent() once
+ * accepted). Never throws, never logs per message. Accounting as for frames:
+ * slim_core_frame_sent(&info->frame) once the put and notice were accepted. */
+slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request,
+                                       void *wire, size_t wire_capacity,
+                                       void *notice, slim_put_info_t *info);
+
+/* 1 when a message received on SLIM_FRAME_AM_ID is an expand notice (its
+ * first byte), 0 when it is (or claims to be) a packing frame. */
+int slim_core_expand_is_notice(const void *data, size_t length);
+
+/* Answers whether [address, address + length) lies inside memory this
+ * process registered through slim's memory domain for remote puts, and
+ * still registered. Called with the range a notice names. */
+typedef int (*slim_expand_registered_cb_t)(void *arg, uint64_t address,
+                                           size_t length);
+
+/* Per-interface receive state of expand notices: which notice each sending
+ * endpoint (stream) may send next. Calls on one expander must not overlap.
+ * NULL when memory is short (then every notice is rejected). */
+typedef struct slim_core_expander slim_core_expander_t;
+
+slim_core_expander_t *slim_core_expander_open(void);
+void slim_core_expander_close(slim_core_expander_t *expander);
+
+/* Validates an expand notice and widens the put it follows, in place.
+ * Rejected, counted (frames_rejected), logged (rate-limited) and nothing
+ * written when: the notice does not validate; its range is not registered
+ * (`registered`); its seq is not the next of its stream (a replayed or
+ * out-of-order notice); or the destination's first and last packed bytes
+ * differ from those the notice carries (a length or a put that does not
+ * match). Returns 0 when expanded (counted as a frame received), -1 when
+ * rejected. */
+int slim_core_expand(slim_core_expander_t *expander, const void *notice,
+                     size_t length, slim_expand_registered_cb_t registered,
+                     void *arg);
+
 #ifdef __cplusplus
 }
 #endif
