@@ -84,9 +84,10 @@ struct PackedPutRequest {
 struct PackedPutResult {
     ExpandError error = ExpandError::none;
     FrameError  frame_error = FrameError::none;  // when the source was refused
-    FrameStats  stats;            // as for a frame; stats.wire_bytes = wire_len
-    std::size_t wire_len   = 0;   // bytes written to `wire`
-    std::size_t notice_len = 0;   // bytes written to `notice`
+    FrameStats  stats;             // as for a frame; stats.wire_bytes = wire_len
+    std::size_t wire_offset = 0;   // the packed bytes: buffer[wire_offset,
+    std::size_t wire_len    = 0;   //   wire_offset + wire_len)
+    std::size_t notice_len  = 0;   // bytes written to `notice`
     bool ok() const { return error == ExpandError::none && frame_error == FrameError::none; }
 };
 
@@ -94,14 +95,15 @@ struct PackedPutResult {
 // 2 × run_count + 1 segments).
 std::size_t expand_notice_max_size(std::size_t run_count);
 
-// Packs the source's segment data into wire[0, wire_capacity) (never more
-// than the source's size) and writes the notice into
-// notice[0, notice_capacity). Element boundaries, merging and clipping as
-// encode_frame(). Fails with buffer_too_small (either buffer),
-// too_many_segments, zero_stream, or a frame_error for a source
-// encode_frame() would refuse.
+// Packs the source into buffer[0, capacity) as a put frame (encode_frame()),
+// whose segment data, buffer[wire_offset, wire_offset + wire_len), is what
+// the put carries; writes the notice into notice[0, notice_capacity).
+// capacity >= frame_max_size(0, source bytes, run_count) always suffices.
+// Element boundaries, merging and clipping as encode_frame(). Fails with
+// buffer_too_small (either buffer), zero_stream, or a frame_error for a
+// source encode_frame() refuses (too_many_segments, buffer_too_small, ...).
 PackedPutResult encode_packed_put(const PackedPutRequest& request,
-                                  std::uint8_t* wire, std::size_t wire_capacity,
+                                  std::uint8_t* buffer, std::size_t capacity,
                                   std::uint8_t* notice, std::size_t notice_capacity);
 
 // ------------------------------------------------------------ receiving

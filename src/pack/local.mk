@@ -13,3 +13,7 @@ tests_unit_slim_unit_tests_SOURCES += \
 # The packing frame (wire format in frame.h).
 src_libslimcore_la_SOURCES += src/pack/frame.h src/pack/frame.cpp
 tests_unit_slim_unit_tests_SOURCES += tests/unit/test_frame.cpp
+
+# Packed puts and their expand notices (format in expand_notice.h).
+src_libslimcore_la_SOURCES += src/pack/expand_notice.h src/pack/expand_notice.cpp
+tests_unit_slim_unit_tests_SOURCES += tests/unit/test_expand_notice.cpp

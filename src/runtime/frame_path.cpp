@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The transport's packing path (slim_core.h, "lossy packing"): finds the
 // marked runs of an outgoing message, builds its frame, and rebuilds
-// received frames; plus the counters behind slim_packing_get().
+// received frames; packs puts and widens them at the receiver (expand
+// notices); plus the counters behind slim_packing_get().
 #include "engine.h"
 #include "base/log.h"
 #include "packing_monitor.h"
+#include "pack/expand_notice.h"
 #include "pack/frame.h"
 #include "slim_core.h"
 
@@ -52,13 +54,13 @@ std::size_t count_marked(const pack::RegionRegistry &regions, const std::uint8_t
 
 // Drops of invalid frames are logged, but a peer sending garbage in a loop
 // must not flood the log: the first few, then one in a thousand.
-void log_rejected(std::size_t length, const char *reason)
+void log_rejected(std::size_t length, const char *reason, const char *what = "packing frame")
 {
     static std::atomic<std::uint64_t> rejected{0};
     const std::uint64_t n = rejected.fetch_add(1, std::memory_order_relaxed) + 1;
     if (n > 10 && n % 1000 != 0) return;
     try {
-        logger().error("dropped a received packing frame of {} bytes: {} ({} dropped so far)",
+        logger().error("dropped a received {} of {} bytes: {} ({} dropped so far)", what,
                        length, reason, n);
     } catch (...) {
     }
@@ -68,6 +70,58 @@ slim_frame_result_t unframed(slim_frame_info_t *info, std::size_t marked)
 {
     info->marked_bytes = marked;
     return SLIM_FRAME_UNFRAMED;
+}
+
+// The marked runs of a payload given as pieces, moved into the address
+// space of the concatenated payload (offset 0 = first payload byte):
+// element phases relative to each region's base survive the shift
+// (frame.h, FrameRequest).
+struct MarkedPayload {
+    MarkedRun   runs[kMaxRuns];
+    ByteSpan    pieces[kMaxPieces];
+    std::size_t run_count   = 0;
+    std::size_t marked      = 0;
+    std::size_t payload_len = 0;
+    bool        overflow    = false;   // too many runs or pieces to frame
+};
+
+void find_marked(const pack::RegionRegistry &regions, const slim_frame_piece_t *pieces,
+                 std::size_t piece_count, MarkedPayload &out)
+{
+    out.overflow = piece_count > kMaxPieces;
+    std::uintptr_t offset = 0;
+    for (std::size_t i = 0; i < piece_count; ++i) {
+        const slim_frame_piece_t &piece = pieces[i];
+        const auto *data = static_cast<const std::uint8_t *>(piece.data);
+        const auto  addr = reinterpret_cast<std::uintptr_t>(piece.data);
+        if (i < kMaxPieces) out.pieces[i] = {data, piece.length};
+        if (piece.length == 0) continue;
+        const std::size_t room  = out.overflow ? 0 : kMaxRuns - out.run_count;
+        const std::size_t found = regions.find(data, piece.length, out.runs + out.run_count, room);
+        if (found > room) {
+            out.overflow = true;
+            out.marked += count_marked(regions, data, piece.length);
+        } else {
+            for (std::size_t r = out.run_count; r < out.run_count + found; ++r) {
+                MarkedRun &run = out.runs[r];
+                out.marked += run.end - run.begin;
+                run.begin       = run.begin - addr + offset;
+                run.end         = run.end - addr + offset;
+                run.region_base = run.region_base - addr + offset;   // mod 2^64
+            }
+            out.run_count += found;
+        }
+        offset += piece.length;
+    }
+}
+
+// For the report's error bound: noted when built, so a frame the transport
+// then fails to send still counts (it is a bound).
+void note_precisions(const MarkedPayload &payload)
+{
+    for (std::size_t r = 0; r < payload.run_count; ++r) {
+        process_packing().packed_with(payload.runs[r].precision);
+    }
 }
 
 } // namespace
@@ -100,80 +154,44 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
     if (engine == nullptr || !engine->any_marked() || payload_len == 0) {
         return SLIM_FRAME_UNMARKED;
     }
-    const pack::RegionRegistry &regions = engine->regions();
-
-    // Runs of every piece, moved into the address space of the concatenated
-    // payload (offset 0 = first payload byte): element phases relative to
-    // each region's base survive the shift (frame.h, FrameRequest).
-    MarkedRun runs[kMaxRuns];
-    std::size_t run_count = 0;
-    std::size_t marked    = 0;
-    bool        overflow  = request->piece_count > kMaxPieces;
-    std::uintptr_t offset = 0;
-    for (std::size_t i = 0; i < request->piece_count; ++i) {
-        const slim_frame_piece_t &piece = request->pieces[i];
-        const auto *data  = static_cast<const std::uint8_t *>(piece.data);
-        const auto  addr  = reinterpret_cast<std::uintptr_t>(piece.data);
-        if (piece.length == 0) continue;
-        const std::size_t room  = overflow ? 0 : kMaxRuns - run_count;
-        const std::size_t found = regions.find(data, piece.length, runs + run_count, room);
-        if (found > room) {
-            overflow = true;
-            marked += count_marked(regions, data, piece.length);
-        } else {
-            for (std::size_t r = run_count; r < run_count + found; ++r) {
-                marked += runs[r].end - runs[r].begin;
-                runs[r].begin       = runs[r].begin - addr + offset;
-                runs[r].end         = runs[r].end - addr + offset;
-                runs[r].region_base = runs[r].region_base - addr + offset;   // mod 2^64
-            }
-            run_count += found;
-        }
-        offset += piece.length;
-    }
-    if (marked == 0) {
+    MarkedPayload payload;
+    find_marked(engine->regions(), request->pieces, request->piece_count, payload);
+    if (payload.marked == 0) {
         return SLIM_FRAME_UNMARKED;
     }
-    if (overflow || alloc == nullptr || engine->config().packing == PackingMode::off) {
-        return unframed(info, marked);
+    if (payload.overflow || alloc == nullptr || engine->config().packing == PackingMode::off) {
+        return unframed(info, payload.marked);
     }
 
     const std::size_t max_size =
-            pack::frame_max_size(request->header_length, payload_len, run_count);
+            pack::frame_max_size(request->header_length, payload_len, payload.run_count);
     if (max_size == 0) {
-        return unframed(info, marked);
+        return unframed(info, payload.marked);
     }
     auto *out = static_cast<std::uint8_t *>(alloc(alloc_arg, max_size));
     *frame_p  = out;
     if (out == nullptr) {
-        return unframed(info, marked);
+        return unframed(info, payload.marked);
     }
 
-    ByteSpan pieces[kMaxPieces];
-    for (std::size_t i = 0; i < request->piece_count; ++i) {
-        pieces[i] = {static_cast<const std::uint8_t *>(request->pieces[i].data),
-                     request->pieces[i].length};
-    }
     FrameRequest rq;
     rq.kind         = pack::FrameKind::active_message;
     rq.orig_am_id   = request->am_id;
     rq.header       = {static_cast<const std::uint8_t *>(request->header), request->header_length};
-    rq.pieces       = pieces;
+    rq.pieces       = payload.pieces;
     rq.piece_count  = request->piece_count;
     rq.payload_addr = 0;
-    rq.runs         = runs;
-    rq.run_count    = run_count;
+    rq.runs         = payload.runs;
+    rq.run_count    = payload.run_count;
     const pack::FrameEncodeResult result = pack::encode_frame(rq, out, max_size);
     if (!result.ok()) {
-        return unframed(info, marked);
+        return unframed(info, payload.marked);
     }
     info->frame_length = result.size();
-    info->marked_bytes = marked;
+    info->marked_bytes = payload.marked;
     info->packed_bytes = result.stats.packed_elements * 8;
-    // For the report's error bound: noted when built, so a frame the
-    // transport then fails to send still counts (it is a bound).
-    for (std::size_t r = 0; r < run_count && result.stats.packed_elements > 0; ++r) {
-        process_packing().packed_with(runs[r].precision);
+    if (result.stats.packed_elements > 0) {
+        note_precisions(payload);
     }
     return SLIM_FRAME_READY;
 }
@@ -226,6 +244,136 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size
     *am_id = v.view.orig_am_id();
     process_packing().frame_received();
     return static_cast<int64_t>(need);
+}
+
+void slim_core_bounce_config(size_t *buffer_size, unsigned *count)
+{
+    const slim::Engine *engine = slim::Engine::get();
+    *buffer_size = engine != nullptr ? engine->config().bounce_size : 0;
+    *count       = engine != nullptr ? engine->config().bounce_count : 0;
+}
+
+void slim_core_put_bounce_empty(const slim_frame_info_t *info)
+{
+    slim::process_packing().marked_unsent(info->marked_bytes);
+    slim::process_packing().put_bounce_empty();
+}
+
+slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *wire,
+                                       size_t wire_capacity, void *notice,
+                                       slim_put_info_t *info)
+{
+    using namespace slim;
+
+    *info = slim_put_info_t{};
+    std::size_t payload_len = 0;
+    for (std::size_t i = 0; i < request->piece_count; ++i) {
+        payload_len += request->pieces[i].length;
+    }
+    info->frame.payload_length = payload_len;
+
+    Engine *engine = Engine::get();
+    if (engine == nullptr || !engine->any_marked() || payload_len == 0) {
+        return SLIM_FRAME_UNMARKED;
+    }
+    MarkedPayload payload;
+    find_marked(engine->regions(), request->pieces, request->piece_count, payload);
+    if (payload.marked == 0) {
+        return SLIM_FRAME_UNMARKED;
+    }
+    if (payload.overflow || wire == nullptr || notice == nullptr ||
+        engine->config().packing == PackingMode::off) {
+        return unframed(&info->frame, payload.marked);
+    }
+
+    pack::PackedPutRequest rq;
+    rq.source.pieces       = payload.pieces;
+    rq.source.piece_count  = request->piece_count;
+    rq.source.payload_addr = 0;
+    rq.source.runs         = payload.runs;
+    rq.source.run_count    = payload.run_count;
+    rq.remote_addr         = request->remote_addr;
+    rq.stream              = request->stream;
+    rq.seq                 = request->seq;
+    const pack::PackedPutResult result =
+            pack::encode_packed_put(rq, static_cast<std::uint8_t *>(wire), wire_capacity,
+                                    static_cast<std::uint8_t *>(notice), SLIM_EXPAND_NOTICE_MAX);
+    if (!result.ok() || result.stats.packed_elements == 0) {
+        // Nothing packable (marked runs too short for a whole value) goes
+        // as it is: a notice would only cost a round trip.
+        return unframed(&info->frame, payload.marked);
+    }
+    info->frame.frame_length = result.wire_len;
+    info->frame.marked_bytes = payload.marked;
+    info->frame.packed_bytes = result.stats.packed_elements * 8;
+    info->wire_offset        = result.wire_offset;
+    info->notice_length      = result.notice_len;
+    note_precisions(payload);
+    process_packing().put_packed();
+    return SLIM_FRAME_READY;
+}
+
+int slim_core_expand_is_notice(const void *data, size_t length)
+{
+    return length > 0 && *static_cast<const std::uint8_t *>(data) == slim::pack::kExpandMagic;
+}
+
+struct slim_core_expander {
+    slim::pack::ExpandSequencer sequencer;
+};
+
+slim_core_expander_t *slim_core_expander_open(void)
+{
+    try {
+        return new slim_core_expander();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void slim_core_expander_close(slim_core_expander_t *expander)
+{
+    delete expander;
+}
+
+int slim_core_expand(slim_core_expander_t *expander, const void *notice, size_t length,
+                     slim_expand_registered_cb_t registered, void *arg)
+{
+    using namespace slim;
+    using Verdict = pack::ExpandSequencer::Verdict;
+
+    auto reject = [&](const char *reason) {
+        process_packing().frame_rejected();
+        process_packing().notice_rejected();
+        log_rejected(length, reason, "expand notice");
+        return -1;
+    };
+    const pack::ExpandValidation v =
+            pack::validate_expand_notice(static_cast<const std::uint8_t *>(notice), length);
+    if (!v.ok()) {
+        return reject(pack::expand_error_message(v.error));
+    }
+    if (expander == nullptr) {
+        return reject("an expand notice arrived where no memory for its state was had");
+    }
+    switch (expander->sequencer.check(v.view.stream(), v.view.seq())) {
+    case Verdict::accept: break;
+    case Verdict::replayed: return reject("an expand notice that was applied already (replayed)");
+    case Verdict::out_of_order:
+        return reject("an expand notice out of order (its stream's previous notice is missing)");
+    }
+    if (registered == nullptr ||
+        !registered(arg, v.view.remote_addr(), v.view.orig_len())) {
+        return reject("an expand notice names memory this process did not register for "
+                      "remote puts (or no longer does)");
+    }
+    auto *destination = reinterpret_cast<std::uint8_t *>(v.view.remote_addr());
+    const pack::ExpandError error = pack::expand_in_place(v.view, destination);
+    if (error != pack::ExpandError::none) {
+        return reject(pack::expand_error_message(error));
+    }
+    process_packing().frame_received();
+    return 0;
 }
 
 slim_status_t slim_packing_get(slim_packing_stats_t *out)

@@ -60,6 +60,15 @@ slim_packing_stats_t PackingMonitor::snapshot() const noexcept
     return s;
 }
 
+PackingMonitor::PutCounts PackingMonitor::put_counts() const noexcept
+{
+    PutCounts c;
+    c.puts_packed      = puts_packed_.load(std::memory_order_relaxed);
+    c.notices_rejected = notices_rejected_.load(std::memory_order_relaxed);
+    c.bounce_empty     = bounce_empty_.load(std::memory_order_relaxed);
+    return c;
+}
+
 PackingMonitor &process_packing() noexcept
 {
     // Constant-initialized, never destroyed: usable from any thread at any time.

@@ -50,6 +50,18 @@ public:
     void marked_unsent(std::uint64_t marked_bytes) noexcept;
     void frame_received() noexcept { add(frames_received_, 1); }
     void frame_rejected() noexcept { add(frames_rejected_, 1); }
+    // Packed puts (also counted as frames): one left packed; an expand
+    // notice was rejected (also a frame rejected); a marked put went
+    // unpacked because no bounce buffer was free (also missed bytes).
+    void put_packed() noexcept { add(puts_packed_, 1); }
+    void notice_rejected() noexcept { add(notices_rejected_, 1); }
+    void put_bounce_empty() noexcept { add(bounce_empty_, 1); }
+    struct PutCounts {
+        std::uint64_t puts_packed      = 0;
+        std::uint64_t notices_rejected = 0;
+        std::uint64_t bounce_empty     = 0;
+    };
+    PutCounts put_counts() const noexcept;
     // Values were packed at `precision` (the frame path, per packed run).
     void packed_with(pack::Precision precision) noexcept;
 
@@ -71,6 +83,9 @@ private:
     std::atomic<std::uint64_t> missed_bytes_{0};
     std::atomic<std::uint64_t> frames_received_{0};
     std::atomic<std::uint64_t> frames_rejected_{0};
+    std::atomic<std::uint64_t> puts_packed_{0};
+    std::atomic<std::uint64_t> notices_rejected_{0};
+    std::atomic<std::uint64_t> bounce_empty_{0};
     std::atomic<int>           min_bits_{0}; // ErrorBound::min_bits
 };
 

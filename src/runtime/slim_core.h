@@ -138,6 +138,9 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
 /* Accounting, called once the inner transport accepted the send. */
 void slim_core_frame_sent(const slim_frame_info_t *info);    /* a frame */
 void slim_core_frame_unsent(const slim_frame_info_t *info);  /* UNFRAMED */
+/* A marked put that went unpacked because the bounce pool was empty: its
+ * marked bytes count as missed, and the event as a bounce shortage. */
+void slim_core_put_bounce_empty(const slim_frame_info_t *info);
 
 /* Validates a frame received on SLIM_FRAME_AM_ID and rebuilds the message it
  * replaces (AM header, then payload) into out[0, capacity), its AM id into
@@ -179,22 +182,26 @@ typedef struct slim_put_info {
     slim_frame_info_t frame;       /* frame_length: packed bytes to put
                                       (SLIM_FRAME_READY); payload_length:
                                       the put's bytes; marked/packed bytes */
+    size_t            wire_offset; /* where in `wire` the packed bytes start */
     size_t            notice_length; /* bytes of notice written */
 } slim_put_info_t;
 
 /* Largest notice slim_core_put_pack() writes (bytes). */
 #define SLIM_EXPAND_NOTICE_MAX 1200
 
-/* Packs a put whose source overlaps marked memory: the packed bytes into
- * wire[0, wire_capacity), the notice that widens them into
- * notice[0, SLIM_EXPAND_NOTICE_MAX). Returns SLIM_FRAME_UNMARKED (nothing
- * marked: put the source as it is; O(1) when nothing is marked in the
- * process), SLIM_FRAME_READY (put info->frame.frame_length bytes of wire at
- * remote_addr, then send the notice), or SLIM_FRAME_UNFRAMED (marked, but
- * not packable: too many runs, packing off, wire == NULL, or wire_capacity
- * too small; put the source as it is, and call slim_core_frame_unsent() once
- * accepted). Never throws, never logs per message. Accounting as for frames:
- * slim_core_frame_sent(&info->frame) once the put and notice were accepted. */
+/* Packs a put whose source overlaps marked memory: into wire[0,
+ * wire_capacity), where the bytes to put are
+ * wire[info->wire_offset, + info->frame.frame_length), and the notice that
+ * widens them into notice[0, SLIM_EXPAND_NOTICE_MAX). Returns
+ * SLIM_FRAME_UNMARKED (nothing marked: put the source as it is; O(1) when
+ * nothing is marked in the process), SLIM_FRAME_READY (put the packed bytes
+ * at remote_addr, then send the notice), or SLIM_FRAME_UNFRAMED (marked, but
+ * not packable: too many runs, packing off, wire == NULL (then notice may be
+ * NULL too), or wire_capacity too small: the source plus SLIM_PUT_SLACK
+ * always fits; put the source as it is, and call slim_core_frame_unsent()
+ * once accepted). Never throws, never logs per message. Accounting as for
+ * frames: slim_core_frame_sent(&info->frame) once the put was accepted. */
+#define SLIM_PUT_SLACK 2048
 slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request,
                                        void *wire, size_t wire_capacity,
                                        void *notice, slim_put_info_t *info);
