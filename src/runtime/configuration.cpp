@@ -286,6 +286,22 @@ Config Config::from_ucx()
         config.report_wait = std::chrono::nanoseconds(
                 static_cast<std::int64_t>(raw.report_wait * 1e9 + 0.5));
     }
+    if (raw.bounce_size < min_bounce_size || raw.bounce_size > max_bounce_size) {
+        const char *text = std::getenv(bounce_size_var);
+        problems.push_back(parse::bad_value(bounce_size_var,
+                                            text ? text : std::to_string(raw.bounce_size),
+                                            "sizes from 64k to 64m (e.g. 512k, 1m)"));
+    } else {
+        config.bounce_size = raw.bounce_size;
+    }
+    if (raw.bounce_count > max_bounce_count) {
+        const char *text = std::getenv(bounce_count_var);
+        problems.push_back(parse::bad_value(bounce_count_var,
+                                            text ? text : std::to_string(raw.bounce_count),
+                                            "whole numbers from 0 to 4096"));
+    } else {
+        config.bounce_count = raw.bounce_count;
+    }
     if (config.link == LinkBackendKind::exec && config.link_exec.empty()) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

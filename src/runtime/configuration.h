@@ -19,6 +19,7 @@
 #include "policy/policy.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -70,6 +71,11 @@ struct Config {
     static constexpr const char *policy_var       = policy::policy_var;
     static constexpr const char *report_wait_var  = "UCX_SLIM_REPORT_WAIT";
     static constexpr const char *service_var      = "UCX_SLIM_SERVICE";
+    static constexpr const char *bounce_size_var  = "UCX_SLIM_BOUNCE_SIZE";
+    static constexpr const char *bounce_count_var = "UCX_SLIM_BOUNCE_COUNT";
+    static constexpr std::size_t min_bounce_size  = std::size_t{64} << 10;
+    static constexpr std::size_t max_bounce_size  = std::size_t{64} << 20;
+    static constexpr unsigned    max_bounce_count = 4096;
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -92,6 +98,10 @@ struct Config {
     // numbers over, for the other local ranks before the node report is
     // written without them.
     std::chrono::nanoseconds report_wait = std::chrono::seconds(10);
+    // Packed puts: one bounce buffer's size (the largest put packed in one
+    // piece) and how many each interface registers; 0 packs no puts.
+    std::size_t bounce_size  = std::size_t{512} << 10;
+    unsigned    bounce_count = 32;
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

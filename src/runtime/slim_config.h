@@ -37,6 +37,8 @@ typedef struct slim_config {
     unsigned  predictor;    /* UCX_SLIM_PREDICTOR: slim_config_predictors */
     char     *trace;        /* UCX_SLIM_TRACE: directory, "" for none */
     char     *service;      /* UCX_SLIM_SERVICE: auto, off or a socket path */
+    size_t    bounce_size;  /* UCX_SLIM_BOUNCE_SIZE: UCX memunits */
+    unsigned  bounce_count; /* UCX_SLIM_BOUNCE_COUNT */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the

@@ -17,9 +17,12 @@ typedef void (*slim_release_fn)(void *ptr, const void *arg);
 typedef void (*slim_help_fn)(char *buf, size_t max, const void *arg);
 
 static struct {
-    slim_read_fn    sscanf_string, sscanf_time, sscanf_enum, sscanf_bool;
-    slim_write_fn   sprintf_string, sprintf_time, sprintf_enum, sprintf_bool;
-    slim_clone_fn   clone_string, clone_double, clone_uint, clone_int;
+    slim_read_fn    sscanf_string, sscanf_time, sscanf_enum, sscanf_bool,
+                    sscanf_uint, sscanf_memunits;
+    slim_write_fn   sprintf_string, sprintf_time, sprintf_enum, sprintf_bool,
+                    sprintf_uint, sprintf_memunits;
+    slim_clone_fn   clone_string, clone_double, clone_uint, clone_int,
+                    clone_ulong;
     slim_release_fn release_string, release_nop;
     slim_help_fn    help_generic, help_enum;
     ucs_status_t    (*fill_opts)(void *opts, ucs_config_field_t *fields,
@@ -52,14 +55,19 @@ static void slim_ucs_resolve(void)
     SLIM_UCS_SYM(sscanf_time,    "ucs_config_sscanf_time");
     SLIM_UCS_SYM(sscanf_enum,    "ucs_config_sscanf_enum");
     SLIM_UCS_SYM(sscanf_bool,    "ucs_config_sscanf_bool");
+    SLIM_UCS_SYM(sscanf_uint,    "ucs_config_sscanf_uint");
+    SLIM_UCS_SYM(sscanf_memunits, "ucs_config_sscanf_memunits");
     SLIM_UCS_SYM(sprintf_string, "ucs_config_sprintf_string");
     SLIM_UCS_SYM(sprintf_time,   "ucs_config_sprintf_time");
     SLIM_UCS_SYM(sprintf_enum,   "ucs_config_sprintf_enum");
     SLIM_UCS_SYM(sprintf_bool,   "ucs_config_sprintf_bool");
+    SLIM_UCS_SYM(sprintf_uint,   "ucs_config_sprintf_uint");
+    SLIM_UCS_SYM(sprintf_memunits, "ucs_config_sprintf_memunits");
     SLIM_UCS_SYM(clone_string,   "ucs_config_clone_string");
     SLIM_UCS_SYM(clone_double,   "ucs_config_clone_double");
     SLIM_UCS_SYM(clone_uint,     "ucs_config_clone_uint");
     SLIM_UCS_SYM(clone_int,      "ucs_config_clone_int");
+    SLIM_UCS_SYM(clone_ulong,    "ucs_config_clone_ulong");
     SLIM_UCS_SYM(release_string, "ucs_config_release_string");
     SLIM_UCS_SYM(release_nop,    "ucs_config_release_nop");
     SLIM_UCS_SYM(help_generic,   "ucs_config_help_generic");
@@ -89,6 +97,14 @@ SLIM_UCS_FORWARD(int, slim_sscanf_enum, sscanf_enum,
                  (const char *b, void *d, const void *a), (b, d, a))
 SLIM_UCS_FORWARD(int, slim_sscanf_bool, sscanf_bool,
                  (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_uint, sscanf_uint,
+                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_memunits, sscanf_memunits,
+                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sprintf_uint, sprintf_uint,
+                 (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
+SLIM_UCS_FORWARD(int, slim_sprintf_memunits, sprintf_memunits,
+                 (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
 SLIM_UCS_FORWARD(int, slim_sprintf_string, sprintf_string,
                  (char *b, size_t m, const void *s, const void *a), (b, m, s, a))
 SLIM_UCS_FORWARD(int, slim_sprintf_time, sprintf_time,
@@ -104,6 +120,8 @@ SLIM_UCS_FORWARD(ucs_status_t, slim_clone_double, clone_double,
 SLIM_UCS_FORWARD(ucs_status_t, slim_clone_uint, clone_uint,
                  (const void *s, void *d, const void *a), (s, d, a))
 SLIM_UCS_FORWARD(ucs_status_t, slim_clone_int, clone_int,
+                 (const void *s, void *d, const void *a), (s, d, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_ulong, clone_ulong,
                  (const void *s, void *d, const void *a), (s, d, a))
 
 static void slim_release_string(void *p, const void *a)
@@ -151,8 +169,8 @@ void slim_config_release(slim_config_t *config)
     }
 }
 
-/* UCX's types (SLIM_TYPE_STRING, _TIME, _ENUM, _BOOL in
- * ucs/config/parser.h), through the forwarders above. */
+/* UCX's types (UCS_CONFIG_TYPE_STRING, _TIME, _ENUM, _BOOL, _UINT,
+ * _MEMUNITS in ucs/config/parser.h), through the forwarders above. */
 #define SLIM_TYPE_STRING  {slim_sscanf_string, slim_sprintf_string, slim_clone_string, \
                            slim_release_string, slim_help_generic, "string"}
 #define SLIM_TYPE_TIME    {slim_sscanf_time, slim_sprintf_time, slim_clone_double, \
@@ -162,6 +180,11 @@ void slim_config_release(slim_config_t *config)
                            slim_release_nop, slim_help_enum, t}
 #define SLIM_TYPE_BOOL    {slim_sscanf_bool, slim_sprintf_bool, slim_clone_int, \
                            slim_release_nop, slim_help_generic, "<y|n>"}
+#define SLIM_TYPE_UINT    {slim_sscanf_uint, slim_sprintf_uint, slim_clone_uint, \
+                           slim_release_nop, slim_help_generic, "unsigned integer"}
+#define SLIM_TYPE_MEMUNITS {slim_sscanf_memunits, slim_sprintf_memunits, \
+                            slim_clone_ulong, slim_release_nop, slim_help_generic, \
+                            "memory units: <number>[b|kb|mb|gb]"}
 /* Ours: a string UCX's parser cannot check, and the parsed policy. */
 #define SLIM_TYPE_CHECKED(_check) \
     {slim_config_read_checked, slim_sprintf_string, slim_clone_string, \
@@ -231,10 +254,23 @@ ucs_config_field_t slim_config_table[] = {
 
     {"PACKING", "auto",
      "Lossy packing of marked buffers (auto|on|off). on: pack, and steer UCP\n"
-     "(no put/get zcopy) so that marked data of every size is seen; auto: the\n"
-     "same when UCX_SLIM_POLICY packs some label, else pack only what UCP\n"
-     "shows; off: never pack.",
+     "(no get zcopy, puts of at most UCX_SLIM_BOUNCE_SIZE) so that marked data\n"
+     "of every size is seen; auto: the same when UCX_SLIM_POLICY packs some\n"
+     "label, else pack only what UCP shows; off: never pack.",
      offsetof(slim_config_t, packing), SLIM_TYPE_ENUM(slim_config_packing_modes)},
+
+    {"BOUNCE_SIZE", "512k",
+     "Size of one bounce buffer for packed puts (64k..64m). Marked puts are\n"
+     "packed into one, so while packing steers slim limits a put to it:\n"
+     "larger transfers go as several puts.",
+     offsetof(slim_config_t, bounce_size), SLIM_TYPE_MEMUNITS},
+
+    {"BOUNCE_COUNT", "32",
+     "Bounce buffers per interface (0..4096), allocated and registered with\n"
+     "the inner memory domain once, when packing steers. A marked put that\n"
+     "finds none free goes unpacked (counted as missed), never waits.\n"
+     "0: puts are never packed.",
+     offsetof(slim_config_t, bounce_count), SLIM_TYPE_UINT},
 
     {"PREDICTOR", "adaptive",
      "What drives the link width from live traffic: adaptive (timeouts, PPS\n"
