@@ -13,6 +13,7 @@ ucx_module_libuct_slim_la_SOURCES = \
 	ucx-module/slim_iface.c \
 	ucx-module/slim_ep.c \
 	ucx-module/slim_frame.c \
+	ucx-module/slim_put.c \
 	ucx-module/slim_progress.c
 
 # UCX's internal headers come first so that their `#include "config.h"` finds

@@ -64,7 +64,32 @@ typedef struct slim_md {
     uct_md_t        super;
     uct_md_h        inner;          /* opened on the inner component */
     slim_inner_t    inner_tl;
+    /* Memory registered through this md (slim_memh_t), so that an expand
+     * notice is only ever applied inside memory this process opened for
+     * remote puts. Registration is not a data-path operation (UCP registers
+     * once per buffer or per rendezvous); the lock is never taken per
+     * message sent. */
+    ucs_list_link_t regs;
+    ucs_spinlock_t  regs_lock;
 } slim_md_t;
+
+
+/* Our memory handle: the inner md's handle and the range it covers. Every
+ * operation that takes a handle gets ours from UCP and passes the inner one
+ * on (slim_memh_inner). */
+typedef struct slim_memh {
+    uct_mem_h       inner;
+    uintptr_t       address;
+    size_t          length;
+    int             remote_put;     /* registered for remote put access */
+    ucs_list_link_t list;           /* in slim_md_t::regs */
+} slim_memh_t;
+
+static UCS_F_ALWAYS_INLINE uct_mem_h slim_memh_inner(uct_mem_h memh)
+{
+    return (memh == UCT_MEM_HANDLE_NULL) ? UCT_MEM_HANDLE_NULL :
+           ((slim_memh_t*)memh)->inner;
+}
 
 
 struct slim_iface;
@@ -118,14 +143,30 @@ typedef struct slim_frame_iface {
     size_t   max_short;     /* inner am_short payload limit (0: none) */
     size_t   max_bcopy;     /* inner am_bcopy limit (0: none) */
     size_t   max_zcopy;     /* frames sent by zcopy from our own memory, up
-                               to this size (0: never, e.g. the inner md
-                               needs registered memory) */
+                               to this size (0: never) */
+    int      need_memh;     /* the inner md needs registered memory: zcopy
+                               frames from bounce buffers only */
     uint8_t  *tx_scratch;   /* frames sent by copy (short/bcopy) */
     size_t   tx_scratch_size;
     uint8_t  *rx_scratch;   /* received frames rebuilt here */
     size_t   rx_scratch_size;
     int      rx_busy;       /* rx_scratch in use (a handler re-entered) */
 } slim_frame_iface_t;
+
+
+/* Bounce buffers for packed puts (slim_put.c). Used by the application's
+ * thread only: no lock. */
+typedef struct slim_bounce slim_bounce_t;
+
+typedef struct slim_bounce_pool {
+    uint8_t         *memory;       /* NULL: no pool, puts are not packed */
+    size_t          buffer_size;   /* UCX_SLIM_BOUNCE_SIZE */
+    unsigned        count;         /* UCX_SLIM_BOUNCE_COUNT */
+    uct_md_h        md;            /* the inner md it is registered with */
+    uct_mem_h       memh;
+    slim_bounce_t   *descs;
+    slim_bounce_t   *free;         /* a stack of free descriptors */
+} slim_bounce_pool_t;
 
 
 typedef struct slim_iface {
@@ -149,6 +190,9 @@ typedef struct slim_iface {
      * UCT_IFACE_FLAG_CB_SYNC): receives are recorded without the
      * recorder, whose calls must not overlap. */
     int                  recv_any_thread;
+    slim_bounce_pool_t   bounce;
+    /* Which expand notice each peer endpoint may send next. */
+    slim_core_expander_t *expander;
 } slim_iface_t;
 
 
@@ -164,6 +208,14 @@ typedef struct slim_ep {
     uint64_t          op_seq;
     uint64_t          flushed_seq;
     ucs_list_link_t   flushes;         /* slim_flush_comp_t in flight */
+    /* Packed puts (slim_put.c): this endpoint's notice stream, and a put
+     * whose notice or flush is still to go out; while there is one, every
+     * operation on the endpoint finishes it first or waits. */
+    uint64_t          put_stream;
+    uint64_t          put_seq;
+    slim_bounce_t     *put_waiting;
+    uct_pending_req_t put_pending;      /* on the inner ep, for put_waiting */
+    int               put_pending_queued;
 } slim_ep_t;
 
 
@@ -175,6 +227,8 @@ ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner);
 const char  *slim_inner_tl_name(void);
 
 /* slim_md.c */
+int          slim_md_range_registered(slim_md_t *md, uint64_t address,
+                                      size_t length);
 ucs_status_t slim_query_md_resources(uct_component_t *component,
                                      uct_md_resource_desc_t **resources_p,
                                      unsigned *num_resources_p);
@@ -210,6 +264,10 @@ void         slim_progress_maybe_linger(slim_iface_t *iface);
 void         slim_progress_linger_stop(slim_iface_t *iface);
 void         slim_progress_unload(void);
 
+/* The most iov entries slim advertises for any zero-copy operation: it
+ * translates them (memory handles) on the stack. */
+#define SLIM_EP_MAX_IOV ((size_t)16)
+
 /* slim_frame.c: lossy packing on the wire */
 #define SLIM_FRAME_ZCOPY_SLACK 2048  /* room for the frame's own header and
                                         table in every advertised zcopy */
@@ -232,6 +290,47 @@ typedef struct slim_frame_outcome {
 
 void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
                       slim_frame_outcome_t *outcome);
+
+/* slim_put.c: packed puts and their expand notices */
+typedef struct slim_put_outcome {
+    int               handled;      /* went packed (or failed) in its place */
+    ucs_status_t      status;       /* when handled: the put's status */
+    int               unframed;     /* marked but sent as is: count missed */
+    int               bounce_empty; /* ... because the pool was empty */
+    slim_frame_info_t info;
+} slim_put_outcome_t;
+
+ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md);
+void         slim_put_iface_cleanup(slim_iface_t *iface);
+void         slim_put_steer_caps(slim_iface_t *iface,
+                                 uct_iface_attr_t *iface_attr);
+void         slim_put_ep_init(slim_ep_t *ep);
+void         slim_put_ep_cleanup(slim_ep_t *ep);
+void         slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
+                            size_t piece_count, uint64_t remote_addr,
+                            uct_rkey_t rkey, uct_completion_t *comp,
+                            slim_put_outcome_t *outcome);
+ucs_status_t slim_put_drain(slim_ep_t *ep);
+/* Bounce buffers for zero-copy frames (slim_frame.c). */
+size_t           slim_bounce_size(const slim_iface_t *iface); /* 0: no pool */
+slim_bounce_t    *slim_bounce_take(slim_iface_t *iface);      /* NULL: empty */
+uint8_t          *slim_bounce_data(slim_bounce_t *bounce);
+uct_mem_h        slim_bounce_memh(const slim_iface_t *iface);
+/* The completion to send a frame from `bounce` with: returns it. */
+uct_completion_t *slim_bounce_frame_comp(slim_bounce_t *bounce);
+void             slim_bounce_give(slim_bounce_t *bounce);
+int          slim_put_is_own_pending(slim_ep_t *ep, uct_pending_req_t *req);
+void         slim_put_receive(slim_iface_t *iface, void *data, size_t length);
+
+/* Every operation that sends on an endpoint calls this first: a parked
+ * packed put must go out before anything else (one load when none is). */
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_put_ready(slim_ep_t *ep)
+{
+    if (ucs_likely(ep->put_waiting == NULL)) {
+        return UCS_OK;
+    }
+    return slim_put_drain(ep);
+}
 
 /* slim_ep.c: the endpoint class and every endpoint operation */
 UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);

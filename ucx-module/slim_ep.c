@@ -30,6 +30,31 @@ static UCS_F_ALWAYS_INLINE uct_ep_h slim_ep_control(uct_ep_h tl_ep)
     return ep->inner;
 }
 
+/* Every operation that sends begins here: a packed put parked on the
+ * endpoint (slim_put.c) goes out before anything sent after it, or the
+ * operation waits (UCP retries it, or queues it behind the parked put). */
+#define SLIM_EP_PUT_READY_OR_RETURN(_tl_ep, _ret_type) \
+    do { \
+        ucs_status_t _ready = slim_ep_put_ready(slim_ep(_tl_ep)); \
+        if (ucs_unlikely(_ready != UCS_OK)) { \
+            return (_ret_type)_ready; \
+        } \
+    } while (0)
+
+/* UCP's iov carries our memory handles; the inner transport gets its own.
+ * iovcnt is at most SLIM_EP_MAX_IOV: we advertise no more (slim_iface.c). */
+static UCS_F_ALWAYS_INLINE const uct_iov_t *
+slim_ep_inner_iov(const uct_iov_t *iov, size_t iovcnt, uct_iov_t *out)
+{
+    size_t i;
+
+    for (i = 0; i < iovcnt; ++i) {
+        out[i]      = iov[i];
+        out[i].memh = slim_memh_inner(iov[i].memh);
+    }
+    return out;
+}
+
 /* A flush in flight. Its completion marks the endpoint flushed up to the
  * operations issued before it, then completes UCP's own completion. */
 typedef struct slim_flush_comp {
@@ -93,6 +118,7 @@ static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
     slim_frame_outcome_t outcome;
     ucs_status_t status;
 
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
     slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
     if (outcome.handled) {
         return slim_record_frame(tl_ep, id, &outcome);
@@ -124,8 +150,6 @@ static size_t slim_ep_iov_pieces(const uct_iov_t *iov, size_t iovcnt,
     return iovcnt;
 }
 
-#define SLIM_EP_MAX_IOV 16
-
 /* Offers an iov message to the packing path (an iov it cannot describe
  * goes as it is, unframed and uncounted). */
 static void slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
@@ -155,6 +179,7 @@ static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     slim_frame_outcome_t outcome;
     ucs_status_t status;
 
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
     slim_ep_offer_iov(tl_ep, id, NULL, 0, iov, iovcnt, &outcome);
     if (outcome.handled) {
         return slim_record_frame(tl_ep, id, &outcome);
@@ -171,9 +196,11 @@ static ssize_t slim_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                 uct_pack_callback_t pack_cb, void *arg,
                                 unsigned flags)
 {
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t);
     return slim_record_packed(tl_ep,
-                              uct_ep_am_bcopy(slim_ep_start_op(tl_ep), id,
-                                              pack_cb, arg, flags),
+                              uct_ep_am_bcopy(inner, id, pack_cb, arg, flags),
                               SLIM_OP_AM_BCOPY, id);
 }
 
@@ -183,16 +210,19 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                     unsigned flags, uct_completion_t *comp)
 {
     uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
     slim_frame_outcome_t outcome;
     ucs_status_t status;
 
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
     /* A frame is a copy: done at once for UCP, `comp` is not called. */
     slim_ep_offer_iov(tl_ep, id, header, header_length, iov, iovcnt, &outcome);
     if (outcome.handled) {
         return slim_record_frame(tl_ep, id, &outcome);
     }
 
-    status = uct_ep_am_zcopy(inner, id, header, header_length, iov, iovcnt,
+    status = uct_ep_am_zcopy(inner, id, header, header_length,
+                             slim_ep_inner_iov(iov, iovcnt, inner_iov), iovcnt,
                              flags, comp);
     slim_frame_forwarded(&outcome, status);
     return slim_record_op(tl_ep, status, SLIM_OP_AM_ZCOPY, SLIM_DIR_SEND, id,
@@ -222,10 +252,12 @@ static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                      unsigned length, uint64_t remote_addr,
                                      uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_put_short(slim_ep_start_op(tl_ep), buffer,
-                                           length, remote_addr, rkey);
+    uct_ep_h inner           = slim_ep_start_op(tl_ep);
     slim_frame_piece_t piece = {buffer, length};
+    ucs_status_t status;
 
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_put_short(inner, buffer, length, remote_addr, rkey);
     slim_ep_put_unframed(&piece, 1, status);
     return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
 }
@@ -234,9 +266,12 @@ static ssize_t slim_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                  void *arg, uint64_t remote_addr,
                                  uct_rkey_t rkey)
 {
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t);
     return slim_record_packed(tl_ep,
-                              uct_ep_put_bcopy(slim_ep_start_op(tl_ep), pack_cb,
-                                               arg, remote_addr, rkey),
+                              uct_ep_put_bcopy(inner, pack_cb, arg,
+                                               remote_addr, rkey),
                               SLIM_OP_PUT, 0);
 }
 
@@ -244,12 +279,36 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                      size_t iovcnt, uint64_t remote_addr,
                                      uct_rkey_t rkey, uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_put_zcopy(slim_ep_start_op(tl_ep), iov, iovcnt,
-                                           remote_addr, rkey, comp);
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
     slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
+    uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
+    slim_put_outcome_t outcome;
+    size_t piece_count;
+    ucs_status_t status;
 
-    slim_ep_put_unframed(pieces, slim_ep_iov_pieces(iov, iovcnt, pieces,
-                                                    SLIM_EP_MAX_IOV), status);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    outcome.handled  = 0;
+    outcome.unframed = 0;
+    piece_count      = slim_ep_iov_pieces(iov, iovcnt, pieces,
+                                          SLIM_EP_MAX_IOV);
+    if (piece_count > 0) {
+        /* Packed, it is recorded (at its wire size) where it is sent. */
+        slim_put_offer(slim_ep(tl_ep), pieces, piece_count, remote_addr, rkey,
+                       comp, &outcome);
+        if (outcome.handled) {
+            return outcome.status;
+        }
+    }
+
+    status = uct_ep_put_zcopy(inner, slim_ep_inner_iov(iov, iovcnt, inner_iov),
+                              iovcnt, remote_addr, rkey, comp);
+    if (ucs_unlikely(outcome.unframed) && slim_status_accepted(status)) {
+        if (outcome.bounce_empty) {
+            slim_core_put_bounce_empty(&outcome.info);
+        } else {
+            slim_core_frame_unsent(&outcome.info);
+        }
+    }
     return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND,
                               uct_iov_total_length(iov, iovcnt));
 }
@@ -258,8 +317,11 @@ static ucs_status_t slim_ep_get_short(uct_ep_h tl_ep, void *buffer,
                                      unsigned length, uint64_t remote_addr,
                                      uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_get_short(slim_ep_start_op(tl_ep), buffer,
-                                           length, remote_addr, rkey);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_get_short(slim_ep_start_op(tl_ep), buffer,
+                              length, remote_addr, rkey);
 
     return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length);
 }
@@ -270,9 +332,12 @@ static ucs_status_t slim_ep_get_bcopy(uct_ep_h tl_ep,
                                      uint64_t remote_addr, uct_rkey_t rkey,
                                      uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_get_bcopy(slim_ep_start_op(tl_ep), unpack_cb,
-                                           arg, length, remote_addr, rkey,
-                                           comp);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_get_bcopy(slim_ep_start_op(tl_ep), unpack_cb,
+                              arg, length, remote_addr, rkey,
+                              comp);
 
     return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length);
 }
@@ -281,8 +346,14 @@ static ucs_status_t slim_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                      size_t iovcnt, uint64_t remote_addr,
                                      uct_rkey_t rkey, uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_get_zcopy(slim_ep_start_op(tl_ep), iov, iovcnt,
-                                           remote_addr, rkey, comp);
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    slim_ep_inner_iov(iov, iovcnt, inner_iov);
+    status = uct_ep_get_zcopy(inner, inner_iov, iovcnt, remote_addr, rkey,
+                              comp);
 
     return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV,
                               uct_iov_total_length(iov, iovcnt));
@@ -295,9 +366,12 @@ static ucs_status_t slim_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
                                           uct_rkey_t rkey, uint64_t *result,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic_cswap64(slim_ep_start_op(tl_ep), compare,
-                                                swap, remote_addr, rkey,
-                                                result, comp);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_atomic_cswap64(slim_ep_start_op(tl_ep), compare,
+                                   swap, remote_addr, rkey,
+                                   result, comp);
 
     return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(uint64_t));
@@ -308,9 +382,12 @@ static ucs_status_t slim_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
                                           uct_rkey_t rkey, uint32_t *result,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic_cswap32(slim_ep_start_op(tl_ep), compare,
-                                                swap, remote_addr, rkey,
-                                                result, comp);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_atomic_cswap32(slim_ep_start_op(tl_ep), compare,
+                                   swap, remote_addr, rkey,
+                                   result, comp);
 
     return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(uint32_t));
@@ -320,8 +397,11 @@ static ucs_status_t slim_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
                                          uint32_t value, uint64_t remote_addr,
                                          uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_atomic32_post(slim_ep_start_op(tl_ep), opcode,
-                                               value, remote_addr, rkey);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_atomic32_post(slim_ep_start_op(tl_ep), opcode,
+                                  value, remote_addr, rkey);
 
     return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
@@ -331,8 +411,11 @@ static ucs_status_t slim_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
                                          uint64_t value, uint64_t remote_addr,
                                          uct_rkey_t rkey)
 {
-    ucs_status_t status = uct_ep_atomic64_post(slim_ep_start_op(tl_ep), opcode,
-                                               value, remote_addr, rkey);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_atomic64_post(slim_ep_start_op(tl_ep), opcode,
+                                  value, remote_addr, rkey);
 
     return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
@@ -344,9 +427,12 @@ static ucs_status_t slim_ep_atomic32_fetch(uct_ep_h tl_ep, unsigned opcode,
                                           uct_rkey_t rkey,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic32_fetch(slim_ep_start_op(tl_ep), opcode,
-                                                value, result, remote_addr,
-                                                rkey, comp);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_atomic32_fetch(slim_ep_start_op(tl_ep), opcode,
+                                   value, result, remote_addr,
+                                   rkey, comp);
 
     return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
@@ -358,9 +444,12 @@ static ucs_status_t slim_ep_atomic64_fetch(uct_ep_h tl_ep, unsigned opcode,
                                           uct_rkey_t rkey,
                                           uct_completion_t *comp)
 {
-    ucs_status_t status = uct_ep_atomic64_fetch(slim_ep_start_op(tl_ep), opcode,
-                                                value, result, remote_addr,
-                                                rkey, comp);
+    ucs_status_t status;
+
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    status = uct_ep_atomic64_fetch(slim_ep_start_op(tl_ep), opcode,
+                                   value, result, remote_addr,
+                                   rkey, comp);
 
     return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
                               sizeof(value));
@@ -417,13 +506,36 @@ static ucs_status_t slim_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
 static ucs_status_t slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                        unsigned flags)
 {
-    return uct_ep_pending_add(slim_ep_start_op(tl_ep), req, flags);
+    uct_ep_h inner = slim_ep_start_op(tl_ep);
+
+    /* A parked packed put is queued on the inner endpoint already (or goes
+     * now): UCP's request waits behind it. */
+    (void)slim_ep_put_ready(slim_ep(tl_ep));
+    return uct_ep_pending_add(inner, req, flags);
+}
+
+typedef struct slim_ep_purge_arg {
+    slim_ep_t                    *ep;
+    uct_pending_purge_callback_t cb;
+    void                         *arg;
+} slim_ep_purge_arg_t;
+
+/* UCP's callback sees its own requests only. */
+static void slim_ep_purge_cb(uct_pending_req_t *req, void *arg)
+{
+    slim_ep_purge_arg_t *purge = arg;
+
+    if (!slim_put_is_own_pending(purge->ep, req) && (purge->cb != NULL)) {
+        purge->cb(req, purge->arg);
+    }
 }
 
 static void slim_ep_pending_purge(uct_ep_h tl_ep,
                                   uct_pending_purge_callback_t cb, void *arg)
 {
-    uct_ep_pending_purge(slim_ep_control(tl_ep), cb, arg);
+    slim_ep_purge_arg_t purge = {slim_ep(tl_ep), cb, arg};
+
+    uct_ep_pending_purge(slim_ep_control(tl_ep), slim_ep_purge_cb, &purge);
 }
 
 static void slim_flush_comp_done(uct_completion_t *self)
@@ -461,6 +573,9 @@ static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
     ucs_status_t status;
 
     slim_iface_wake(iface);
+    if (!(flags & UCT_FLUSH_FLAG_CANCEL)) {
+        SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    }
     if ((flags & UCT_FLUSH_FLAG_CANCEL) || (comp == NULL)) {
         /* Nothing to learn about quiescence from these. */
         return uct_ep_flush(ep->inner, flags, comp);
@@ -559,6 +674,7 @@ static UCS_CLASS_INIT_FUNC(slim_ep_t, const uct_ep_params_t *params)
     self->op_seq      = 0;
     self->flushed_seq = 0;
     ucs_list_head_init(&self->flushes);
+    slim_put_ep_init(self);
 
     inner_params       = *params;
     inner_params.iface = iface->inner;
@@ -578,6 +694,7 @@ static UCS_CLASS_CLEANUP_FUNC(slim_ep_t)
 
     slim_iface_wake(iface);
     slim_iface_remove_ep(iface, self);
+    slim_put_ep_cleanup(self);
     /* Destroying the inner ep may complete its flushes (cancelled). */
     uct_ep_destroy(self->inner);
     ucs_list_for_each_safe(flush, tmp, &self->flushes, list) {

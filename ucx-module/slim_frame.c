@@ -9,17 +9,22 @@
  * them.
  *
  * A frame goes by am_short when it fits, else by am_bcopy, else by am_zcopy
- * from memory of our own (released when the inner transport completes it).
+ * from memory of our own, released when the inner transport completes it:
+ * a registered bounce buffer (slim_put.c) when one is free, which any inner
+ * transport accepts, else malloc'ed memory where the inner md needs no
+ * memory handle (tcp).
  * Either way slim has copied the user's data, so the operation is complete
  * for UCP at once. A frame nothing can carry makes the message go as it is,
  * counted as missed.
  *
- * Steering: UCP shows the user's buffer only to am_short and am_zcopy (and
- * to put/get zcopy, which a frame cannot replace). While packing steers
- * (slim_core_packing_steers()), slim withholds put/get zcopy so that
- * rendezvous falls back to active messages, keeps every advertised am_zcopy
- * small enough for its frame, and reports zero registration cost so that
- * UCP's automatic zero-copy threshold sends medium messages by zcopy too.
+ * Steering: UCP shows the user's buffer only to am_short and am_zcopy, and
+ * to put/get zcopy. Puts are packed by slim_put.c; a get reads the peer's
+ * memory where nobody can pack it. While packing steers
+ * (slim_core_packing_steers()), slim withholds get zcopy so that rendezvous
+ * writes by put, limits puts to a bounce buffer (slim_put_steer_caps), keeps
+ * every advertised am_zcopy small enough for its frame, and reports zero
+ * registration cost so that UCP's automatic zero-copy threshold sends medium
+ * messages by zcopy too.
  */
 #include "slim.h"
 
@@ -37,6 +42,7 @@ typedef struct slim_frame_tx {
 typedef struct slim_frame_alloc_ctx {
     slim_iface_t    *iface;
     slim_frame_tx_t *tx;      /* set when the frame went to malloc'ed memory */
+    slim_bounce_t   *bounce;  /* set when it went to a bounce buffer */
 } slim_frame_alloc_ctx_t;
 
 typedef struct slim_frame_bcopy_arg {
@@ -69,11 +75,17 @@ ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
     if (attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY) {
         frame->max_bcopy = attr.cap.am.max_bcopy;
     }
-    /* Our frame memory is not registered: zero-copy frames only where the
-     * inner transport needs no memory handle (tcp does not). */
-    if ((attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) &&
-        !(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH)) {
-        frame->max_zcopy = attr.cap.am.max_zcopy;
+    /* Zero-copy frames from bounce buffers, which are registered, up to
+     * their size; beyond that, or without a pool, from malloc'ed memory
+     * where the inner transport needs no memory handle (tcp does not). */
+    frame->need_memh = !!(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH);
+    if (attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) {
+        if (!frame->need_memh) {
+            frame->max_zcopy = attr.cap.am.max_zcopy;
+        } else {
+            frame->max_zcopy = ucs_min(attr.cap.am.max_zcopy,
+                                       slim_bounce_size(iface));
+        }
     }
 
     frame->tx_scratch_size = ucs_max(frame->max_short + sizeof(uint64_t),
@@ -105,8 +117,7 @@ void slim_frame_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
         return;
     }
 
-    iface_attr->cap.flags &= ~(UCT_IFACE_FLAG_PUT_ZCOPY |
-                               UCT_IFACE_FLAG_GET_ZCOPY);
+    slim_put_steer_caps(iface, iface_attr);
     if (!(iface_attr->cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
         return;
     }
@@ -146,6 +157,15 @@ static void *slim_frame_alloc(void *arg, size_t size)
     if (size > frame->max_zcopy) {
         return NULL;
     }
+    if (size <= slim_bounce_size(ctx->iface)) {
+        ctx->bounce = slim_bounce_take(ctx->iface);
+        if (ctx->bounce != NULL) {
+            return slim_bounce_data(ctx->bounce);
+        }
+    }
+    if (ctx->iface->frame.need_memh) {
+        return NULL;   /* the pool is empty: the message goes unframed */
+    }
     ctx->tx = ucs_malloc(sizeof(*ctx->tx) + size, "slim_frame_tx");
     return (ctx->tx != NULL) ? ctx->tx->data : NULL;
 }
@@ -170,6 +190,7 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
 {
     const slim_frame_iface_t *frame = &ctx->iface->frame;
     slim_frame_bcopy_arg_t bcopy;
+    uct_completion_t *comp;
     uct_iov_t iov;
     uint64_t header;
     ssize_t packed;
@@ -195,23 +216,32 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
         return (packed < 0) ? (ucs_status_t)packed : UCS_OK;
     }
 
-    if ((ctx->tx == NULL) || (length > frame->max_zcopy)) {
+    if (((ctx->tx == NULL) && (ctx->bounce == NULL)) ||
+        (length > frame->max_zcopy)) {
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    iov.buffer         = (void*)data;
-    iov.length         = length;
-    iov.memh           = UCT_MEM_HANDLE_NULL;
-    iov.stride         = 0;
-    iov.count          = 1;
-    ctx->tx->comp.func   = slim_frame_tx_done;
-    ctx->tx->comp.count  = 1;
-    ctx->tx->comp.status = UCS_OK;
-    *op_p                = SLIM_OP_AM_ZCOPY;
+    iov.buffer = (void*)data;
+    iov.length = length;
+    iov.stride = 0;
+    iov.count  = 1;
+    if (ctx->bounce != NULL) {
+        iov.memh = slim_bounce_memh(ctx->iface);
+        comp     = slim_bounce_frame_comp(ctx->bounce);
+    } else {
+        iov.memh             = UCT_MEM_HANDLE_NULL;
+        ctx->tx->comp.func   = slim_frame_tx_done;
+        ctx->tx->comp.count  = 1;
+        ctx->tx->comp.status = UCS_OK;
+        comp                 = &ctx->tx->comp;
+    }
+    *op_p  = SLIM_OP_AM_ZCOPY;
     status = uct_ep_am_zcopy(ep->inner, SLIM_FRAME_AM_ID, NULL, 0, &iov, 1, 0,
-                             &ctx->tx->comp);
+                             comp);
     if (status == UCS_INPROGRESS) {
-        ctx->tx = NULL; /* the completion releases it */
+        /* the completion releases the memory */
+        ctx->tx     = NULL;
+        ctx->bounce = NULL;
         return UCS_OK;  /* the data is ours now: done, as far as UCP knows */
     }
     return status;
@@ -220,7 +250,8 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
 void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
                       slim_frame_outcome_t *outcome)
 {
-    slim_frame_alloc_ctx_t ctx = {slim_iface(ep->super.super.iface), NULL};
+    slim_frame_alloc_ctx_t ctx = {slim_iface(ep->super.super.iface), NULL,
+                                  NULL};
     slim_frame_result_t result;
     void *frame;
 
@@ -230,7 +261,7 @@ void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
     result = slim_core_frame_build(request, slim_frame_alloc, &ctx, &frame,
                                    &outcome->info);
     if (ucs_likely(result == SLIM_FRAME_UNMARKED)) {
-        ucs_assert(ctx.tx == NULL);
+        ucs_assert((ctx.tx == NULL) && (ctx.bounce == NULL));
         return;
     }
 
@@ -250,6 +281,9 @@ void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
      * message goes as it is, and its marked bytes count as missed. */
     outcome->unframed = !outcome->handled;
     ucs_free(ctx.tx);
+    if (ctx.bounce != NULL) {
+        slim_bounce_give(ctx.bounce);
+    }
 }
 
 ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
@@ -261,6 +295,11 @@ ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
     uint8_t *grown;
     int64_t rebuilt;
     uint8_t am_id;
+
+    if (slim_core_expand_is_notice(data, length)) {
+        slim_put_receive(iface, data, length);
+        return UCS_OK;
+    }
 
     rebuilt = slim_core_frame_unpack(data, length, out, capacity, &am_id);
     if (rebuilt < 0) {

@@ -174,6 +174,13 @@ static ucs_status_t slim_iface_query(uct_iface_h tl_iface,
     }
 
     iface_attr->cap.flags &= ~SLIM_IFACE_TAG_FLAGS;
+    /* Zero-copy iovs are translated on the stack (slim_ep.c). */
+    iface_attr->cap.am.max_iov  = ucs_min(iface_attr->cap.am.max_iov,
+                                          SLIM_EP_MAX_IOV);
+    iface_attr->cap.put.max_iov = ucs_min(iface_attr->cap.put.max_iov,
+                                          SLIM_EP_MAX_IOV);
+    iface_attr->cap.get.max_iov = ucs_min(iface_attr->cap.get.max_iov,
+                                          SLIM_EP_MAX_IOV);
     slim_frame_steer_caps(slim_iface(tl_iface), iface_attr);
     return UCS_OK;
 }
@@ -402,9 +409,15 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_close_inner;
     }
 
-    status = slim_frame_iface_init(self, slim_md->inner);
+    /* The pool first: zero-copy frames use it too. */
+    status = slim_put_iface_init(self, slim_md->inner);
     if (status != UCS_OK) {
         goto err_close_inner;
+    }
+
+    status = slim_frame_iface_init(self, slim_md->inner);
+    if (status != UCS_OK) {
+        goto err_put;
     }
 
     /* Before the trampolines: whatever arrives is recorded on it. */
@@ -425,6 +438,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 err_recorder:
     slim_core_recorder_close(self->recorder);
     slim_frame_iface_cleanup(self);
+err_put:
+    slim_put_iface_cleanup(self);
 err_close_inner:
     uct_iface_close(self->inner);
 err_progress:
@@ -443,6 +458,7 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_progress_cleanup(self);
     uct_iface_close(self->inner);
     slim_progress_destroy(self);
+    slim_put_iface_cleanup(self);   /* after the inner iface: nothing in flight */
     slim_frame_iface_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
     /* After the inner iface closed: nothing records on it any more. */

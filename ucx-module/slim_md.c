@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * The slim memory domain: opens the inner component's md of the same name
- * and forwards every memory operation to it, so memory handles and remote
- * keys are the inner transport's own and need no translation.
+ * and forwards every memory operation to it. Remote keys are the inner
+ * transport's own and need no translation. Memory handles are wrapped
+ * (slim_memh_t): slim must know which ranges it registered for remote puts,
+ * to check the expand notices that follow packed puts (slim_put.c), and the
+ * inner handle alone may not say (tcp returns one dummy handle for all).
  */
 #include "slim.h"
 
@@ -17,9 +20,70 @@ static slim_md_t *slim_md(uct_md_h md)
 static void slim_md_close(uct_md_h md)
 {
     slim_md_t *self = slim_md(md);
+    slim_memh_t *memh, *tmp;
+    size_t left = 0;
 
+    ucs_list_for_each_safe(memh, tmp, &self->regs, list) {
+        ucs_list_del(&memh->list);
+        ucs_free(memh);
+        ++left;
+    }
+    if (left > 0) {
+        ucs_debug("slim: md %p closed with %zu registrations left", self,
+                  left);
+    }
+    ucs_spinlock_destroy(&self->regs_lock);
     uct_md_close(self->inner);
     ucs_free(self);
+}
+
+/* A handle for memory the inner md registered or allocated. */
+static slim_memh_t *slim_md_track(slim_md_t *md, uct_mem_h inner,
+                                  void *address, size_t length,
+                                  unsigned flags)
+{
+    slim_memh_t *memh = ucs_malloc(sizeof(*memh), "slim_memh");
+
+    if (memh == NULL) {
+        return NULL;
+    }
+    memh->inner     = inner;
+    memh->address   = (uintptr_t)address;
+    memh->length    = length;
+    /* No access flag at all means every access (uct.h). */
+    memh->remote_put = !(flags & UCT_MD_MEM_ACCESS_ALL) ||
+                       (flags & UCT_MD_MEM_ACCESS_REMOTE_PUT);
+    ucs_spin_lock(&md->regs_lock);
+    ucs_list_add_tail(&md->regs, &memh->list);
+    ucs_spin_unlock(&md->regs_lock);
+    return memh;
+}
+
+static void slim_md_untrack(slim_md_t *md, slim_memh_t *memh)
+{
+    ucs_spin_lock(&md->regs_lock);
+    ucs_list_del(&memh->list);
+    ucs_spin_unlock(&md->regs_lock);
+}
+
+int slim_md_range_registered(slim_md_t *md, uint64_t address, size_t length)
+{
+    slim_memh_t *memh;
+    int found = 0;
+
+    if ((length == 0) || (address + length < address)) {
+        return 0;
+    }
+    ucs_spin_lock(&md->regs_lock);
+    ucs_list_for_each(memh, &md->regs, list) {
+        if (memh->remote_put && (address >= memh->address) &&
+            (address + length <= memh->address + memh->length)) {
+            found = 1;
+            break;
+        }
+    }
+    ucs_spin_unlock(&md->regs_lock);
+    return found;
 }
 
 static ucs_status_t slim_md_query(uct_md_h md, uct_md_attr_t *md_attr)
@@ -41,17 +105,39 @@ static ucs_status_t slim_md_mem_alloc(uct_md_h md, size_t *length_p,
                                       unsigned flags, const char *alloc_name,
                                       uct_mem_h *memh_p)
 {
-    uct_md_h inner = slim_md(md)->inner;
+    slim_md_t *self = slim_md(md);
+    uct_md_h inner  = self->inner;
+    uct_mem_h inner_memh;
+    slim_memh_t *memh;
+    ucs_status_t status;
 
-    return inner->ops->mem_alloc(inner, length_p, address_p, mem_type, flags,
-                                 alloc_name, memh_p);
+    status = inner->ops->mem_alloc(inner, length_p, address_p, mem_type,
+                                   flags, alloc_name, &inner_memh);
+    if (status != UCS_OK) {
+        return status;
+    }
+    memh = slim_md_track(self, inner_memh, *address_p, *length_p, flags);
+    if (memh == NULL) {
+        inner->ops->mem_free(inner, inner_memh);
+        return UCS_ERR_NO_MEMORY;
+    }
+    *memh_p = memh;
+    return UCS_OK;
 }
 
 static ucs_status_t slim_md_mem_free(uct_md_h md, uct_mem_h memh)
 {
-    uct_md_h inner = slim_md(md)->inner;
+    slim_md_t *self = slim_md(md);
+    uct_md_h inner  = self->inner;
+    ucs_status_t status;
 
-    return inner->ops->mem_free(inner, memh);
+    if (memh == UCT_MEM_HANDLE_NULL) {
+        return inner->ops->mem_free(inner, memh);
+    }
+    slim_md_untrack(self, memh);
+    status = inner->ops->mem_free(inner, slim_memh_inner(memh));
+    ucs_free(memh);
+    return status;
 }
 
 static ucs_status_t slim_md_mem_advise(uct_md_h md, uct_mem_h memh,
@@ -60,23 +146,56 @@ static ucs_status_t slim_md_mem_advise(uct_md_h md, uct_mem_h memh,
 {
     uct_md_h inner = slim_md(md)->inner;
 
-    return inner->ops->mem_advise(inner, memh, addr, length, advice);
+    return inner->ops->mem_advise(inner, slim_memh_inner(memh), addr, length,
+                                  advice);
 }
 
 static ucs_status_t slim_md_mem_reg(uct_md_h md, void *address, size_t length,
                                     unsigned flags, uct_mem_h *memh_p)
 {
-    uct_md_h inner = slim_md(md)->inner;
+    slim_md_t *self = slim_md(md);
+    uct_md_h inner  = self->inner;
+    uct_md_mem_dereg_params_t undo;
+    uct_mem_h inner_memh;
+    slim_memh_t *memh;
+    ucs_status_t status;
 
-    return inner->ops->mem_reg(inner, address, length, flags, memh_p);
+    status = inner->ops->mem_reg(inner, address, length, flags, &inner_memh);
+    if (status != UCS_OK) {
+        return status;
+    }
+    memh = slim_md_track(self, inner_memh, address, length, flags);
+    if (memh == NULL) {
+        undo.field_mask = UCT_MD_MEM_DEREG_FIELD_MEMH;
+        undo.memh       = inner_memh;
+        inner->ops->mem_dereg(inner, &undo);
+        return UCS_ERR_NO_MEMORY;
+    }
+    *memh_p = memh;
+    return UCS_OK;
 }
 
 static ucs_status_t slim_md_mem_dereg(uct_md_h md,
                                       const uct_md_mem_dereg_params_t *params)
 {
-    uct_md_h inner = slim_md(md)->inner;
+    slim_md_t *self = slim_md(md);
+    uct_md_h inner  = self->inner;
+    uct_md_mem_dereg_params_t inner_params;
+    slim_memh_t *memh;
 
-    return inner->ops->mem_dereg(inner, params);
+    if (!(params->field_mask & UCT_MD_MEM_DEREG_FIELD_MEMH) ||
+        (params->memh == UCT_MEM_HANDLE_NULL)) {
+        return inner->ops->mem_dereg(inner, params);
+    }
+    /* Forget the range first: a notice checked from now on no longer finds
+     * it, whatever the inner md does with the memory. The handle is gone
+     * for UCP whatever the inner md answers. */
+    memh              = params->memh;
+    inner_params      = *params;
+    inner_params.memh = memh->inner;
+    slim_md_untrack(self, memh);
+    ucs_free(memh);
+    return inner->ops->mem_dereg(inner, &inner_params);
 }
 
 static ucs_status_t slim_md_mem_query(uct_md_h md, const void *address,
@@ -94,7 +213,8 @@ slim_md_mkey_pack(uct_md_h md, uct_mem_h memh,
 {
     uct_md_h inner = slim_md(md)->inner;
 
-    return inner->ops->mkey_pack(inner, memh, params, rkey_buffer);
+    return inner->ops->mkey_pack(inner, slim_memh_inner(memh), params,
+                                 rkey_buffer);
 }
 
 static int slim_md_is_sockaddr_accessible(uct_md_h md,
@@ -170,6 +290,8 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
         goto err_free;
     }
 
+    ucs_list_head_init(&self->regs);
+    ucs_spinlock_init(&self->regs_lock, 0);
     self->super.ops       = &slim_md_ops;
     self->super.component = &slim_component;
     *md_p                 = &self->super;
