@@ -28,8 +28,20 @@
  *   - a marked buffer re-marked in its middle at another precision: one
  *     message with three packed runs of two precisions;
  *   - three marked buffers of different precisions in flight at once.
+ * Part `rma` (pairs, like p2p), for every size: MPI_Put of a marked buffer
+ * into the peer's window (MPI_Win_create), in a fence epoch and in a
+ * passive-target lock/unlock epoch, then the same buffer unmarked; the
+ * target checks its window like a receive buffer. MPICH puts by UCP's put,
+ * which slim packs into a bounce buffer and widens at the target (expand
+ * notices); with lock/unlock the target reads its window after a barrier
+ * only, so the widening must be complete when the origin's unlock returns.
+ * That needs UCP's RMA lanes: over tcp, which has no get, UCP has none, the
+ * window's remote key is unreachable and MPICH puts through its own active
+ * messages from a copy of the data, which slim never sees as the marked
+ * buffer; those puts arrive exact (--rma-expect exact).
  * Part `coll` (any number of ranks >= 2): Alltoall of marked blocks (a rank's
- * own block is copied by MPI and stays exact) and Bcast of a buffer the root
+ * own block is MPI's to copy: exact, or packed as a whole when MPI sends it
+ * to itself through UCX) and Bcast of a buffer the root
  * marked (forwarding ranks do not mark; the values they pass on were already
  * quantized), each followed by the same call unmarked.
  *
@@ -39,16 +51,19 @@
  * frames sent = frames received and the raw elements seen by receivers fit
  * in the edge bytes the senders reported.
  *
- * usage: packing [--part p2p|coll|all] [--sizes S1,S2,...] [--label RULE]
- *                [--linger-ms MS]
+ * usage: packing [--part p2p|rma|coll|all] [--sizes S1,S2,...]
+ *                [--label RULE] [--linger-ms MS] [--rma-expect packed|exact]
  *   --sizes  message sizes in bytes, multiples of 8 (default: every power of
- *            two from 8 B to 4 MiB); they apply to the p2p part only
+ *            two from 8 B to 4 MiB); they apply to the p2p and rma parts
  *   --label  mark with slim_mark() under the label of RULE instead of
  *            slim_mark_precision(); RULE is the UCX_SLIM_POLICY rule the run
  *            uses, LABEL=keep:N[:truncate|round] (no `*` rule), and gives
  *            the precision to expect. Buffers that stay unmarked are then
  *            "marked" with a label the policy does not know, which must mark
  *            nothing.
+ *   --rma-expect  packed (default): marked puts arrive as slim_quantize()
+ *            predicts; exact: they arrive as sent (an inner transport
+ *            without RMA, see part `rma`)
  *   --linger-ms  wait this long before MPI_Finalize, with every connection
  *            still open, so that a script can read the sockets' byte counts
  *            (packing-multirail.test)
@@ -598,6 +613,115 @@ static void run_p2p(const size_t *sizes, int nsizes)
     free(copy);
 }
 
+/* ---- one-sided --------------------------------------------------------- */
+
+/* Makes what the origins put visible in this rank's window memory, which is
+ * then read directly. */
+static void rma_sync_own(MPI_Win win)
+{
+    MT_CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, mt_rank, 0, win));
+    MT_CHECK_MPI(MPI_Win_sync(win));
+    MT_CHECK_MPI(MPI_Win_unlock(mt_rank, win));
+}
+
+/* What a put of marked data must look like at the target (--rma-expect). */
+static int rma_expect_packed = 1;
+
+/* One put of `bytes` from obuf into the peer's window at displacement 0,
+ * and the peer's into ours: in a fence epoch, or under lock/unlock followed
+ * by a barrier. */
+static void rma_put(MPI_Win win, const uint8_t *obuf, size_t bytes,
+                    int passive)
+{
+    const int peer  = mt_rank ^ 1;
+    const int count = (int)(bytes / 8);
+
+    if (!passive) {
+        MT_CHECK_MPI(MPI_Win_fence(0, win));
+        MT_CHECK_MPI(MPI_Put(obuf, count, MPI_DOUBLE, peer, 0, count,
+                             MPI_DOUBLE, win));
+        MT_CHECK_MPI(MPI_Win_fence(0, win));
+    } else {
+        MT_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        MT_CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win));
+        MT_CHECK_MPI(MPI_Put(obuf, count, MPI_DOUBLE, peer, 0, count,
+                             MPI_DOUBLE, win));
+        MT_CHECK_MPI(MPI_Win_unlock(peer, win));
+        MT_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    rma_sync_own(win);
+}
+
+static void rma_case(MPI_Win win, uint8_t *winbuf, size_t bytes,
+                     uint8_t *obuf, uint8_t *copy, int passive)
+{
+    const int peer = mt_rank ^ 1;
+    const size_t n = bytes / 8;
+    const unsigned this_case = ++case_id;
+    const precision_t mine = precision_of(mt_rank);
+    const precision_t theirs = precision_of(peer);
+    const char *epoch = passive ? "lock/unlock" : "fence";
+    char what[160];
+
+    snprintf(what, sizeof(what), "case %u: MPI_Put (%s) of %zu marked bytes "
+             "(keep %d %s) from rank %d", this_case, epoch, bytes, theirs.keep,
+             round_name(theirs.mode), peer);
+    fill_values((double *)obuf, n, mt_rank, 0, mine.keep);
+    memcpy(copy, obuf, bytes);
+    /* Nobody puts into it before the epoch opens (fence or barrier). */
+    memset(winbuf, 0xa5, bytes);
+    mark(obuf, bytes, mine, what);
+    rma_put(win, obuf, bytes, passive);
+    unmark(obuf, what);
+    check_exact(obuf, copy, bytes, "origin's buffer after a marked put");
+    expect_values(n, peer, 0, theirs);
+    if (rma_expect_packed) {
+        check_packed(winbuf, n, max_raw(bytes), 1, what);
+    } else {
+        check_exact(winbuf, (const uint8_t *)orig_vals, bytes, what);
+    }
+
+    snprintf(what, sizeof(what), "case %u: MPI_Put (%s) of %zu bytes, "
+             "unmarked after being marked, from rank %d", this_case, epoch,
+             bytes, peer);
+    MT_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    memset(winbuf, 0xa5, bytes);
+    mark_unknown_label(obuf, bytes, what);
+    rma_put(win, obuf, bytes, passive);
+    unmark_unknown_label(obuf);
+    check_exact(winbuf, (const uint8_t *)orig_vals, bytes, what);
+    /* The next case refills the window only after everyone read it. */
+    MT_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void run_rma(const size_t *sizes, int nsizes)
+{
+    size_t max_size = 0;
+    uint8_t *winbuf, *obuf, *copy;
+    MPI_Win win;
+
+    for (int i = 0; i < nsizes; ++i) {
+        max_size = sizes[i] > max_size ? sizes[i] : max_size;
+    }
+    /* Memory of our own, not MPI_Win_allocate's: MPICH maps an allocated
+     * window into its node's shared memory and serves local ranks by load
+     * and store, which no transport sees (MPIR_CVAR_NOLOCAL is for
+     * point-to-point only). A created window goes through UCX. */
+    winbuf = mt_xmalloc(max_size);
+    MT_CHECK_MPI(MPI_Win_create(winbuf, (MPI_Aint)max_size, 8, MPI_INFO_NULL,
+                                MPI_COMM_WORLD, &win));
+    obuf = mt_xmalloc(max_size);
+    copy = mt_xmalloc(max_size);
+    for (int i = 0; i < nsizes; ++i) {
+        rma_case(win, winbuf, sizes[i], obuf, copy, 0);
+        rma_case(win, winbuf, sizes[i], obuf, copy, 1);
+    }
+    MT_CHECK_MPI(MPI_Win_free(&win));
+    free(winbuf);
+    free(obuf);
+    free(copy);
+}
+
 /* ---- collectives ------------------------------------------------------- */
 
 static void coll_alltoall(int count)
@@ -634,8 +758,13 @@ static void coll_alltoall(int count)
                  theirs.keep, round_name(theirs.mode), i);
         expect_values((size_t)count, i, mt_rank, theirs);
         if (i == mt_rank) {
-            /* MPI copies a rank's own block: slim never sees it */
-            check_exact(got, (const uint8_t *)orig_vals, block, what);
+            /* A rank's own block is MPI's to move: MPICH copies small ones,
+             * but may send larger ones to itself through UCX, whose
+             * rendezvous then puts them through slim (packed, since the
+             * send buffer is marked). Either way all of it, never a mix. */
+            if (memcmp(got, orig_vals, block) != 0) {
+                check_packed(got, (size_t)count, max_raw(block), 1, what);
+            }
         } else {
             check_packed(got, (size_t)count, max_raw(block), 1, what);
         }
@@ -811,7 +940,7 @@ static void check_packing_stats(const slim_packing_stats_t *s,
 int main(int argc, char **argv)
 {
     size_t sizes[PK_MAX_SIZES];
-    int nsizes = 0, do_p2p = 1, do_coll = 1, usage = 0, rc;
+    int nsizes = 0, do_p2p = 1, do_rma = 1, do_coll = 1, usage = 0, rc;
     long linger_ms = 0;
     size_t max_count = 0;
     double t0, t1, t2;
@@ -834,10 +963,14 @@ int main(int argc, char **argv)
             usage = nsizes <= 0;
         } else if (strcmp(argv[i], "--part") == 0) {
             do_p2p  = strcmp(val, "p2p") == 0 || strcmp(val, "all") == 0;
+            do_rma  = strcmp(val, "rma") == 0 || strcmp(val, "all") == 0;
             do_coll = strcmp(val, "coll") == 0 || strcmp(val, "all") == 0;
-            usage = !do_p2p && !do_coll;
+            usage = !do_p2p && !do_rma && !do_coll;
         } else if (strcmp(argv[i], "--label") == 0) {
             usage = parse_label_rule(val) != 0;
+        } else if (strcmp(argv[i], "--rma-expect") == 0) {
+            rma_expect_packed = strcmp(val, "packed") == 0;
+            usage = !rma_expect_packed && strcmp(val, "exact") != 0;
         } else if (strcmp(argv[i], "--linger-ms") == 0) {
             char *end;
             linger_ms = strtol(val, &end, 10);
@@ -851,11 +984,12 @@ int main(int argc, char **argv)
             sizes[nsizes++] = s;
         }
     }
-    if (usage || nranks < 2 || (do_p2p && nranks % 2 != 0)) {
+    if (usage || nranks < 2 || ((do_p2p || do_rma) && nranks % 2 != 0)) {
         if (mt_rank == 0) {
-            fprintf(stderr, "usage: mpiexec -n 2|4 %s [--part p2p|coll|all] "
+            fprintf(stderr, "usage: mpiexec -n 2|4 %s [--part p2p|rma|coll|all] "
                     "[--sizes S1,S2,...] [--label LABEL=keep:N[:truncate|round]]"
-                    " [--linger-ms MS] (p2p needs an even number of ranks; "
+                    " [--linger-ms MS] [--rma-expect packed|exact] (p2p and rma "
+                    "need an even number of ranks; "
                     "got %d)\n", argv[0], nranks);
         }
         MPI_Finalize();
@@ -873,17 +1007,20 @@ int main(int argc, char **argv)
     if (do_p2p) {
         run_p2p(sizes, nsizes);
     }
+    if (do_rma) {
+        run_rma(sizes, nsizes);
+    }
     t1 = MPI_Wtime();
     if (do_coll) {
         run_coll();
     }
     t2 = MPI_Wtime();
     if (mt_rank == 0) {
-        printf("packing: %u cases on %d ranks, marking with %s; p2p %d sizes "
-               "up to %zu bytes in %.2f s, collectives in %.2f s\n", case_id,
-               nranks, label != NULL ? label : "slim_mark_precision",
-               do_p2p ? nsizes : 0, do_p2p ? sizes[nsizes - 1] : 0, t1 - t0,
-               t2 - t1);
+        printf("packing: %u cases on %d ranks, marking with %s; p2p/rma %d "
+               "sizes up to %zu bytes in %.2f s, collectives in %.2f s\n",
+               case_id, nranks, label != NULL ? label : "slim_mark_precision",
+               (do_p2p || do_rma) ? nsizes : 0,
+               (do_p2p || do_rma) ? sizes[nsizes - 1] : 0, t1 - t0, t2 - t1);
         fflush(stdout);
     }
 
