@@ -403,10 +403,12 @@ void Engine::report() noexcept
             // On stdout the node report shows every local rank's row: this
             // block is printed only by the reporter, or when no node report
             // comes (report_node()).
-            pending_text_ = format_text_report(who, traffic, packing, summary, bound);
+            pending_text_ = format_text_report(who, traffic, packing, summary, bound,
+                                               process_packing().put_counts());
             return;
         }
-        write_report(config_.report, who, traffic, packing, summary, bound);
+        write_report(config_.report, who, traffic, packing, summary, bound,
+                     process_packing().put_counts());
     } catch (const std::exception &e) {
         try {
             logger().error("cannot write the report ({}): {}",

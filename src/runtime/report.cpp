@@ -148,7 +148,13 @@ std::string packing_ratio(const slim_packing_stats_t &p)
     return fixed(static_cast<double>(p.wire_bytes) / static_cast<double>(p.payload_bytes), 3);
 }
 
-std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound)
+bool any_puts(const PackingMonitor::PutCounts &puts)
+{
+    return puts.puts_packed != 0 || puts.notices_rejected != 0 || puts.bounce_empty != 0;
+}
+
+std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound,
+                         const PackingMonitor::PutCounts &puts)
 {
     if (p.marked_bytes == 0 && p.frames_sent == 0 && p.frames_received == 0 &&
         p.frames_rejected == 0) {
@@ -166,6 +172,13 @@ std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound)
                   p.marked_bytes, p.packed_bytes, p.edge_bytes, p.missed_bytes,
                   p.frames_received, p.frames_rejected);
     std::string out = block.data();
+    if (any_puts(puts)) {
+        std::snprintf(block.data(), block.size(),
+                      "           of those, puts packed %" PRIu64 "; expand notices rejected %" PRIu64
+                      "; puts unpacked for want of a bounce buffer %" PRIu64 "\n",
+                      puts.puts_packed, puts.notices_rejected, puts.bounce_empty);
+        out += block.data();
+    }
     if (bound.packed()) {
         out += "           max relative error <= " + text_error_bound(bound) +
                " (a bound from the coarsest precision packed, not a measurement)\n";
@@ -173,15 +186,22 @@ std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound)
     return out;
 }
 
-ReportJson packing_json(const slim_packing_stats_t &p, ErrorBound bound)
+ReportJson packing_json(const slim_packing_stats_t &p, ErrorBound bound,
+                        const PackingMonitor::PutCounts &puts)
 {
-    return {
+    ReportJson out = {
             {"frames_sent", p.frames_sent},         {"payload_bytes", p.payload_bytes},
             {"wire_bytes", p.wire_bytes},           {"marked_bytes", p.marked_bytes},
             {"packed_bytes", p.packed_bytes},       {"edge_bytes", p.edge_bytes},
             {"missed_bytes", p.missed_bytes},       {"frames_received", p.frames_received},
             {"frames_rejected", p.frames_rejected}, {"max_rel_error_bound", json_error_bound(bound)},
     };
+    if (any_puts(puts)) {
+        out["puts"] = {{"packed", puts.puts_packed},
+                       {"notices_rejected", puts.notices_rejected},
+                       {"bounce_empty", puts.bounce_empty}};
+    }
+    return out;
 }
 
 std::string text_live(const live::LiveSummary *l)
@@ -300,7 +320,8 @@ ReportJson live_json(const live::LiveSummary &l)
 
 std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live, ErrorBound bound)
+                               const live::LiveSummary *live, ErrorBound bound,
+                               const PackingMonitor::PutCounts &puts)
 {
     const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
     std::string out = "slimlink report: rank " + rank + ", host " + who.host +
@@ -324,14 +345,15 @@ std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t 
         out.append("  (no traffic passed through slim)\n");
     }
     out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
-    out.append(text_packing(packing, bound));
+    out.append(text_packing(packing, bound, puts));
     out.append(text_live(live));
     return out;
 }
 
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live, ErrorBound bound)
+                               const live::LiveSummary *live, ErrorBound bound,
+                               const PackingMonitor::PutCounts &puts)
 {
     ReportJson operations = ReportJson::object();
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
@@ -345,7 +367,7 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
             {"pid", who.pid},
             {"traffic", operations},
             {"totals", directions_json(total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV))},
-            {"packing", packing_json(packing, bound)},
+            {"packing", packing_json(packing, bound, puts)},
             {"link", live != nullptr ? live_json(*live) : ReportJson(nullptr)},
     };
     return json_line(report);
@@ -353,16 +375,17 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
 
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
                   const slim_traffic_t &traffic, const slim_packing_stats_t &packing,
-                  const live::LiveSummary *live, ErrorBound bound)
+                  const live::LiveSummary *live, ErrorBound bound,
+                  const PackingMonitor::PutCounts &puts)
 {
     switch (target.kind) {
     case ReportTarget::Kind::none:
         return;
     case ReportTarget::Kind::stdout_text:
-        write_report_content(target, format_text_report(who, traffic, packing, live, bound));
+        write_report_content(target, format_text_report(who, traffic, packing, live, bound, puts));
         return;
     case ReportTarget::Kind::json_file:
-        write_report_content(target, format_json_report(who, traffic, packing, live, bound));
+        write_report_content(target, format_json_report(who, traffic, packing, live, bound, puts));
         return;
     }
 }

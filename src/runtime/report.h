@@ -21,16 +21,20 @@ inline constexpr const char *report_schema = "slimlink.report.v1";
 // operation kind with non-zero counters, then totals.
 // A packing block follows when anything marked was sent or a frame arrived;
 // it ends with the bound on the relative error packing introduced, when
-// anything was packed.
+// anything was packed. `puts` (packed puts, rejected expand notices, puts
+// unpacked for want of a bounce buffer) adds a line when any is non-zero.
 std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing = {},
-                               const live::LiveSummary *live = nullptr, ErrorBound bound = {});
+                               const live::LiveSummary *live = nullptr, ErrorBound bound = {},
+                               const PackingMonitor::PutCounts &puts = {});
 
 // One JSON Lines record (schema slimlink.report.v1, documented in README.md),
-// terminated by '\n'. Every operation kind is present, zero or not.
+// terminated by '\n'. Every operation kind is present, zero or not; the
+// packing object has a `puts` object only when `puts` has a non-zero count.
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
                                const slim_packing_stats_t &packing = {},
-                               const live::LiveSummary *live = nullptr, ErrorBound bound = {});
+                               const live::LiveSummary *live = nullptr, ErrorBound bound = {},
+                               const PackingMonitor::PutCounts &puts = {});
 
 // `v` with `decimals` decimals ("12.50"); a rounding-level negative prints
 // as zero, not "-0.0".
@@ -43,7 +47,8 @@ std::string text_error_bound(ErrorBound bound);
 // (O_APPEND, created 0644). Throws std::system_error on I/O errors.
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
                   const slim_traffic_t &traffic, const slim_packing_stats_t &packing = {},
-                  const live::LiveSummary *live = nullptr, ErrorBound bound = {});
+                  const live::LiveSummary *live = nullptr, ErrorBound bound = {},
+                  const PackingMonitor::PutCounts &puts = {});
 
 // Writes already formatted text (stdout target) or JSON lines (JSON target)
 // with one write(), as write_report does; nothing for none.

@@ -437,6 +437,29 @@ TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node report's wait, 10s by default")
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "-1s"}}), Contains("UCX_SLIM_REPORT_WAIT='-1s'"));
 }
 
+TEST_CASE("UCX_SLIM_BOUNCE_SIZE and _COUNT size the packed-put pool, 32 x 512k by default")
+{
+    CHECK(parse({}).bounce_size == std::size_t{512} << 10);
+    CHECK(parse({}).bounce_count == 32);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_SIZE", "1m"}}).bounce_size == std::size_t{1} << 20);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_SIZE", "64k"}}).bounce_size == std::size_t{64} << 10);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_SIZE", "64m"}}).bounce_size == std::size_t{64} << 20);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_COUNT", "0"}}).bounce_count == 0);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_COUNT", "4096"}}).bounce_count == 4096);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_SIZE", "32k"}}),
+                      Contains("UCX_SLIM_BOUNCE_SIZE='32k': accepted values are sizes from 64k "
+                               "to 64m"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_SIZE", "inf"}}),
+                      Contains("UCX_SLIM_BOUNCE_SIZE='inf'"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_SIZE", "lots"}}),
+                      Contains("UCX_SLIM_BOUNCE_SIZE='lots'"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_COUNT", "4097"}}),
+                      Contains("UCX_SLIM_BOUNCE_COUNT='4097': accepted values are whole numbers "
+                               "from 0 to 4096"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_COUNT", "-1"}}),
+                      Contains("UCX_SLIM_BOUNCE_COUNT='-1'"));
+}
+
 TEST_CASE("the table's enum names are the C++ enums' names, in order")
 {
     for (unsigned i = 0; slim_config_log_levels[i] != nullptr; ++i) {

@@ -65,6 +65,36 @@ TEST_CASE("the JSON report is one valid JSON line with the documented schema")
     CHECK(j.at("pid").get<std::int64_t>() == 4242);
 }
 
+TEST_CASE("packed puts add a line and a JSON object only when there were any")
+{
+    slim_packing_stats_t packing{};
+    packing.frames_sent   = 2;
+    packing.payload_bytes = 1000;
+    packing.wire_bytes    = 500;
+    packing.marked_bytes  = 1000;
+    packing.packed_bytes  = 1000;
+    const std::string quiet =
+            slim::format_text_report(sample_process(), sample_traffic(), packing);
+    CHECK(quiet.find("puts packed") == std::string::npos);
+    CHECK(parse_json(slim::format_json_report(sample_process(), sample_traffic(), packing))
+                  .at("packing")
+                  .count("puts") == 0);
+
+    slim::PackingMonitor::PutCounts puts;
+    puts.puts_packed      = 2;
+    puts.notices_rejected = 1;
+    puts.bounce_empty     = 3;
+    CHECK_THAT(slim::format_text_report(sample_process(), sample_traffic(), packing, nullptr, {},
+                                        puts),
+               Contains("of those, puts packed 2; expand notices rejected 1; puts unpacked for "
+                        "want of a bounce buffer 3"));
+    const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic(),
+                                                       packing, nullptr, {}, puts));
+    CHECK(j.at("packing").at("puts").at("packed").get<std::uint64_t>() == 2);
+    CHECK(j.at("packing").at("puts").at("notices_rejected").get<std::uint64_t>() == 1);
+    CHECK(j.at("packing").at("puts").at("bounce_empty").get<std::uint64_t>() == 3);
+}
+
 TEST_CASE("the JSON report lists every operation kind with its counters")
 {
     const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic()));
