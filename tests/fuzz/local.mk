@@ -13,9 +13,11 @@ if HAVE_CLANG_FUZZER
 frame_fuzzer_sources = \
 	$(srcdir)/tests/fuzz/frame_fuzzer.cpp \
 	$(srcdir)/src/pack/frame.cpp \
+	$(srcdir)/src/pack/expand_notice.cpp \
 	$(srcdir)/src/pack/codec.cpp
 frame_fuzzer_headers = \
 	$(srcdir)/src/pack/frame.h \
+	$(srcdir)/src/pack/expand_notice.h \
 	$(srcdir)/src/pack/codec.h \
 	$(srcdir)/src/pack/region_registry.h
 

@@ -10,6 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -441,4 +444,34 @@ TEST_CASE("encode_packed_put refuses what it cannot pack", "[expand]")
     CHECK(ok.notice_len <= slim::pack::expand_notice_max_size(1));
     CHECK(ok.notice_len <= SLIM_EXPAND_NOTICE_MAX);
     CHECK(slim::pack::expand_notice_max_size(64) <= SLIM_EXPAND_NOTICE_MAX);
+}
+
+// Seeds for the fuzzer's corpus (tests/fuzz/corpus), written only when
+// SLIM_FRAME_CORPUS_DIR is set: `slim-unit-tests "[.frame-corpus]"`.
+TEST_CASE("write the expand notice seeds of the fuzzer corpus", "[.frame-corpus]")
+{
+    const char* dir = std::getenv("SLIM_FRAME_CORPUS_DIR");
+    REQUIRE(dir != nullptr);
+    auto write = [&](const std::string& name, const Bytes& bytes) {
+        std::ofstream(std::string(dir) + "/" + name, std::ios::binary)
+                .write(reinterpret_cast<const char*>(bytes.data()),
+                       static_cast<std::streamsize>(bytes.size()));
+    };
+    Fixture f;
+    write("notice-keep4", f.packed.notice);
+
+    // Three runs: raw, packed keep 2, raw, packed keep 7 round, raw.
+    std::mt19937_64 rng(21);
+    const Bytes src = random_values(200, rng);
+    MarkedRun runs[] = {{13, 77, 13, Precision{2, Rounding::truncate}},
+                        {101, 173, 99, Precision{7, Rounding::nearest_even}}};
+    const ByteSpan piece{src.data(), src.size()};
+    FrameRequest source;
+    source.pieces = &piece;
+    source.piece_count = 1;
+    source.runs = runs;
+    source.run_count = 2;
+    const Packed mixed = pack_put(source, 0x6000, 5, 2);
+    REQUIRE(mixed.result.ok());
+    write("notice-mixed", mixed.notice);
 }
