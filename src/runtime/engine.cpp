@@ -57,19 +57,6 @@ slim_status_t create_engine()
     static NoDestructor<Engine> engine{std::move(config)};
     g_engine.store(engine.get(), std::memory_order_release);
 
-    // UCX's v2 protocols (off by default in 1.13) send medium and large
-    // messages by am_bcopy even when slim withholds put/get zcopy: marked
-    // data there is invisible to slim and cannot even be counted as missed.
-    if (engine->config().packing_steers()) {
-        const std::optional<std::string> proto = process_environment()("UCX_PROTO_ENABLE");
-        if (proto && (*proto == "y" || *proto == "yes" || *proto == "on" || *proto == "1")) {
-            logger().warn("UCX_PROTO_ENABLE={}: UCX's v2 protocols send messages of about "
-                          "24 KiB and more by am_bcopy, where slim cannot see or pack marked "
-                          "data (nor count it as missed); unset it for lossy packing",
-                          *proto);
-        }
-    }
-
     // Registered after the Engine exists so the hook always finds it.
     if (std::atexit(report_at_exit) != 0) {
         logger().warn("cannot register the exit report (atexit failed); "
