@@ -143,3 +143,8 @@ EXTRA_DIST += tests/mpi/exec-hang.test
 # drives the port for the node's ranks and writes the node report.
 TESTS += tests/mpi/node-service.test
 EXTRA_DIST += tests/mpi/node-service.test
+
+# Issue 12: two "hosts" in network namespaces joined by a shaped veth
+# (scripts/two-host-bed); skips without root.
+TESTS += tests/mpi/two-host.test
+EXTRA_DIST += tests/mpi/two-host.test

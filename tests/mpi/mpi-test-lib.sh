@@ -17,6 +17,10 @@
 #   SLIMLINK_TEST_UCX_TLS   UCX_TLS for the ranks (default slim,self). Only for
 #                           developing the tests themselves: with any other
 #                           value the slim-counter checks fail, as they must.
+#   SLIMLINK_TEST_BED       a tc rate (e.g. 10gbit): run_mpich starts the ranks
+#                           on two hosts of scripts/two-host-bed, one rank
+#                           per host in turn, over a wire shaped to that
+#                           rate; needs root (tests skip without it)
 
 set -u
 
@@ -95,9 +99,36 @@ run_ranks() {
     "$SLIMLINK_RUN" "${launcher[@]}" "$builddir_mpi/$program" "$@"
 }
 
+# The two-host test bed, when SLIMLINK_TEST_BED asks for it: a bed of this
+# test's own, removed however the test ends.
+bed=$abs_top_srcdir/scripts/two-host-bed
+bed_name=t$$
+if [ -n "${SLIMLINK_TEST_BED:-}" ]; then
+  [ "$(id -u)" = 0 ] || skip "SLIMLINK_TEST_BED needs root (network namespaces, veth, tc)"
+  [ -x "$bed" ] || hard_error "$bed is missing or not executable"
+  bed_name=${bed_name:0:8}
+  trap '"$bed" down --name "$bed_name" >/dev/null 2>&1 || true' EXIT
+fi
+
+# run_bed TIMEOUT_S NRANKS PROGRAM [ARGS...]: one rank per host in turn on
+# the two-host bed; each rank starts through slimlink-run on its host, which
+# starts that host's node service.
+run_bed() {
+  local timeout_s=$1 nranks=$2 program=$3
+  shift 3
+  echo "+ UCX_TLS=$UCX_TLS $bed mpiexec --name $bed_name --rate $SLIMLINK_TEST_BED -- -n $nranks $SLIMLINK_RUN $builddir_mpi/$program $*"
+  "$harness" -t "$timeout_s" -p "$program" -- \
+    "$bed" mpiexec --name "$bed_name" --rate "$SLIMLINK_TEST_BED" -- \
+    -n "$nranks" "$SLIMLINK_RUN" "$builddir_mpi/$program" "$@"
+}
+
 # run_mpich TIMEOUT_S NRANKS PROGRAM [ARGS...]
 run_mpich() {
   local timeout_s=$1 nranks=$2 program=$3
+  if [ -n "${SLIMLINK_TEST_BED:-}" ]; then
+    run_bed "$@"
+    return
+  fi
   shift 3
   # MPIEXEC may carry arguments: split it on purpose.
   # shellcheck disable=SC2086
