@@ -386,9 +386,11 @@ int main(int argc, char **argv)
                "(unmarked and marked interleaved), budget %ld MiB per measurement\n",
                o.keep, o.mode == SLIM_ROUND_NEAREST ? "round" : "truncate", o.window, o.reps,
                o.budget_mib);
-        printf("# MB/s counts original payload, 10^6 B/s; wire/payload from slim_packing_get\n");
-        printf("# %9s %14s %12s %16s %13s %s\n", "bytes", "unmarked MB/s", "marked MB/s",
-               "marked/unmarked", "wire/payload", "check");
+        printf("# MB/s counts original payload, 10^6 B/s; wire/payload from slim_packing_get;\n"
+               "# via: how the marked bytes left (slim_traffic_get): put (rendezvous puts,\n"
+               "# packed in bounce buffers), am (active messages: frames), or mix\n");
+        printf("# %9s %14s %12s %16s %13s %s %s\n", "bytes", "unmarked MB/s", "marked MB/s",
+               "marked/unmarked", "wire/payload", "check", "via");
         fflush(stdout);
     }
 
@@ -400,6 +402,8 @@ int main(int argc, char **argv)
         const double per_window = (double)size * (double)o.window;
         long iters = (long)((double)o.budget_mib * (1 << 20) / per_window);
         slim_packing_stats_t before, after, d;
+        slim_traffic_t t_before, t_after;
+        uint64_t put_bytes = 0, sent_bytes = 0;
         char verdict[32] = "";
 
         iters = iters < 2 ? 2 : iters;
@@ -416,10 +420,18 @@ int main(int argc, char **argv)
                 if (marked) {
                     mark(sbuf, bytes, &o);
                     slim_packing_get(&before);
+                    slim_traffic_get(&t_before);
                 }
                 const double t = windows(sbuf, rbuf, bytes, iters, o.window, req, stat);
                 if (marked) {
                     slim_packing_get(&after);
+                    slim_traffic_get(&t_after);
+                    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+                        const uint64_t b = t_after.op[op][SLIM_DIR_SEND].bytes -
+                                           t_before.op[op][SLIM_DIR_SEND].bytes;
+                        sent_bytes += b;
+                        put_bytes += op == SLIM_OP_PUT ? b : 0;
+                    }
                     unmark(sbuf);
                     slim_packing_stats_t one;
                     packing_delta(&before, &after, &one);
@@ -440,8 +452,10 @@ int main(int argc, char **argv)
                 snprintf(ratio, sizeof(ratio), "%.3f",
                          (double)d.wire_bytes / (double)d.payload_bytes);
             }
-            printf("%11zu %14.1f %12.1f %16.3f %13s %s\n", bytes, plain, marked, marked / plain,
-                   ratio, verdict);
+            const double put_share = sent_bytes > 0 ? (double)put_bytes / (double)sent_bytes : 0;
+            printf("%11zu %14.1f %12.1f %16.3f %13s %s %s\n", bytes, plain, marked,
+                   marked / plain, ratio, verdict,
+                   put_share >= 0.9 ? "put" : put_share <= 0.1 ? "am" : "mix");
             fflush(stdout);
         }
     }
