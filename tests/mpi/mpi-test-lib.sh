@@ -108,6 +108,12 @@ if [ -n "${SLIMLINK_TEST_BED:-}" ]; then
   [ -x "$bed" ] || hard_error "$bed is missing or not executable"
   bed_name=${bed_name:0:8}
   trap '"$bed" down --name "$bed_name" >/dev/null 2>&1 || true' EXIT
+  # Root alone may not be enough (a container without the capabilities).
+  bed_rc=0
+  bed_why=$("$bed" up --name "$bed_name" --rate "$SLIMLINK_TEST_BED" 2>&1 >/dev/null) || bed_rc=$?
+  "$bed" down --name "$bed_name" >/dev/null 2>&1 || true
+  [ $bed_rc -ne 77 ] || skip "the two-host bed cannot be built here: ${bed_why#*SKIP: }"
+  [ $bed_rc -eq 0 ] || hard_error "scripts/two-host-bed up failed ($bed_rc): $bed_why"
 fi
 
 # run_bed TIMEOUT_S NRANKS PROGRAM [ARGS...]: one rank per host in turn on
