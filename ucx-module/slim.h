@@ -279,6 +279,14 @@ void         slim_frame_steer_md_attr(uct_md_attr_t *md_attr);
 ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
                                 size_t length, unsigned flags);
 
+/* Bytes of our own sent by am_bcopy: the pack callback copies them. */
+typedef struct slim_bytes {
+    const uint8_t *data;
+    size_t        length;
+} slim_bytes_t;
+
+size_t slim_frame_pack_bytes(void *dest, void *arg);   /* arg: slim_bytes_t */
+
 /* The outcome of offering a message to the packing path. */
 typedef struct slim_frame_outcome {
     int               handled;   /* a frame went (or failed) in its place */

@@ -45,11 +45,6 @@ typedef struct slim_frame_alloc_ctx {
     slim_bounce_t   *bounce;  /* set when it went to a bounce buffer */
 } slim_frame_alloc_ctx_t;
 
-typedef struct slim_frame_bcopy_arg {
-    const uint8_t *frame;
-    size_t        length;
-} slim_frame_bcopy_arg_t;
-
 
 ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
 {
@@ -175,12 +170,12 @@ static void slim_frame_tx_done(uct_completion_t *self)
     ucs_free(ucs_container_of(self, slim_frame_tx_t, comp));
 }
 
-static size_t slim_frame_pack(void *dest, void *arg)
+size_t slim_frame_pack_bytes(void *dest, void *arg)
 {
-    slim_frame_bcopy_arg_t *bcopy = arg;
+    const slim_bytes_t *bytes = arg;
 
-    memcpy(dest, bcopy->frame, bcopy->length);
-    return bcopy->length;
+    memcpy(dest, bytes->data, bytes->length);
+    return bytes->length;
 }
 
 /* Sends a built frame; UCS_ERR_EXCEEDS_LIMIT when nothing can carry it. */
@@ -189,7 +184,7 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
                                     slim_op_t *op_p)
 {
     const slim_frame_iface_t *frame = &ctx->iface->frame;
-    slim_frame_bcopy_arg_t bcopy;
+    slim_bytes_t bcopy;
     uct_completion_t *comp;
     uct_iov_t iov;
     uint64_t header;
@@ -208,11 +203,11 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
     }
 
     if (length <= frame->max_bcopy) {
-        bcopy.frame  = data;
+        bcopy.data   = data;
         bcopy.length = length;
         *op_p        = SLIM_OP_AM_BCOPY;
         packed       = uct_ep_am_bcopy(ep->inner, SLIM_FRAME_AM_ID,
-                                       slim_frame_pack, &bcopy, 0);
+                                       slim_frame_pack_bytes, &bcopy, 0);
         return (packed < 0) ? (ucs_status_t)packed : UCS_OK;
     }
 

@@ -57,11 +57,6 @@ struct slim_bounce {
     uint8_t           notice[SLIM_EXPAND_NOTICE_MAX] UCS_V_ALIGNED(8);
 };
 
-typedef struct slim_put_bcopy_arg {
-    const uint8_t *data;
-    size_t        length;
-} slim_put_bcopy_arg_t;
-
 
 /* ---- the pool ----------------------------------------------------------- */
 
@@ -243,20 +238,12 @@ static void slim_bounce_done(uct_completion_t *self)
     }
 }
 
-static size_t slim_put_notice_pack(void *dest, void *arg)
-{
-    slim_put_bcopy_arg_t *bcopy = arg;
-
-    memcpy(dest, bcopy->data, bcopy->length);
-    return bcopy->length;
-}
-
 /* Sends the notice, then issues the flush: as far as resources allow. */
 static ucs_status_t slim_put_advance(slim_ep_t *ep, slim_bounce_t *bounce)
 {
     const slim_frame_iface_t *frame = &bounce->iface->frame;
     size_t length                   = bounce->info.notice_length;
-    slim_put_bcopy_arg_t bcopy;
+    slim_bytes_t bcopy;
     uint64_t header;
     ssize_t packed;
     ucs_status_t status;
@@ -271,7 +258,7 @@ static ucs_status_t slim_put_advance(slim_ep_t *ep, slim_bounce_t *bounce)
             bcopy.data   = bounce->notice;
             bcopy.length = length;
             packed = uct_ep_am_bcopy(ep->inner, SLIM_FRAME_AM_ID,
-                                     slim_put_notice_pack, &bcopy, 0);
+                                     slim_frame_pack_bytes, &bcopy, 0);
             status = (packed < 0) ? (ucs_status_t)packed : UCS_OK;
         }
         if (status == UCS_ERR_NO_RESOURCE) {

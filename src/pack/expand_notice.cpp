@@ -2,6 +2,8 @@
 // Packed puts and expand notices (expand_notice.h).
 #include "pack/expand_notice.h"
 
+#include "pack/wire_bytes.h"
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -10,44 +12,11 @@ namespace slim::pack {
 
 namespace {
 
+using namespace wire;
+
 // Values widened per step through the stack: small enough for the stack,
 // large enough for the SIMD decoder.
 constexpr std::size_t kStageElements = 64;
-
-void put_u16(std::uint8_t* p, std::uint16_t v)
-{
-    p[0] = static_cast<std::uint8_t>(v);
-    p[1] = static_cast<std::uint8_t>(v >> 8);
-}
-
-void put_u32(std::uint8_t* p, std::uint32_t v)
-{
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-void put_u64(std::uint8_t* p, std::uint64_t v)
-{
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-std::uint16_t get_u16(const std::uint8_t* p)
-{
-    return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-
-std::uint32_t get_u32(const std::uint8_t* p)
-{
-    std::uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-    return v;
-}
-
-std::uint64_t get_u64(const std::uint8_t* p)
-{
-    std::uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-    return v;
-}
 
 // The first (or last) min(8, len) bytes of data, zero-padded, as a word.
 std::uint64_t edge_word(const std::uint8_t* data, std::size_t len, bool tail)

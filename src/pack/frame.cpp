@@ -4,6 +4,8 @@
 // checked incrementally against orig_payload_len), so nothing can wrap.
 #include "pack/frame.h"
 
+#include "pack/wire_bytes.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -11,44 +13,11 @@ namespace slim::pack {
 
 namespace {
 
+using namespace wire;
+
 // Values go through a small aligned buffer on the stack: payload bytes need
 // not be 8-aligned, and an element may straddle two iov pieces.
 constexpr std::size_t kStageElements = 64;
-
-void put_u16(std::uint8_t* p, std::uint16_t v)
-{
-    p[0] = static_cast<std::uint8_t>(v);
-    p[1] = static_cast<std::uint8_t>(v >> 8);
-}
-
-void put_u32(std::uint8_t* p, std::uint32_t v)
-{
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-void put_u64(std::uint8_t* p, std::uint64_t v)
-{
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
-}
-
-std::uint16_t get_u16(const std::uint8_t* p)
-{
-    return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
-
-std::uint32_t get_u32(const std::uint8_t* p)
-{
-    std::uint32_t v = 0;
-    for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-    return v;
-}
-
-std::uint64_t get_u64(const std::uint8_t* p)
-{
-    std::uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-    return v;
-}
 
 bool valid_precision(const Precision& p)
 {

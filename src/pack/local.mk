@@ -11,7 +11,7 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_policy.cpp
 
 # The packing frame (wire format in frame.h).
-src_libslimcore_la_SOURCES += src/pack/frame.h src/pack/frame.cpp
+src_libslimcore_la_SOURCES += src/pack/frame.h src/pack/frame.cpp src/pack/wire_bytes.h
 tests_unit_slim_unit_tests_SOURCES += tests/unit/test_frame.cpp
 
 # Packed puts and their expand notices (format in expand_notice.h).

@@ -115,6 +115,24 @@ void find_marked(const pack::RegionRegistry &regions, const slim_frame_piece_t *
     }
 }
 
+// The marked runs of a message's payload; nullptr when nothing in it is
+// marked (O(1) when nothing is marked in the process). payload_len is set
+// either way.
+const Engine *find_marked_payload(const slim_frame_piece_t *pieces, std::size_t piece_count,
+                                  std::size_t &payload_len, MarkedPayload &payload)
+{
+    payload_len = 0;
+    for (std::size_t i = 0; i < piece_count; ++i) {
+        payload_len += pieces[i].length;
+    }
+    const Engine *engine = Engine::get();
+    if (engine == nullptr || !engine->any_marked() || payload_len == 0) {
+        return nullptr;
+    }
+    find_marked(engine->regions(), pieces, piece_count, payload);
+    return payload.marked != 0 ? engine : nullptr;
+}
+
 // For the report's error bound: noted when built, so a frame the transport
 // then fails to send still counts (it is a bound).
 void note_precisions(const MarkedPayload &payload)
@@ -144,19 +162,12 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
 
     *frame_p = nullptr;
     *info    = slim_frame_info_t{};
-    std::size_t payload_len = 0;
-    for (std::size_t i = 0; i < request->piece_count; ++i) {
-        payload_len += request->pieces[i].length;
-    }
-    info->payload_length = request->header_length + payload_len;
-
-    Engine *engine = Engine::get();
-    if (engine == nullptr || !engine->any_marked() || payload_len == 0) {
-        return SLIM_FRAME_UNMARKED;
-    }
+    std::size_t   payload_len = 0;
     MarkedPayload payload;
-    find_marked(engine->regions(), request->pieces, request->piece_count, payload);
-    if (payload.marked == 0) {
+    const Engine *engine =
+            find_marked_payload(request->pieces, request->piece_count, payload_len, payload);
+    info->payload_length = request->header_length + payload_len;
+    if (engine == nullptr) {
         return SLIM_FRAME_UNMARKED;
     }
     if (payload.overflow || alloc == nullptr || engine->config().packing == PackingMode::off) {
@@ -266,19 +277,12 @@ slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *
     using namespace slim;
 
     *info = slim_put_info_t{};
-    std::size_t payload_len = 0;
-    for (std::size_t i = 0; i < request->piece_count; ++i) {
-        payload_len += request->pieces[i].length;
-    }
-    info->frame.payload_length = payload_len;
-
-    Engine *engine = Engine::get();
-    if (engine == nullptr || !engine->any_marked() || payload_len == 0) {
-        return SLIM_FRAME_UNMARKED;
-    }
+    std::size_t   payload_len = 0;
     MarkedPayload payload;
-    find_marked(engine->regions(), request->pieces, request->piece_count, payload);
-    if (payload.marked == 0) {
+    const Engine *engine =
+            find_marked_payload(request->pieces, request->piece_count, payload_len, payload);
+    info->frame.payload_length = payload_len;
+    if (engine == nullptr) {
         return SLIM_FRAME_UNMARKED;
     }
     if (payload.overflow || wire == nullptr || notice == nullptr ||

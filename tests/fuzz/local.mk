@@ -18,6 +18,7 @@ frame_fuzzer_sources = \
 frame_fuzzer_headers = \
 	$(srcdir)/src/pack/frame.h \
 	$(srcdir)/src/pack/expand_notice.h \
+	$(srcdir)/src/pack/wire_bytes.h \
 	$(srcdir)/src/pack/codec.h \
 	$(srcdir)/src/pack/region_registry.h
 
