@@ -27,12 +27,17 @@ std::uint64_t edge_word(const std::uint8_t* data, std::size_t len, bool tail)
     return get_u64(bytes);
 }
 
-std::uint64_t segment_wire_len(const FrameSegment& seg)
+// A segment entry's error, as the notice's.
+ExpandError expand_error_of(FrameError e)
 {
-    return seg.kind == SegmentKind::raw
-                   ? seg.orig_len
-                   : std::uint64_t{seg.orig_len} / 8 *
-                             static_cast<std::uint64_t>(seg.precision.keep_bytes);
+    switch (e) {
+    case FrameError::bad_segment_kind: return ExpandError::bad_segment_kind;
+    case FrameError::bad_keep: return ExpandError::bad_keep;
+    case FrameError::bad_mode: return ExpandError::bad_mode;
+    case FrameError::packed_length_not_multiple_of_8:
+        return ExpandError::packed_length_not_multiple_of_8;
+    default: return ExpandError::field_not_zero;
+    }
 }
 
 }  // namespace
@@ -137,15 +142,8 @@ PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t*
 
 FrameSegment ExpandNoticeView::segment(std::size_t i) const
 {
-    const std::uint8_t* e = table_ + i * kFrameSegmentSize;
     FrameSegment seg;
-    seg.kind     = static_cast<SegmentKind>(e[0]);
-    seg.orig_len = get_u32(e + 4);
-    if (seg.kind == SegmentKind::packed) {
-        seg.precision.keep_bytes = e[1];
-        seg.precision.mode       = static_cast<Rounding>(e[2]);
-    }
-    seg.wire_len = static_cast<std::size_t>(segment_wire_len(seg));
+    read_segment_entry(table_ + i * kFrameSegmentSize, seg);   // validated already
     return seg;
 }
 
@@ -182,20 +180,9 @@ ExpandValidation validate_expand_notice(const std::uint8_t* notice, std::size_t 
 
     std::uint64_t orig_sum = 0, wire_sum = 0;
     for (std::size_t i = 0; i < n_segments; ++i) {
-        const std::uint8_t* e = view.table_ + i * kFrameSegmentSize;
-        if (e[0] > static_cast<std::uint8_t>(SegmentKind::packed))
-            return fail(ExpandError::bad_segment_kind);
-        if (e[3] != 0) return fail(ExpandError::field_not_zero);
-        const FrameSegment seg = view.segment(i);
-        if (seg.kind == SegmentKind::raw) {
-            if (e[1] != 0 || e[2] != 0) return fail(ExpandError::field_not_zero);
-        } else {
-            if (e[1] < kMinKeep || e[1] > kMaxKeep) return fail(ExpandError::bad_keep);
-            if (e[2] > static_cast<std::uint8_t>(Rounding::nearest_even))
-                return fail(ExpandError::bad_mode);
-            if (seg.orig_len % 8 != 0)
-                return fail(ExpandError::packed_length_not_multiple_of_8);
-        }
+        FrameSegment seg;
+        const FrameError e = read_segment_entry(view.table_ + i * kFrameSegmentSize, seg);
+        if (e != FrameError::none) return fail(expand_error_of(e));
         orig_sum += seg.orig_len;
         wire_sum += seg.wire_len;
     }

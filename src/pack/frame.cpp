@@ -255,17 +255,30 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
     return result;
 }
 
-FrameSegment FrameView::segment(std::size_t i) const
+FrameError read_segment_entry(const std::uint8_t* e, FrameSegment& seg)
 {
-    const std::uint8_t* e = table_ + i * kFrameSegmentSize;
-    FrameSegment seg;
-    seg.kind = static_cast<SegmentKind>(e[0]);
+    seg = FrameSegment{};
+    if (e[0] > static_cast<std::uint8_t>(SegmentKind::packed)) return FrameError::bad_segment_kind;
+    if (e[3] != 0) return FrameError::field_not_zero;
+    seg.kind     = static_cast<SegmentKind>(e[0]);
     seg.orig_len = get_u32(e + 4);
-    if (seg.kind == SegmentKind::packed) {
+    if (seg.kind == SegmentKind::raw) {
+        if (e[1] != 0 || e[2] != 0) return FrameError::field_not_zero;
+    } else {
+        if (e[1] < kMinKeep || e[1] > kMaxKeep) return FrameError::bad_keep;
+        if (e[2] > static_cast<std::uint8_t>(Rounding::nearest_even)) return FrameError::bad_mode;
+        if (seg.orig_len % 8 != 0) return FrameError::packed_length_not_multiple_of_8;
         seg.precision.keep_bytes = e[1];
-        seg.precision.mode = static_cast<Rounding>(e[2]);
+        seg.precision.mode       = static_cast<Rounding>(e[2]);
     }
     seg.wire_len = wire_len_of(seg.kind, seg.precision.keep_bytes, seg.orig_len);
+    return FrameError::none;
+}
+
+FrameSegment FrameView::segment(std::size_t i) const
+{
+    FrameSegment seg;
+    read_segment_entry(table_ + i * kFrameSegmentSize, seg);   // validated already
     return seg;
 }
 
@@ -305,25 +318,12 @@ FrameValidation validate_frame(const std::uint8_t* frame, std::size_t len)
     std::uint64_t orig_sum = 0;
     std::uint64_t wire_sum = 0;
     for (std::size_t i = 0; i < n_segments; ++i) {
-        const std::uint8_t* e = frame + table_at + i * kFrameSegmentSize;
-        const std::uint8_t seg_kind = e[0];
-        const std::uint8_t keep = e[1];
-        const std::uint8_t mode = e[2];
-        const std::uint32_t orig_len = get_u32(e + 4);
-        if (seg_kind > static_cast<std::uint8_t>(SegmentKind::packed))
-            return fail(FrameError::bad_segment_kind);
-        if (e[3] != 0) return fail(FrameError::field_not_zero);
-        if (seg_kind == static_cast<std::uint8_t>(SegmentKind::raw)) {
-            if (keep != 0 || mode != 0) return fail(FrameError::field_not_zero);
-        } else {
-            if (keep < kMinKeep || keep > kMaxKeep) return fail(FrameError::bad_keep);
-            if (mode > static_cast<std::uint8_t>(Rounding::nearest_even))
-                return fail(FrameError::bad_mode);
-            if (orig_len % 8 != 0) return fail(FrameError::packed_length_not_multiple_of_8);
-        }
-        orig_sum += orig_len;
+        FrameSegment seg;
+        const FrameError e = read_segment_entry(frame + table_at + i * kFrameSegmentSize, seg);
+        if (e != FrameError::none) return fail(e);
+        orig_sum += seg.orig_len;
         if (orig_sum > payload_len) return fail(FrameError::payload_length_mismatch);
-        wire_sum += wire_len_of(static_cast<SegmentKind>(seg_kind), keep, orig_len);
+        wire_sum += seg.wire_len;
     }
     if (orig_sum != payload_len) return fail(FrameError::payload_length_mismatch);
     if (wire_sum != len - data_at) return fail(FrameError::wire_size_mismatch);

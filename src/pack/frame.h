@@ -164,6 +164,13 @@ struct FrameSegment {
     std::size_t   wire_len  = 0;        // bytes it occupies in the frame
 };
 
+// Reads one entry of a segment table (8 bytes, the format above) into out,
+// and checks it: bad_segment_kind, field_not_zero (reserved byte, or a raw
+// entry's keep/mode), bad_keep, bad_mode or packed_length_not_multiple_of_8
+// for an entry that breaks the format (out is then only partly filled).
+// Frames and expand notices (expand_notice.h) share the entry.
+FrameError read_segment_entry(const std::uint8_t* entry, FrameSegment& out);
+
 struct FrameValidation;
 FrameValidation validate_frame(const std::uint8_t* frame, std::size_t len);
 
