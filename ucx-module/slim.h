@@ -204,16 +204,17 @@ typedef struct slim_iface {
 typedef struct slim_ep {
     uct_base_ep_t     super;
     uct_ep_h          inner;
+    /* A packed put whose notice or flush is still to go out (slim_put.c):
+     * while there is one, every operation on the endpoint finishes it first
+     * or waits. Read by every operation: next to `inner`, in its cache line. */
+    slim_bounce_t     *put_waiting;
     ucs_list_link_t   list;            /* in slim_iface_t::eps */
     uint64_t          op_seq;
     uint64_t          flushed_seq;
     ucs_list_link_t   flushes;         /* slim_flush_comp_t in flight */
-    /* Packed puts (slim_put.c): this endpoint's notice stream, and a put
-     * whose notice or flush is still to go out; while there is one, every
-     * operation on the endpoint finishes it first or waits. */
+    /* Packed puts (slim_put.c): this endpoint's notice stream. */
     uint64_t          put_stream;
     uint64_t          put_seq;
-    slim_bounce_t     *put_waiting;
     uct_pending_req_t put_pending;      /* on the inner ep, for put_waiting */
     int               put_pending_queued;
 } slim_ep_t;
