@@ -703,10 +703,8 @@ static void run_rma(const size_t *sizes, int nsizes)
     for (int i = 0; i < nsizes; ++i) {
         max_size = sizes[i] > max_size ? sizes[i] : max_size;
     }
-    /* Memory of our own, not MPI_Win_allocate's: MPICH maps an allocated
-     * window into its node's shared memory and serves local ranks by load
-     * and store, which no transport sees (MPIR_CVAR_NOLOCAL is for
-     * point-to-point only). A created window goes through UCX. */
+    /* The window is the program's own memory, as a halo exchange's would
+     * be; MPICH registers it with UCX (ucp_mem_map) either way. */
     winbuf = mt_xmalloc(max_size);
     MT_CHECK_MPI(MPI_Win_create(winbuf, (MPI_Aint)max_size, 8, MPI_INFO_NULL,
                                 MPI_COMM_WORLD, &win));
