@@ -76,9 +76,18 @@ slim_frame_result_t unframed(slim_frame_info_t *info, std::size_t marked)
 // space of the concatenated payload (offset 0 = first payload byte):
 // element phases relative to each region's base survive the shift
 // (frame.h, FrameRequest).
+//
+// Every send builds one, marked or not, so its 2.3 KB of arrays are left
+// uninitialized (find_marked writes each entry before anything reads it):
+// zeroing them cost every send a `rep stos` and a 64-store loop.
 struct MarkedPayload {
-    MarkedRun   runs[kMaxRuns];
-    ByteSpan    pieces[kMaxPieces];
+    MarkedPayload() noexcept {}   // runs and pieces: written before read
+    union {
+        MarkedRun runs[kMaxRuns];
+    };
+    union {
+        ByteSpan pieces[kMaxPieces];
+    };
     std::size_t run_count   = 0;
     std::size_t marked      = 0;
     std::size_t payload_len = 0;
