@@ -160,7 +160,9 @@ typedef struct slim_bounce slim_bounce_t;
 
 typedef struct slim_bounce_pool {
     uint8_t         *memory;       /* NULL: no pool, puts are not packed */
-    size_t          buffer_size;   /* UCX_SLIM_BOUNCE_SIZE */
+    size_t          buffer_size;   /* UCX_SLIM_BOUNCE_SIZE: the largest put */
+    size_t          stride;        /* one buffer: the above, the frame's
+                                      header and table, page-aligned */
     unsigned        count;         /* UCX_SLIM_BOUNCE_COUNT */
     uct_md_h        md;            /* the inner md it is registered with */
     uct_mem_h       memh;
@@ -306,6 +308,7 @@ typedef struct slim_put_outcome {
     ucs_status_t      status;       /* when handled: the put's status */
     int               unframed;     /* marked but sent as is: count missed */
     int               bounce_empty; /* ... because the pool was empty */
+    int               edge_only;    /* ... but only cut values: count edge */
     slim_frame_info_t info;
 } slim_put_outcome_t;
 

@@ -230,8 +230,9 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                           header_length + uct_iov_total_length(iov, iovcnt));
 }
 
-/* Puts are never framed (a frame cannot carry the remote key the inner
- * transport checks); marked bytes that leave by put count as missed. */
+/* Short and bcopy puts are never framed (a frame cannot carry the remote
+ * key the inner transport checks, and only zero-copy puts are packed, in
+ * slim_put.c); marked bytes that leave by them count as missed. */
 static void slim_ep_put_unframed(const slim_frame_piece_t *pieces,
                                  size_t count, ucs_status_t status)
 {
@@ -287,9 +288,10 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     ucs_status_t status;
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    outcome.handled  = 0;
-    outcome.unframed = 0;
-    piece_count      = slim_ep_iov_pieces(iov, iovcnt, pieces,
+    outcome.handled   = 0;
+    outcome.unframed  = 0;
+    outcome.edge_only = 0;
+    piece_count       = slim_ep_iov_pieces(iov, iovcnt, pieces,
                                           SLIM_EP_MAX_IOV);
     if (piece_count > 0) {
         /* Packed, it is recorded (at its wire size) where it is sent. */
@@ -302,7 +304,9 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 
     status = uct_ep_put_zcopy(inner, slim_ep_inner_iov(iov, iovcnt, inner_iov),
                               iovcnt, remote_addr, rkey, comp);
-    if (ucs_unlikely(outcome.unframed) && slim_status_accepted(status)) {
+    if (ucs_unlikely(outcome.edge_only) && slim_status_accepted(status)) {
+        slim_core_frame_edge_sent(&outcome.info);
+    } else if (ucs_unlikely(outcome.unframed) && slim_status_accepted(status)) {
         if (outcome.bounce_empty) {
             slim_core_put_bounce_empty(&outcome.info);
         } else {

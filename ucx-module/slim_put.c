@@ -25,7 +25,8 @@
  * nothing UCP sends later on this endpoint can overtake a notice.
  *
  * Bounce buffers: one pool per interface, UCX_SLIM_BOUNCE_COUNT buffers of
- * UCX_SLIM_BOUNCE_SIZE bytes in one allocation, registered once with the
+ * UCX_SLIM_BOUNCE_SIZE bytes (and room for a frame's header and table) in
+ * one allocation, registered once with the
  * inner md (so a transport that needs a memory handle gets one). While
  * packing steers, slim advertises the buffer size as its put zero-copy limit,
  * so UCP never asks for a larger put. An empty pool never blocks: the put
@@ -63,7 +64,7 @@ struct slim_bounce {
 ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
 {
     slim_bounce_pool_t *pool = &iface->bounce;
-    size_t buffer_size, total;
+    size_t buffer_size, stride, total;
     unsigned count, i;
     uct_iface_attr_t attr;
     ucs_status_t status;
@@ -85,8 +86,14 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
     }
 
     /* Untouched pages cost nothing until a put uses them; mmap keeps the
-     * buffers page-aligned for any inner md. */
-    total  = buffer_size * count;
+     * buffers page-aligned for any inner md. Each buffer holds a whole
+     * UCX_SLIM_BOUNCE_SIZE put plus its frame's header and table, so that
+     * UCP, which splits a rendezvous into equal parts per lane, gets parts
+     * of a round size (1 MiB over two lanes: two 512 KiB puts, not two
+     * of 510 KiB and a 4 KiB straggler with a notice and flush of its own). */
+    stride = ucs_align_up_pow2(buffer_size + SLIM_PUT_SLACK,
+                               ucs_get_page_size());
+    total  = stride * count;
     pool->memory = ucs_mmap(NULL, total, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
                             "slim_bounce");
@@ -116,10 +123,11 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
     }
     pool->md          = inner_md;
     pool->buffer_size = buffer_size;
+    pool->stride      = stride;
     pool->count       = count;
     for (i = 0; i < count; ++i) {
         pool->descs[i].iface     = iface;
-        pool->descs[i].wire      = pool->memory + (size_t)i * buffer_size;
+        pool->descs[i].wire      = pool->memory + (size_t)i * stride;
         pool->descs[i].next_free = pool->free;
         pool->free               = &pool->descs[i];
     }
@@ -136,7 +144,7 @@ void slim_put_iface_cleanup(slim_iface_t *iface)
         return;
     }
     uct_md_mem_dereg(pool->md, pool->memh);
-    ucs_munmap(pool->memory, pool->buffer_size * pool->count);
+    ucs_munmap(pool->memory, pool->stride * pool->count);
     ucs_free(pool->descs);
     memset(pool, 0, sizeof(*pool));
 }
@@ -161,7 +169,7 @@ static UCS_F_ALWAYS_INLINE void slim_bounce_put(slim_bounce_t *bounce)
 
 size_t slim_bounce_size(const slim_iface_t *iface)
 {
-    return (iface->bounce.memory != NULL) ? iface->bounce.buffer_size : 0;
+    return (iface->bounce.memory != NULL) ? iface->bounce.stride : 0;
 }
 
 slim_bounce_t *slim_bounce_take(slim_iface_t *iface)
@@ -203,11 +211,10 @@ void slim_put_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
      * so that UCP's rendezvous writes by put instead (tcp has no get). */
     iface_attr->cap.flags &= ~UCT_IFACE_FLAG_GET_ZCOPY;
     if (iface->bounce.memory != NULL) {
-        /* A packed put is built as a frame in the buffer: its header and
-         * segment table take up to SLIM_PUT_SLACK beside the data. */
+        /* A packed put is built as a frame in one buffer, which has room
+         * for the frame's header and segment table beside the data. */
         iface_attr->cap.put.max_zcopy = ucs_min(iface_attr->cap.put.max_zcopy,
-                                                iface->bounce.buffer_size -
-                                                SLIM_PUT_SLACK);
+                                                iface->bounce.buffer_size);
     }
 }
 
@@ -386,7 +393,7 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
     request.seq         = ep->put_seq + 1;
     result = slim_core_put_pack(&request,
                                 (bounce != NULL) ? bounce->wire : NULL,
-                                (bounce != NULL) ? iface->bounce.buffer_size : 0,
+                                (bounce != NULL) ? iface->bounce.stride : 0,
                                 (bounce != NULL) ? bounce->notice : NULL,
                                 &info);
     outcome->handled = (result == SLIM_FRAME_READY);
@@ -395,6 +402,7 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
             slim_bounce_put(bounce);
         }
         outcome->unframed     = (result == SLIM_FRAME_UNFRAMED);
+        outcome->edge_only    = (result == SLIM_FRAME_EDGE_ONLY);
         outcome->bounce_empty = (bounce == NULL) &&
                                 (iface->bounce.memory != NULL);
         outcome->info         = info.frame;
@@ -402,6 +410,7 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
     }
 
     outcome->unframed    = 0;
+    outcome->edge_only   = 0;
     bounce->info         = info;
     bounce->user         = comp;
     bounce->stage        = SLIM_PUT_STAGE_NOTICE;

@@ -131,8 +131,9 @@ typedef struct slim_packing_stats {
     uint64_t wire_bytes;      /* the size of the frames that replaced them */
     uint64_t marked_bytes;    /* payload bytes inside marked regions */
     uint64_t packed_bytes;    /* ... sent packed (whole float64 elements) */
-    uint64_t edge_bytes;      /* ... sent raw inside a frame: elements cut by
-                                 a fragment edge, by design */
+    uint64_t edge_bytes;      /* ... sent raw: elements cut by a fragment
+                                 edge, by design (inside a frame, or a put
+                                 holding no whole element) */
     uint64_t missed_bytes;    /* ... sent unpacked: the message could not be
                                  framed (UCX_SLIM_PACKING=off, a put, too
                                  many marked runs, larger than the inner

@@ -227,6 +227,11 @@ void slim_core_frame_unsent(const slim_frame_info_t *info)
     slim::process_packing().marked_unsent(info->marked_bytes);
 }
 
+void slim_core_frame_edge_sent(const slim_frame_info_t *info)
+{
+    slim::process_packing().marked_edge(info->marked_bytes);
+}
+
 int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size_t capacity,
                                uint8_t *am_id)
 {
@@ -311,10 +316,14 @@ slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *
     const pack::PackedPutResult result =
             pack::encode_packed_put(rq, static_cast<std::uint8_t *>(wire), wire_capacity,
                                     static_cast<std::uint8_t *>(notice), SLIM_EXPAND_NOTICE_MAX);
-    if (!result.ok() || result.stats.packed_elements == 0) {
-        // Nothing packable (marked runs too short for a whole value) goes
-        // as it is: a notice would only cost a round trip.
+    if (!result.ok()) {
         return unframed(&info->frame, payload.marked);
+    }
+    if (result.stats.packed_elements == 0) {
+        // Only parts of values, cut where UCP split the message into puts:
+        // edge bytes, as in a frame; a notice would only cost a round trip.
+        info->frame.marked_bytes = payload.marked;
+        return SLIM_FRAME_EDGE_ONLY;
     }
     info->frame.frame_length = result.wire_len;
     info->frame.marked_bytes = payload.marked;

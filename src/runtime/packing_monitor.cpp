@@ -45,6 +45,12 @@ void PackingMonitor::marked_unsent(std::uint64_t marked_bytes) noexcept
     add(missed_bytes_, marked_bytes);
 }
 
+void PackingMonitor::marked_edge(std::uint64_t marked_bytes) noexcept
+{
+    add(marked_bytes_, marked_bytes);
+    add(edge_bytes_, marked_bytes);
+}
+
 slim_packing_stats_t PackingMonitor::snapshot() const noexcept
 {
     slim_packing_stats_t s{};

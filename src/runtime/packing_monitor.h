@@ -48,6 +48,9 @@ public:
                     std::uint64_t marked_bytes, std::uint64_t packed_bytes) noexcept;
     // A message holding marked_bytes marked left unframed.
     void marked_unsent(std::uint64_t marked_bytes) noexcept;
+    // A message whose marked_bytes are only parts of values, cut by its
+    // edges, left as it was (edge bytes, not missed).
+    void marked_edge(std::uint64_t marked_bytes) noexcept;
     void frame_received() noexcept { add(frames_received_, 1); }
     void frame_rejected() noexcept { add(frames_rejected_, 1); }
     // Packed puts (also counted as frames): one left packed; an expand

@@ -116,8 +116,12 @@ typedef struct slim_frame_info {
 typedef enum slim_frame_result {
     SLIM_FRAME_UNMARKED = 0, /* nothing marked: send the message unchanged */
     SLIM_FRAME_READY,        /* *frame_p holds info->frame_length bytes */
-    SLIM_FRAME_UNFRAMED      /* marked, but not framed: send unchanged and
+    SLIM_FRAME_UNFRAMED,     /* marked, but not framed: send unchanged and
                                 call slim_core_frame_unsent() once accepted */
+    SLIM_FRAME_EDGE_ONLY     /* marked, but only parts of elements (a put
+                                cut from a larger message): send unchanged
+                                and call slim_core_frame_edge_sent() once
+                                accepted */
 } slim_frame_result_t;
 
 /* Returns a buffer of at least `size` bytes, or NULL when the caller cannot
@@ -138,6 +142,7 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
 /* Accounting, called once the inner transport accepted the send. */
 void slim_core_frame_sent(const slim_frame_info_t *info);    /* a frame */
 void slim_core_frame_unsent(const slim_frame_info_t *info);  /* UNFRAMED */
+void slim_core_frame_edge_sent(const slim_frame_info_t *info); /* EDGE_ONLY */
 /* A marked put that went unpacked because the bounce pool was empty: its
  * marked bytes count as missed, and the event as a bounce shortage. */
 void slim_core_put_bounce_empty(const slim_frame_info_t *info);
@@ -199,7 +204,10 @@ typedef struct slim_put_info {
  * not packable: too many runs, packing off, wire == NULL (then notice may be
  * NULL too), or wire_capacity too small: the source plus SLIM_PUT_SLACK
  * always fits; put the source as it is, and call slim_core_frame_unsent()
- * once accepted). Never throws, never logs per message. Accounting as for
+ * once accepted), or SLIM_FRAME_EDGE_ONLY (its marked bytes are only parts
+ * of values cut by the put's edges, as UCP splits a rendezvous: put the
+ * source as it is, and call slim_core_frame_edge_sent() once accepted: a
+ * notice would cost a round trip for nothing). Never throws, never logs per message. Accounting as for
  * frames: slim_core_frame_sent(&info->frame) once the put was accepted. */
 #define SLIM_PUT_SLACK 2048
 slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request,

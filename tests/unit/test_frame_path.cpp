@@ -165,6 +165,41 @@ TEST_CASE("a marked message that cannot be framed is counted as missed")
     CHECK(after.frames_sent == before.frames_sent);
 }
 
+TEST_CASE("a put holding only parts of marked values goes as it is, counted as edge bytes")
+{
+    // UCP splits a rendezvous into puts wherever its lanes' shares end: a
+    // marked region at an odd offset leaves a put with the tail of one
+    // value and nothing whole. That is an edge, as in a frame, not a miss.
+    REQUIRE(slim_core_init() == SLIM_OK);
+    std::vector<double> data = random_doubles(16, 5);
+    const Mark mark(data.data(), 128, 4, SLIM_ROUND_TRUNCATE);
+    std::vector<std::uint8_t> wire(4096 + SLIM_PUT_SLACK);
+    std::vector<std::uint8_t> notice(SLIM_EXPAND_NOTICE_MAX);
+    const auto *bytes = reinterpret_cast<const std::uint8_t *>(data.data());
+    const slim_packing_stats_t before = packing();
+
+    const slim_frame_piece_t cut{bytes + 2, 6};   // the last 6 bytes of value 0
+    const slim_put_request_t cut_rq{&cut, 1, 0x10000, 7, 1};
+    slim_put_info_t info;
+    REQUIRE(slim_core_put_pack(&cut_rq, wire.data(), wire.size(), notice.data(), &info) ==
+            SLIM_FRAME_EDGE_ONLY);
+    CHECK(info.frame.marked_bytes == 6);
+    CHECK(info.frame.payload_length == 6);
+    slim_core_frame_edge_sent(&info.frame);
+
+    // Beside it, a put with whole values is packed.
+    const slim_frame_piece_t whole{bytes + 8, 64};
+    const slim_put_request_t whole_rq{&whole, 1, 0x20000, 7, 1};
+    REQUIRE(slim_core_put_pack(&whole_rq, wire.data(), wire.size(), notice.data(), &info) ==
+            SLIM_FRAME_READY);
+    CHECK(info.frame.packed_bytes == 64);
+
+    const slim_packing_stats_t after = packing();
+    CHECK(after.edge_bytes - before.edge_bytes == 6);
+    CHECK(after.marked_bytes - before.marked_bytes == 6);
+    CHECK(after.missed_bytes == before.missed_bytes);
+}
+
 TEST_CASE("received frames that do not validate are dropped and counted")
 {
     REQUIRE(slim_core_init() == SLIM_OK);
