@@ -113,7 +113,6 @@ typedef struct slim_am_slot {
  * inner transport at once. */
 typedef struct slim_progress {
     uct_worker_h       inner_worker;  /* private worker of the inner iface */
-    uct_worker_cb_id_t outer_cb_id;   /* our callback on UCP's worker */
     /* While a linger thread runs, who runs the inner transport: the
      * address of that thread's token (slim_progress.c), or NULL. Taken with
      * one compare-and-swap, never waited for: each thread skips a round
@@ -253,7 +252,8 @@ void         slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep);
 
 /* slim_progress.c */
 ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker);
-void         slim_progress_attach(slim_iface_t *iface, uct_worker_h worker);
+void         slim_progress_enable(slim_iface_t *iface, unsigned flags);
+void         slim_progress_disable(slim_iface_t *iface, unsigned flags);
 void         slim_progress_cleanup(slim_iface_t *iface);
 void         slim_progress_destroy(slim_iface_t *iface);
 unsigned     slim_progress_iface(slim_iface_t *iface);

@@ -220,12 +220,18 @@ static ucs_status_t slim_iface_fence(uct_iface_h tl_iface, unsigned flags)
 
 static void slim_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
 {
-    uct_iface_progress_enable(slim_iface(tl_iface)->inner, flags);
+    slim_iface_t *iface = slim_iface(tl_iface);
+
+    uct_iface_progress_enable(iface->inner, flags);
+    slim_progress_enable(iface, flags);
 }
 
 static void slim_iface_progress_disable(uct_iface_h tl_iface, unsigned flags)
 {
-    uct_iface_progress_disable(slim_iface(tl_iface)->inner, flags);
+    slim_iface_t *iface = slim_iface(tl_iface);
+
+    slim_progress_disable(iface, flags);
+    uct_iface_progress_disable(iface->inner, flags);
 }
 
 static unsigned slim_iface_progress(uct_iface_h tl_iface)
@@ -427,7 +433,6 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_recorder;
     }
 
-    slim_progress_attach(self, worker);
     __atomic_fetch_add(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED);
 
     ucs_debug("slim: iface %p wraps %s iface %p on %s", self,

@@ -383,18 +383,29 @@ ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
 
     ucs_queue_head_init(&iface->progress.deferred);
     iface->progress.linger.running = 0;
-    iface->progress.outer_cb_id    = UCS_CALLBACKQ_ID_NULL;
     return UCS_OK;
 }
 
-/* Called once the inner iface is open: from now on UCP's worker drives it.
- * On the fast path, as UCX's own transports register themselves: the slow
- * path's proxy cost 0.3 us of one-way latency (7 % over tcp loopback). */
-void slim_progress_attach(slim_iface_t *iface, uct_worker_h worker)
+/* UCP's worker drives the interface while UCP enables its progress, as it
+ * does for UCX's own transports: on the fast path (the slow path's proxy
+ * cost 0.3 us of one-way latency, 7 % over tcp loopback), added when UCP
+ * activates the interface and removed when UCP deactivates it. Registered
+ * once at open instead, slim's interfaces were polled in the order they
+ * were opened, not in UCP's order: on tcp loopback the active-message
+ * interface came first, so each receive was followed by a poll of the
+ * other interface (a system call, 1 us on a VM where those are slow)
+ * before the reply could go; and interfaces UCP never uses were polled. */
+void slim_progress_enable(slim_iface_t *iface, unsigned flags)
 {
-    uct_worker_progress_register_safe(worker, slim_progress_outer_cb, iface,
-                                      UCS_CALLBACKQ_FLAG_FAST,
-                                      &iface->progress.outer_cb_id);
+    /* The callback gets &iface->super, which is the iface. */
+    UCS_STATIC_ASSERT(ucs_offsetof(slim_iface_t, super) == 0);
+    uct_base_iface_progress_enable_cb(&iface->super, slim_progress_outer_cb,
+                                      flags);
+}
+
+void slim_progress_disable(slim_iface_t *iface, unsigned flags)
+{
+    uct_base_iface_progress_disable(&iface->super.super, flags);
 }
 
 void slim_progress_cleanup(slim_iface_t *iface)
@@ -403,8 +414,8 @@ void slim_progress_cleanup(slim_iface_t *iface)
     unsigned dropped = 0;
 
     slim_progress_linger_stop(iface);
-    uct_worker_progress_unregister_safe(&iface->super.worker->super,
-                                        &iface->progress.outer_cb_id);
+    slim_progress_disable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV |
+                                 UCT_PROGRESS_THREAD_SAFE);
 
     while (!ucs_queue_is_empty(&iface->progress.deferred)) {
         item = ucs_queue_pull_elem_non_empty(&iface->progress.deferred,
