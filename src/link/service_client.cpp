@@ -285,6 +285,7 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
     client->ring_bytes_  = reply.ring_bytes;
     client->head_        = ring->head.load(std::memory_order_relaxed);
     client->nudged_head_ = client->head_;
+    client->nudge_every_round_ = io::text_of(reply.backend) != "emulated";
     return client;
 }
 
@@ -347,7 +348,10 @@ bool ServiceClient::sync() noexcept
     if (lost_ || fd_ < 0 || ring_ == nullptr) {
         return false;
     }
-    if (head_ != nudged_head_) {
+    const bool nudge_due =
+            nudge_every_round_ ? head_ != nudged_head_
+                               : head_ - nudged_head_ >= svc::kRingCapacity / 4;
+    if (nudge_due) {
         const int err = io::send_message(fd_, svc::MessageType::nudge, nullptr, 0, nullptr, 0,
                                          MSG_DONTWAIT);
         if (err == 0 || err == EAGAIN || err == EWOULDBLOCK) {
