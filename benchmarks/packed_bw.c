@@ -388,9 +388,11 @@ int main(int argc, char **argv)
                o.budget_mib);
         printf("# MB/s counts original payload, 10^6 B/s; wire/payload from slim_packing_get;\n"
                "# via: how the marked bytes left (slim_traffic_get): put (rendezvous puts,\n"
-               "# packed in bounce buffers), am (active messages: frames), or mix\n");
-        printf("# %9s %14s %12s %16s %13s %s %s\n", "bytes", "unmarked MB/s", "marked MB/s",
-               "marked/unmarked", "wire/payload", "check", "via");
+               "# packed in bounce buffers), am (active messages: frames), or mix;\n"
+               "# missed: share of the marked bytes sent unpacked (a burst larger than\n"
+               "# the bounce pool, UCX_SLIM_BOUNCE_COUNT, sends the rest as it is)\n");
+        printf("# %9s %14s %12s %16s %13s %s %s %s\n", "bytes", "unmarked MB/s", "marked MB/s",
+               "marked/unmarked", "wire/payload", "check", "via", "missed");
         fflush(stdout);
     }
 
@@ -438,6 +440,8 @@ int main(int argc, char **argv)
                     d.frames_sent += one.frames_sent;
                     d.payload_bytes += one.payload_bytes;
                     d.wire_bytes += one.wire_bytes;
+                    d.marked_bytes += one.marked_bytes;
+                    d.missed_bytes += one.missed_bytes;
                 }
                 (marked ? mb_marked : mb_plain)[r] = per_window * (double)iters / t / 1e6;
             }
@@ -453,9 +457,11 @@ int main(int argc, char **argv)
                          (double)d.wire_bytes / (double)d.payload_bytes);
             }
             const double put_share = sent_bytes > 0 ? (double)put_bytes / (double)sent_bytes : 0;
-            printf("%11zu %14.1f %12.1f %16.3f %13s %s %s\n", bytes, plain, marked,
+            const double missed    = d.marked_bytes > 0 ?
+                                     (double)d.missed_bytes / (double)d.marked_bytes : 0;
+            printf("%11zu %14.1f %12.1f %16.3f %13s %s %s %.3f\n", bytes, plain, marked,
                    marked / plain, ratio, verdict,
-                   put_share >= 0.9 ? "put" : put_share <= 0.1 ? "am" : "mix");
+                   put_share >= 0.9 ? "put" : put_share <= 0.1 ? "am" : "mix", missed);
             fflush(stdout);
         }
     }
