@@ -304,12 +304,11 @@ void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
 
 /* slim_put.c: packed puts and their expand notices */
 typedef struct slim_put_outcome {
-    int               handled;      /* went packed (or failed) in its place */
-    ucs_status_t      status;       /* when handled: the put's status */
-    int               unframed;     /* marked but sent as is: count missed */
-    int               bounce_empty; /* ... because the pool was empty */
-    int               edge_only;    /* ... but only cut values: count edge */
-    slim_frame_info_t info;
+    int                 handled;      /* went packed (or failed) in its place */
+    ucs_status_t        status;       /* when handled: the put's status */
+    slim_frame_result_t result;       /* slim_core_put_pack()'s answer */
+    int                 bounce_empty; /* UNFRAMED: the pool was empty */
+    slim_frame_info_t   info;
 } slim_put_outcome_t;
 
 ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md);
@@ -407,6 +406,24 @@ static UCS_F_ALWAYS_INLINE void
 slim_frame_forwarded(const slim_frame_outcome_t *outcome, ucs_status_t status)
 {
     if (ucs_unlikely(outcome->unframed) && slim_status_accepted(status)) {
+        slim_core_frame_unsent(&outcome->info);
+    }
+}
+
+/* After forwarding a put the packing path did not handle: its marked bytes
+ * count as edge bytes (only cut values) or as missed. */
+static UCS_F_ALWAYS_INLINE void
+slim_put_forwarded(const slim_put_outcome_t *outcome, ucs_status_t status)
+{
+    if (ucs_likely(outcome->result == SLIM_FRAME_UNMARKED) ||
+        !slim_status_accepted(status)) {
+        return;
+    }
+    if (outcome->result == SLIM_FRAME_EDGE_ONLY) {
+        slim_core_frame_edge_sent(&outcome->info);
+    } else if (outcome->bounce_empty) {
+        slim_core_put_bounce_empty(&outcome->info);
+    } else {
         slim_core_frame_unsent(&outcome->info);
     }
 }

@@ -288,11 +288,10 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     ucs_status_t status;
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    outcome.handled   = 0;
-    outcome.unframed  = 0;
-    outcome.edge_only = 0;
-    piece_count       = slim_ep_iov_pieces(iov, iovcnt, pieces,
-                                          SLIM_EP_MAX_IOV);
+    outcome.handled = 0;
+    outcome.result  = SLIM_FRAME_UNMARKED;
+    piece_count     = slim_ep_iov_pieces(iov, iovcnt, pieces,
+                                        SLIM_EP_MAX_IOV);
     if (piece_count > 0) {
         /* Packed, it is recorded (at its wire size) where it is sent. */
         slim_put_offer(slim_ep(tl_ep), pieces, piece_count, remote_addr, rkey,
@@ -304,15 +303,7 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 
     status = uct_ep_put_zcopy(inner, slim_ep_inner_iov(iov, iovcnt, inner_iov),
                               iovcnt, remote_addr, rkey, comp);
-    if (ucs_unlikely(outcome.edge_only) && slim_status_accepted(status)) {
-        slim_core_frame_edge_sent(&outcome.info);
-    } else if (ucs_unlikely(outcome.unframed) && slim_status_accepted(status)) {
-        if (outcome.bounce_empty) {
-            slim_core_put_bounce_empty(&outcome.info);
-        } else {
-            slim_core_frame_unsent(&outcome.info);
-        }
-    }
+    slim_put_forwarded(&outcome, status);
     return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND,
                               uct_iov_total_length(iov, iovcnt));
 }

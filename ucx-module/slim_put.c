@@ -396,21 +396,18 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
                                 (bounce != NULL) ? iface->bounce.stride : 0,
                                 (bounce != NULL) ? bounce->notice : NULL,
                                 &info);
+    outcome->result  = result;
     outcome->handled = (result == SLIM_FRAME_READY);
     if (ucs_likely(!outcome->handled)) {
         if (bounce != NULL) {
             slim_bounce_put(bounce);
         }
-        outcome->unframed     = (result == SLIM_FRAME_UNFRAMED);
-        outcome->edge_only    = (result == SLIM_FRAME_EDGE_ONLY);
         outcome->bounce_empty = (bounce == NULL) &&
                                 (iface->bounce.memory != NULL);
         outcome->info         = info.frame;
         return;
     }
 
-    outcome->unframed    = 0;
-    outcome->edge_only   = 0;
     bounce->info         = info;
     bounce->user         = comp;
     bounce->stage        = SLIM_PUT_STAGE_NOTICE;
