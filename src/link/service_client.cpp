@@ -285,7 +285,7 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
     client->ring_bytes_  = reply.ring_bytes;
     client->head_        = ring->head.load(std::memory_order_relaxed);
     client->nudged_head_ = client->head_;
-    client->nudge_every_round_ = io::text_of(reply.backend) != "emulated";
+    client->nudge_every_round_ = !client->port_emulated();
     return client;
 }
 

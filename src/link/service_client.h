@@ -71,6 +71,8 @@ public:
     ServiceClient& operator=(const ServiceClient&) = delete;
 
     const service::AttachReply& info() const { return reply_; }
+    // The service drives the emulated port (no hardware behind it).
+    bool port_emulated() const { return service::text_of(reply_.backend) == "emulated"; }
     const std::string& socket_path() const { return path_; }
 
     // Lock-free, no system call. False when the ring is full: the ring's

@@ -137,7 +137,7 @@ void Engine::start_live() noexcept
         // A real port behind the service: the drain follows the loop's
         // deadlines so that the service hears of them in time.
         const bool emulated =
-                !service_ || link::service::text_of(service_->info().backend) == "emulated";
+                !service_ || service_->port_emulated();
         live_ = std::make_unique<live::LiveLoop>(std::move(lc));
         trace_open_error_ = live_->trace_error();
         if (!trace_open_error_.empty()) {
