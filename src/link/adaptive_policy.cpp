@@ -24,73 +24,67 @@ std::string Candidate::name() const
         }
         return " +-" + std::to_string(static_cast<int>(tolerance * 100.0 + 0.5)) + "%";
     };
+    const std::string context =
+            (key == predict::ContextKey::runs ? "runs " : "context ") + std::to_string(depth) + agreement();
+    const std::string again = after_ns > 0 ? ", again " + micros(after_ns) + " after" : "";
     switch (kind) {
     case CandidateKind::timeout: return "timeout " + micros(timeout_ns);
     case CandidateKind::pps:     return "pps gt " + micros(gt_ns);
     case CandidateKind::spps:    return "spps";
-    case CandidateKind::context: return "context " + std::to_string(depth) + agreement();
-    case CandidateKind::context_timeout:
-        return "context " + std::to_string(depth) + agreement() + " + timeout " + micros(timeout_ns);
+    case CandidateKind::context: return context + again;
+    case CandidateKind::context_timeout: return context + " + timeout " + micros(timeout_ns) + again;
     }
     return "?";
 }
 
 std::vector<Candidate> AdaptiveConfig::default_candidates()
 {
-    // Twelve candidates: every one is replayed in shadow on every event, on
-    // the drain thread, which takes its time from a core a rank polls on
-    // (the FFT mini-app ran 2 % slower with twenty than with the timeout
-    // policy alone). The set was pruned from twenty on 28 live traces (the
-    // predictor table's seven workloads, two runs of two ranks): the mean
-    // fraction of the oracle stayed 0.88 and 0.86 (was 0.885 and 0.850),
-    // the lowest 0.77 and 0.63 (was 0.77 and 0.59), at 343 ns per event
-    // instead of 656 (replay-bench). Dropped: the 500 us timeout, PPS at
-    // 100 and 500 us, SPPS, context depth 1 and 4 alone, the 200 us hybrids
-    // of depth 1 and 4; none was ever the one followed there. The pure
-    // context predictor may not go: without it the lowest fell to 0.48.
+    // Ten candidates: every one is replayed in shadow on every event, on the
+    // drain thread, which takes its time from a core a rank polls on. The
+    // set was chosen on 28 live traces (the predictor table's seven
+    // workloads, two runs of two ranks, one on a quiet and one on a loaded
+    // machine, 2026-11-26) by greedy selection from 77 candidates (timeouts,
+    // PPS, context and run-keyed context at depths 1, 2, 4, agreeing within
+    // 10 or 50 %, alone or with a 50 or 200 us timeout, with or without a
+    // second low period after the window): the mean fraction of the oracle
+    // went from 0.76 with the previous twelve (context keyed by events) to
+    // 0.91, the lowest from 0.27 to 0.70 (a run of 90 events). Adding the
+    // 1 ms timeout or the event-keyed context to these ten lowered the
+    // lowest to 0.33 and 0.49: early in a short run every candidate breaks
+    // the penalty bound and the one with the least penalty, which saves
+    // least, is followed until another beats it.
     std::vector<Candidate> c;
     // Timeouts from 2 tau up: where every idle interval is long the
     // shortest wins; where short ones are many the longer keep the penalty
-    // down (each late wake-up costs tau).
-    for (TimeNs t : {20'000, 50'000, 100'000, 200'000, 1'000'000}) {
+    // down (each late wake-up costs tau). 100 us is in force at the start.
+    for (TimeNs t : {20'000, 50'000, 100'000, 200'000}) {
         Candidate k;
         k.kind       = CandidateKind::timeout;
         k.timeout_ns = t;
         c.push_back(k);
     }
-    // The thesis's pattern predictor at a fixed grouping threshold.
-    Candidate pps;
-    pps.kind  = CandidateKind::pps;
-    pps.gt_ns = 20'000;
-    c.push_back(pps);
-    // A context predictor agreeing within +-50 %: compute phases on a busy
-    // node vary by more than 10 %, and the window is the shorter of the last
-    // two intervals anyway. On the CG and FFT mini-apps' traces this took
-    // the adaptive default from 0.65-0.75 and 0.46-0.50 of the oracle to
-    // 0.85-0.87 and 0.82 (replayed, same traces).
-    Candidate context;
-    context.kind      = CandidateKind::context;
-    context.depth     = 2;
-    context.tolerance = 0.5;
-    c.push_back(context);
-    // Context where a context has been seen, a timeout for the rest: on
-    // solver loops with irregular phases neither alone covers both kinds of
-    // gap.
-    const auto hybrid = [&c](std::size_t depth, TimeNs timeout, double tolerance) {
+    // Run-keyed context predictors (ContextKey::runs) agreeing within
+    // +-50 %: compute phases on a busy node vary by more than 10 %, and the
+    // window is the shorter of the last two intervals anyway. A timeout for
+    // the gaps no context foretells yet; with "again 50us after" the link
+    // goes low a second time when a gap outlasts its window (the mean over
+    // the 28 traces: 0.87 without, 0.91 with).
+    const auto runs = [&c](std::size_t depth, TimeNs timeout, TimeNs after) {
         Candidate k;
         k.kind       = CandidateKind::context_timeout;
+        k.key        = predict::ContextKey::runs;
         k.depth      = depth;
         k.timeout_ns = timeout;
-        k.tolerance  = tolerance;
+        k.tolerance  = 0.5;
+        k.after_ns   = after;
         c.push_back(k);
     };
-    for (std::size_t depth : {1, 2, 4}) {
-        hybrid(depth, 50'000, 0.5);
-    }
-    hybrid(2, 200'000, 0.5);
-    // ... and one that agrees only within 10 %, for gaps that repeat exactly
-    // among others that vary by less than half (where +-50 % mispredicts).
-    hybrid(2, 50'000, 0.10);
+    runs(2, 200'000, 0);
+    runs(2, 50'000, 50'000);
+    runs(1, 200'000, 0);
+    runs(2, 200'000, 50'000);
+    runs(2, 50'000, 0);
+    runs(1, 50'000, 50'000);
     return c;
 }
 
@@ -131,6 +125,11 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
             rc.policy.context            = config_.context;
             rc.policy.context.depth      = k.depth;
             rc.policy.context.tolerance  = k.tolerance;
+            rc.policy.context.key        = k.key;
+            // Idle the link cannot use (down and up take tau each) does
+            // not end a run.
+            rc.policy.context.run_gap_ns = 2 * config_.link.tau_ns;
+            rc.policy.context_after_window_ns = k.after_ns;
             rc.policy.context.t_react_ns = config_.link.tau_ns;
             if (k.kind == CandidateKind::context_timeout) {
                 rc.policy.context_fallback_timeout_ns = k.timeout_ns;
@@ -167,6 +166,10 @@ AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
         out.hit = false;
     } else if (k.kind == CandidateKind::context_timeout && !out.low_power) {
         out.timeout_ns = k.timeout_ns;
+    }
+    if (out.low_power && k.after_ns > 0) {
+        // Measured from the event's end, like every timeout.
+        out.timeout_ns = (out.low_power->until_ns - out.low_power->from_ns) + k.after_ns;
     }
     hits_ += out.hit ? 1 : 0;
     predictions_ += out.low_power ? 1 : 0;

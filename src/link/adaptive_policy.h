@@ -40,8 +40,15 @@ struct Candidate {
     TimeNs        gt_ns      = 20'000;    // pps
     std::size_t   depth      = 2;         // context, context_timeout
     double        tolerance  = 0.10;      // context, context_timeout: ContextConfig::tolerance
+    predict::ContextKey key  = predict::ContextKey::events;  // context, context_timeout
+    // context, context_timeout: when a gap outlasts the predicted window,
+    // low again this long after the window's end (0: not again). Compute
+    // phases on a busy node vary: the window is the shorter of the last two,
+    // the rest of a longer gap is otherwise lost.
+    TimeNs        after_ns   = 0;
     // "timeout 100us", "pps gt 20us", "spps", "context 2 +-50%",
-    // "context 2 +-50% + timeout 50us" (no "+-N%" at the default 10 %)
+    // "context 2 +-50% + timeout 50us" (no "+-N%" at the default 10 %),
+    // "runs 2 +-50% + timeout 50us, again 50us after" (key runs, after_ns)
     std::string   name() const;
 };
 
@@ -63,7 +70,9 @@ struct AdaptiveConfig {
 
 // What the policy in force asks for the idle interval after an event.
 struct AdaptiveDecision {
-    std::optional<TimeNs>                   timeout_ns;  // low after this much idle
+    // Low after this much idle; with low_power, longer than its window (the
+    // candidate's after_ns).
+    std::optional<TimeNs>                   timeout_ns;
     std::optional<predict::LowPowerRequest> low_power;   // low over this window
     bool                                    hit = false;  // the in-force predictor's
 };

@@ -52,9 +52,26 @@ void Replay::act_on_gap(TimeNs gap_end)
     PolicyKind kind       = config_.policy.kind;
     TimeNs     timeout_ns = config_.policy.timeout_ns;
     if (kind == PolicyKind::adaptive) {
-        // The candidate in force after the last event decided this gap.
+        // The candidate in force after the last event decided this gap: a
+        // window, a timeout, or a window and a timeout after it.
+        if (pending_low_ && pending_timeout_) {
+            const TimeNs window = pending_low_->until_ns - pending_low_->from_ns;
+            act_on_window(gap_end);
+            if (*pending_timeout_ > window && gap_start + *pending_timeout_ < gap_end) {
+                request_width(gap_start + *pending_timeout_, low);
+            }
+            return;
+        }
         kind = pending_timeout_ ? PolicyKind::timeout : PolicyKind::predictor;
         timeout_ns = pending_timeout_.value_or(0);
+    } else if (kind == PolicyKind::context && pending_low_ && config_.policy.context_after_window_ns > 0) {
+        const TimeNs at = gap_start + (pending_low_->until_ns - pending_low_->from_ns) +
+                          config_.policy.context_after_window_ns;
+        act_on_window(gap_end);
+        if (at < gap_end) {
+            request_width(at, low);
+        }
+        return;
     } else if (kind == PolicyKind::context && !pending_low_ &&
                config_.policy.context_fallback_timeout_ns > 0) {
         // No window predicted for this gap: the hybrid waits like a timeout.
@@ -83,25 +100,30 @@ void Replay::act_on_gap(TimeNs gap_end)
         return;
     case PolicyKind::predictor:
     case PolicyKind::context:
-    case PolicyKind::adaptive: {
-        if (!pending_low_) {
-            return;
-        }
-        const predict::LowPowerRequest request = *std::exchange(pending_low_, std::nullopt);
-        // The request is in recorded time; the gap has moved by D since.
-        const TimeNs from  = std::max(request.from_ns + delay_ns_, gap_start);
-        const TimeNs until = request.until_ns + delay_ns_;
-        if (until <= from || from >= gap_end) {
-            return;
-        }
-        request_width(from, low);
-        // When the next event comes first (a misprediction, or an until
-        // within tau of it), traffic() pays the late wake-up.
-        if (until < gap_end) {
-            request_width(until, full);
-        }
+    case PolicyKind::adaptive:
+        act_on_window(gap_end);
         return;
     }
+}
+
+void Replay::act_on_window(TimeNs gap_end)
+{
+    if (!pending_low_) {
+        return;
+    }
+    const TimeNs gap_start = actual_end_ns_;
+    const predict::LowPowerRequest request = *std::exchange(pending_low_, std::nullopt);
+    // The request is in recorded time; the gap has moved by D since.
+    const TimeNs from  = std::max(request.from_ns + delay_ns_, gap_start);
+    const TimeNs until = request.until_ns + delay_ns_;
+    if (until <= from || from >= gap_end) {
+        return;
+    }
+    request_width(from, config_.link.low_width);
+    // When the next event comes first (a misprediction, or an until
+    // within tau of it), traffic() pays the late wake-up.
+    if (until < gap_end) {
+        request_width(until, config_.link.lanes);
     }
 }
 

@@ -40,6 +40,9 @@ struct ReplayPolicy {
     // context only: when the context predictor has no window for a gap,
     // fall back to an idle timeout of this length (0: none).
     TimeNs                   context_fallback_timeout_ns = 0;
+    // context only: when a window was predicted and the gap outlasts it,
+    // low again this long after the window's end (0: never).
+    TimeNs                   context_after_window_ns = 0;
     AdaptiveConfig           adaptive;               // adaptive only (link, packed: ReplayConfig's)
 };
 
@@ -142,6 +145,7 @@ public:
     const WidthTimeline& timeline() const { return timeline_; }
 
 private:
+    void act_on_window(TimeNs gap_end);
     void act_on_gap(TimeNs gap_end);
     // The model's request_width() and traffic(), keeping the timeline when
     // recording (out of line: the common path stays a flag test).

@@ -47,6 +47,8 @@ ContextPredictor::ContextPredictor(const ContextConfig& config) : config_(config
     table_.resize(n);
     ids_.resize(config_.depth);
     classes_.resize(config_.depth);
+    run_sizes_.resize(config_.depth);
+    run_idles_.resize(config_.depth);
 }
 
 std::uint64_t ContextPredictor::context_key() const
@@ -60,6 +62,20 @@ std::uint64_t ContextPredictor::context_key() const
         }
     }
     return h | 1;  // never 0 (the empty mark)
+}
+
+std::uint64_t ContextPredictor::run_key() const
+{
+    // Exact bytes: an MPI call moves the same payload every time, and the
+    // protocol's own messages are of fixed size.
+    std::uint64_t h = mix(0x2545f4914f6cdd1dull, run_bytes_);
+    h = mix(h, run_first_);
+    for (std::size_t i = 0; i + 1 < config_.depth && i < runs_; ++i) {
+        const std::size_t at = (runs_ - 1 - i) % config_.depth;  // newest first
+        h = mix(h, run_sizes_[at]);
+        h = mix(h, run_idles_[at]);
+    }
+    return h | 1;
 }
 
 ContextPredictor::Entry* ContextPredictor::find(std::uint64_t key)
@@ -112,14 +128,24 @@ Decision ContextPredictor::on_event(const Event& event)
     const std::size_t at = seen_ % config_.depth;
     ids_[at]     = event.id;
     classes_[at] = interval_class(idle);
+    if (seen_ == 0 || idle >= config_.run_gap_ns) {
+        if (seen_ > 0) {
+            run_sizes_[runs_ % config_.depth] = run_bytes_;
+            run_idles_[runs_ % config_.depth] = interval_class(idle);
+            ++runs_;
+        }
+        run_bytes_ = 0;
+        run_first_ = event.id;
+    }
+    run_bytes_ += event.bytes;
     ++seen_;
     last_end_     = event.end_ns;
     predicted_ns_ = 0;
     pending_      = nullptr;
-    if (seen_ < config_.depth) {
+    if (config_.key == ContextKey::events && seen_ < config_.depth) {
         return d;
     }
-    pending_key_ = context_key();
+    pending_key_ = config_.key == ContextKey::runs ? run_key() : context_key();
     pending_     = find(pending_key_);
     if (pending_->agreed == 0) {
         return d;

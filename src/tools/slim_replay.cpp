@@ -69,7 +69,7 @@ constexpr std::int64_t timeline_min = 1, timeline_max = 1'000'000;
 
 constexpr const char* policy_forms =
         "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps, "
-        "adaptive, context:DEPTH (1 to 8)";
+        "adaptive, context:DEPTH (1 to 8), runs:DEPTH (1 to 8)";
 using slim::tools::link_forms;
 using slim::tools::UsageError;
 using slim::tools::value_of;
@@ -81,6 +81,7 @@ struct Options {
     TimeNs                timeout_ns = 0;              // when kind is timeout
     std::string           policy_name = "spps";
     std::size_t           context_depth = 2;           // when kind is context
+    slim::predict::ContextKey context_key = slim::predict::ContextKey::events;
     LinkConfig            link;
     bool                  packed = false;
     std::optional<TimeNs> gt_ns;
@@ -110,14 +111,18 @@ void parse_policy(Options& o, const std::string& v)
         o.policy_name = "timeout";
         return;
     }
-    const std::string context_prefix = "context:";
-    if (v.rfind(context_prefix, 0) == 0) {
-        const std::string depth = v.substr(context_prefix.size());
+    for (const auto& [prefix, key] : {std::pair{std::string("context:"), slim::predict::ContextKey::events},
+                                      std::pair{std::string("runs:"), slim::predict::ContextKey::runs}}) {
+        if (v.rfind(prefix, 0) != 0) {
+            continue;
+        }
+        const std::string depth = v.substr(prefix.size());
         if (depth.size() != 1 || depth[0] < '1' || depth[0] > '8') {
             throw UsageError(parse::bad_value("--policy", v, policy_forms));
         }
         o.kind          = PolicyKind::context;
         o.context_depth = static_cast<std::size_t>(depth[0] - '0');
+        o.context_key   = key;
         o.policy_name   = v;
         return;
     }
@@ -269,8 +274,10 @@ Options parse_options(int argc, char** argv)
                "fixed grouping threshold (--gt); always-on: never low; timeout:DURATION (0ns "
                "to 1s): low after that much idle time, wake on demand; oracle: low in every "
                "idle gap of at least 2 tau, back exactly in time; adaptive: the live default, "
-               "the best of timeouts, PPS and context predictors replayed in shadow; "
-               "context:DEPTH (1 to 8): the context predictor alone")
+               "the best of timeouts and run-keyed context predictors replayed in shadow; "
+               "context:DEPTH (1 to 8): the context predictor alone, keyed by the last "
+               "DEPTH events; runs:DEPTH (1 to 8): keyed by the run of bursts in progress "
+               "and the DEPTH - 1 runs before it")
             ->type_name("POLICY");
     app.add_option_function<std::string>(
                "--link",
@@ -395,6 +402,8 @@ ReplayConfig replay_config(const Options& o)
         c.policy.predictor = predictor_config(o);
     }
     c.policy.context.depth      = o.context_depth;
+    c.policy.context.key        = o.context_key;
+    c.policy.context.run_gap_ns = 2 * o.link.tau_ns;   // as in the adaptive policy
     c.policy.context.t_react_ns = o.link.tau_ns;
     return c;
 }
