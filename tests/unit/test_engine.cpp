@@ -284,6 +284,7 @@ TEST_CASE("the JSON report is appended once per process with every recorded oper
             run_child("traffic-report-now", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "1"}});
     CHECK(first.exit_code == 0);
     CHECK(second.exit_code == 0);
+    CAPTURE(first.err, second.err);
     CHECK(first.err.empty());
     CHECK(second.err.empty());
 
