@@ -81,7 +81,7 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     };
     runs(2, 200'000, 0);
     runs(2, 50'000, 50'000);
-    runs(1, 200'000, 0);
+    runs(1, 200'000, 0);   // AdaptiveConfig::initial (index 6)
     runs(2, 200'000, 50'000);
     runs(2, 50'000, 0);
     runs(1, 50'000, 50'000);
@@ -156,7 +156,9 @@ AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
         }
     }
     ++events_;
-    if (events_ % config_.check_every == 0) {
+    const bool early = config_.early_check > 0 &&
+                       (events_ == config_.early_check || events_ == 2 * config_.early_check);
+    if (early || events_ % config_.check_every == 0) {
         check();
     }
     const Candidate& k = config_.candidates[current_];
