@@ -343,6 +343,11 @@ void ServiceClient::set_through(TimeNs t) noexcept
     }
 }
 
+TimeNs ServiceClient::through() const noexcept
+{
+    return ring_ == nullptr ? 0 : ring_->through_ns.load(std::memory_order_acquire);
+}
+
 bool ServiceClient::sync() noexcept
 {
     if (lost_ || fd_ < 0 || ring_ == nullptr) {
@@ -511,8 +516,16 @@ namespace {
 
 class ServiceBackend final : public LinkBackend {
 public:
+    // Records start at the ring's through_ns: the service set it to its
+    // clock at the attach, and refuses a client whose first record is
+    // older. The live loop's first records can be (its drain publishes
+    // events recorded before the attach completed): a rank attaching to a
+    // running slimlinkd was refused as "garbage in the ring" and fell back
+    // to a report of its own.
     ServiceBackend(std::shared_ptr<ServiceClient> client, Clock clock)
-        : client_(std::move(client)), clock_(clock ? std::move(clock) : steady_clock_ns())
+        : client_(std::move(client)),
+          clock_(clock ? std::move(clock) : steady_clock_ns()),
+          through_(client_->through())
     {
     }
 

@@ -80,6 +80,9 @@ public:
     bool publish(const service::DemandRecord& record) noexcept;
     // Our timeline is complete up to t (release store).
     void set_through(TimeNs t) noexcept;
+    // Where the timeline stands: the service starts it at the attach (its
+    // clock), so no record may be older than that.
+    TimeNs through() const noexcept;
     // Once per drain round: if anything was published since the last nudge,
     // one non-blocking nudge (for an emulated port only once a quarter of
     // the ring waits); then a non-blocking check that the service is still

@@ -305,6 +305,26 @@ TEST_CASE("a ServiceBackend's low-until is raised at its deadline without the ra
     REQUIRE(eventually([&] { return s.port->width == 4; }));
 }
 
+TEST_CASE("a ServiceBackend's first record, timed before the attach, is not garbage", "[service]")
+{
+    // The live loop publishes events recorded before its rank attached
+    // (the drain runs every 16 ms): the service started the ring's
+    // timeline at the attach and refused such a record as "t_ns is before
+    // through_ns", so the rank lost the node service.
+    TempDir        dir;
+    RunningService s(dir.socket());
+    const TimeNs   before = steady_now_ns() - 5 * kMs;
+    std::shared_ptr<ServiceClient> client = ServiceClient::connect(dir.socket(), false, request(0));
+    CHECK(client->through() > before);
+    std::unique_ptr<LinkBackend> backend = make_service_backend(client, steady_clock_ns());
+    REQUIRE(backend->set_width_at(1, before));
+    REQUIRE(backend->sync(steady_now_ns()));
+    REQUIRE(eventually([&] { return s.port->width == 1; }));
+    CHECK(status_of(dir.socket()).clients_dropped == 0);
+    CHECK(status_of(dir.socket()).live_clients == 1);
+    REQUIRE(backend->restore_full_width());
+}
+
 TEST_CASE("a client killed with SIGKILL while low: the port is full again within 50 ms",
           "[service]")
 {
