@@ -139,6 +139,7 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
         shadows_.push_back(std::make_unique<Replay>(rc));
     }
     scores_.resize(shadows_.size());
+    decisions_.resize(shadows_.size());
 }
 
 AdaptivePolicy::~AdaptivePolicy() = default;
@@ -149,23 +150,23 @@ AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
 {
     AdaptiveDecision out;
     for (std::size_t i = 0; i < shadows_.size(); ++i) {
-        const predict::Decision& d = shadows_[i]->on_event(event);
-        if (i == current_) {
-            out.hit       = d.hit;
-            out.low_power = d.low_power;
-        }
+        decisions_[i] = &shadows_[i]->on_event(event);
     }
+    // The hit scores the gap before this event: the candidate in force
+    // then, even when the check below replaces it.
+    out.hit = config_.candidates[current_].kind != CandidateKind::timeout && decisions_[current_]->hit;
     ++events_;
     const bool early = config_.early_check > 0 &&
                        (events_ == config_.early_check || events_ == 2 * config_.early_check);
     if (early || events_ % config_.check_every == 0) {
         check();
     }
+    // The gap after this event is the one in force now: its window.
     const Candidate& k = config_.candidates[current_];
+    out.low_power      = decisions_[current_]->low_power;
     if (k.kind == CandidateKind::timeout) {
         out.timeout_ns = k.timeout_ns;
         out.low_power.reset();
-        out.hit = false;
     } else if (k.kind == CandidateKind::context_timeout && !out.low_power) {
         out.timeout_ns = k.timeout_ns;
     }

@@ -417,3 +417,39 @@ TEST_CASE("a context goes low again when a gap outlasts its window")
     CHECK(seen);
     CHECK(k.name() == "runs 2 +-50%, again 50us after");
 }
+
+TEST_CASE("the adaptive policy hands over at a switch: the old candidate's hit, the new one's window")
+{
+    // A 1 ms timeout in force, a run-keyed context beside it: on a trace
+    // of 400 us gaps the first check replaces the timeout. The event of
+    // that check already gets the context's window for the gap after it.
+    slim::link::Candidate timeout;
+    timeout.kind       = CandidateKind::timeout;
+    timeout.timeout_ns = 1'000'000;
+    slim::link::Candidate runs;
+    runs.kind  = CandidateKind::context;
+    runs.key   = slim::predict::ContextKey::runs;
+    runs.depth = 1;
+    AdaptiveConfig config;
+    config.candidates  = {timeout, runs};
+    config.initial     = 0;
+    config.early_check = 0;
+    config.check_every = 8;
+    AdaptivePolicy policy(config);
+    TraceBuilder b;
+    for (int i = 0; i < 16; ++i) {
+        b.burst(1);
+        b.idle(400'000);
+    }
+    bool switched_with_window = false;
+    for (const Event& e : b.events) {
+        const std::uint64_t before = policy.switches();
+        const auto d = policy.on_event(e);
+        if (policy.switches() > before) {
+            switched_with_window = d.low_power.has_value() && !d.timeout_ns;
+        }
+    }
+    CHECK(policy.switches() == 1);
+    CHECK(switched_with_window);
+    CHECK(policy.hits() >= 1);
+}
