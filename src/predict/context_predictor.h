@@ -42,7 +42,13 @@ struct ContextConfig {
     double      displacement = 0.05;     // as Algorithm 4: idle - (idle * d + t_react)
     TimeNs      t_react_ns   = 10'000;
     double      tolerance    = 0.10;     // two intervals within +-10 % agree
-    std::size_t table_entries = 4096;    // contexts remembered (power of two)
+    // Contexts remembered (power of two). 512 (16 KiB): the 56 live traces
+    // of 2026-11-26 replay to the same savings with 64 as with 4096, and
+    // six run-keyed candidates of 4096 entries (768 KiB together) made the
+    // drain's lookups cache and TLB misses: ContextPredictor::find took
+    // 0.33 % of both cores in a 512 KiB bandwidth test, slimlink's second
+    // most expensive function; 0.07-0.10 % at 512.
+    std::size_t table_entries = 512;
     ContextKey  key          = ContextKey::events;
     TimeNs      run_gap_ns   = 20'000;   // runs: shorter idle joins bursts into one run (2 tau)
 };
