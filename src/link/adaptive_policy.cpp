@@ -56,7 +56,7 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     std::vector<Candidate> c;
     // Timeouts from 2 tau up: where every idle interval is long the
     // shortest wins; where short ones are many the longer keep the penalty
-    // down (each late wake-up costs tau). 100 us is in force at the start.
+    // down (each late wake-up costs tau).
     for (TimeNs t : {20'000, 50'000, 100'000, 200'000}) {
         Candidate k;
         k.kind       = CandidateKind::timeout;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // The default power policy (issue 11, ARCHITECTURE.md §3): candidate
-// policies — idle timeouts of several lengths, PPS, context predictors
-// alone and with a timeout (AdaptiveConfig::default_candidates; SPPS and
-// other PPS thresholds can be added) — each replayed in shadow on the
+// policies — idle timeouts of several lengths and run-keyed context
+// predictors with a timeout (AdaptiveConfig::default_candidates; PPS, SPPS
+// and event-keyed contexts can be added) — each replayed in shadow on the
 // same event stream through a link model of its own (link::Replay), and
 // the one whose recent modelled savings are best at a modelled time penalty
 // within the bound is followed.

@@ -55,22 +55,14 @@ void Replay::act_on_gap(TimeNs gap_end)
         // The candidate in force after the last event decided this gap: a
         // window, a timeout, or a window and a timeout after it.
         if (pending_low_ && pending_timeout_) {
-            const TimeNs window = pending_low_->until_ns - pending_low_->from_ns;
-            act_on_window(gap_end);
-            if (*pending_timeout_ > window && gap_start + *pending_timeout_ < gap_end) {
-                request_width(gap_start + *pending_timeout_, low);
-            }
+            act_on_window(gap_end, *pending_timeout_);
             return;
         }
         kind = pending_timeout_ ? PolicyKind::timeout : PolicyKind::predictor;
         timeout_ns = pending_timeout_.value_or(0);
     } else if (kind == PolicyKind::context && pending_low_ && config_.policy.context_after_window_ns > 0) {
-        const TimeNs at = gap_start + (pending_low_->until_ns - pending_low_->from_ns) +
-                          config_.policy.context_after_window_ns;
-        act_on_window(gap_end);
-        if (at < gap_end) {
-            request_width(at, low);
-        }
+        act_on_window(gap_end, (pending_low_->until_ns - pending_low_->from_ns) +
+                                       config_.policy.context_after_window_ns);
         return;
     } else if (kind == PolicyKind::context && !pending_low_ &&
                config_.policy.context_fallback_timeout_ns > 0) {
@@ -106,7 +98,7 @@ void Replay::act_on_gap(TimeNs gap_end)
     }
 }
 
-void Replay::act_on_window(TimeNs gap_end)
+void Replay::act_on_window(TimeNs gap_end, TimeNs again_ns)
 {
     if (!pending_low_) {
         return;
@@ -116,14 +108,19 @@ void Replay::act_on_window(TimeNs gap_end)
     // The request is in recorded time; the gap has moved by D since.
     const TimeNs from  = std::max(request.from_ns + delay_ns_, gap_start);
     const TimeNs until = request.until_ns + delay_ns_;
-    if (until <= from || from >= gap_end) {
-        return;
+    if (until > from && from < gap_end) {
+        request_width(from, config_.link.low_width);
+        // When the next event comes first (a misprediction, or an until
+        // within tau of it), traffic() pays the late wake-up.
+        if (until < gap_end) {
+            request_width(until, config_.link.lanes);
+        }
     }
-    request_width(from, config_.link.low_width);
-    // When the next event comes first (a misprediction, or an until
-    // within tau of it), traffic() pays the late wake-up.
-    if (until < gap_end) {
-        request_width(until, config_.link.lanes);
+    // Low again after the window when the gap lasts that long (a
+    // candidate's after_ns, measured from the gap's start as the live
+    // loop's timeout is); 0: not again.
+    if (again_ns > request.until_ns - request.from_ns && gap_start + again_ns < gap_end) {
+        request_width(gap_start + again_ns, config_.link.low_width);
     }
 }
 

@@ -145,7 +145,9 @@ public:
     const WidthTimeline& timeline() const { return timeline_; }
 
 private:
-    void act_on_window(TimeNs gap_end);
+    // The pending window over the gap ending at gap_end; then low again
+    // `again_ns` after the gap's start if that lies beyond the window.
+    void act_on_window(TimeNs gap_end, TimeNs again_ns = 0);
     void act_on_gap(TimeNs gap_end);
     // The model's request_width() and traffic(), keeping the timeline when
     // recording (out of line: the common path stays a flag test).

@@ -14,9 +14,9 @@
 // Keyed by runs (ContextKey::runs): bursts closer than `run_gap_ns` form
 // one run, and the key is the id of the run's first event and the bytes of
 // the run so far, plus the bytes of the previous `depth - 1` runs and the
-// idle class after each. How an exchange
-// splits into bursts varies from call to call (a rendezvous acknowledgement
-// joins the fragment before it or not), but the bytes it moves do not: on a
+// idle class after each. How an exchange splits into bursts varies from
+// call to call (a rendezvous acknowledgement joins the fragment before it
+// or not), but the bytes it moves do not: on a
 // solver loop's traces the event key left 32 % of the oracle's idle time
 // unpredicted, the run key 10 % (2026-11-26, predictor table).
 //
