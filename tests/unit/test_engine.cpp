@@ -144,7 +144,8 @@ private:
 };
 
 // Runs this binary with SLIM_UNIT_CHILD=scenario, without any UCX_SLIM_* or
-// launcher rank variable from our own environment, plus `env`.
+// launcher rank variable from our own environment, plus `env` (and
+// UCX_SLIM_SERVICE=off unless `env` says otherwise).
 ChildResult run_child(const std::string &scenario, const std::map<std::string, std::string> &env)
 {
     const TempDir tmp;
@@ -160,6 +161,12 @@ ChildResult run_child(const std::string &scenario, const std::map<std::string, s
         }
     }
     vars.push_back("SLIM_UNIT_CHILD=" + scenario);
+    // A node service that another job left running on this machine would
+    // take the child's link, and its node report lands in the child's
+    // report file: these tests are about one process alone.
+    if (env.count("UCX_SLIM_SERVICE") == 0) {
+        vars.push_back("UCX_SLIM_SERVICE=off");
+    }
     for (const auto &[k, v] : env) {
         vars.push_back(k + "=" + v);
     }
