@@ -58,9 +58,15 @@ struct LiveConfig {
     TimeNs                    burst_gap_ns = kDefaultBurstGapNs;
     // Dense traffic widens the gap (see LiveLoop::adapt_burst_gap): while
     // events start on average less than `dense_interval_ns` apart, the gap
-    // doubles, up to `max_burst_gap_ns`; it halves back once they are four
-    // times that far apart. Equal to burst_gap_ns: never widened.
-    TimeNs                    dense_interval_ns = 50'000;
+    // doubles, up to `max_burst_gap_ns`; it halves back once they are
+    // `sparse_interval_ns` apart. Equal to burst_gap_ns: never widened.
+    // 100 us: a 1 MiB rendezvous stream over tcp loopback makes an event
+    // every 72 us, and at 50 us its events cost the drain 8-13 % of the
+    // bandwidth; the mini-apps' events are rarely that dense (under 1 % of
+    // the checks on their traces) except in MPI_Init's wire-up, so a gap
+    // widened there must narrow back at their usual 150-500 us.
+    TimeNs                    dense_interval_ns = 100'000;
+    TimeNs                    sparse_interval_ns = 200'000;
     TimeNs                    max_burst_gap_ns  = 320'000;
     std::string               trace_path;         // empty: no trace
     // Thesis §4.5.2: a burst that carries packed data and finds the link in
@@ -187,9 +193,11 @@ private:
     // costs the drain a few hundred ns of shadow replays under the
     // adaptive policy (about a microsecond with its first twenty
     // candidates), taken from a core the application polls on; a
-    // streaming phase (rendezvous puts waiting for their requests) makes
-    // one every 30-40 us, up to 3 % of a core, and its 20-40 us gaps save little
-    // under any policy. So where events come denser than
+    // streaming phase (rendezvous puts waiting for their requests or for
+    // the socket) makes one every 30-80 us, and its 20-50 us gaps save
+    // little under any policy. On a core a rank busy-polls on, that work
+    // cost several times its own CPU time in bandwidth (1.7 % of a core,
+    // 8-13 % of 1 MiB bandwidth). So where events come denser than
     // config_.dense_interval_ns the gap widens and they merge. Not in a
     // run that packs: a packed burst wakes a low link to the lanes its
     // event id needed last time, and bursts merged by a wider gap differ
