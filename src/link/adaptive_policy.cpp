@@ -4,6 +4,7 @@
 #include "link/replay.h"
 
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 
 namespace slim::link {
@@ -11,6 +12,14 @@ namespace slim::link {
 namespace {
 
 std::string micros(TimeNs ns) { return std::to_string(ns / 1'000) + "us"; }
+
+// Every field of ContextConfig: predictors configured alike decide alike.
+bool same_context(const predict::ContextConfig& a, const predict::ContextConfig& b)
+{
+    return a.depth == b.depth && a.displacement == b.displacement && a.t_react_ns == b.t_react_ns &&
+           a.tolerance == b.tolerance && a.table_entries == b.table_entries && a.key == b.key &&
+           a.run_gap_ns == b.run_gap_ns;
+}
 
 }  // namespace
 
@@ -101,7 +110,21 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
     }
     current_ = config_.initial;
     decay_   = config_.half_life_checks > 0 ? std::pow(0.5, 1.0 / config_.half_life_checks) : 0.0;
+    // Candidates whose context predictors are configured alike share one
+    // (SharedContext): they differ only in what they do where it has no
+    // window, and its decisions depend on the events alone.
+    std::vector<std::shared_ptr<SharedContext>> contexts;
+    const auto shared_context = [&contexts](const predict::ContextConfig& c) {
+        for (const std::shared_ptr<SharedContext>& have : contexts) {
+            if (same_context(have->predictor().config(), c)) {
+                return have;
+            }
+        }
+        contexts.push_back(std::make_shared<SharedContext>(c));
+        return contexts.back();
+    };
     for (const Candidate& k : config_.candidates) {
+        std::shared_ptr<SharedContext> shared;
         ReplayConfig rc;
         rc.link   = config_.link;
         rc.packed = config_.packed;
@@ -134,9 +157,10 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
             if (k.kind == CandidateKind::context_timeout) {
                 rc.policy.context_fallback_timeout_ns = k.timeout_ns;
             }
+            shared = shared_context(rc.policy.context);
             break;
         }
-        shadows_.push_back(std::make_unique<Replay>(rc));
+        shadows_.push_back(std::make_unique<Replay>(rc, std::move(shared)));
     }
     scores_.resize(shadows_.size());
     decisions_.resize(shadows_.size());

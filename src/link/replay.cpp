@@ -9,7 +9,7 @@
 
 namespace slim::link {
 
-Replay::Replay(const ReplayConfig& config)
+Replay::Replay(const ReplayConfig& config, std::shared_ptr<SharedContext> shared)
     : config_(config),
       recording_flips_at_(config.timeline_events > 0 ? config.timeline_first_event : UINT64_MAX)
 {
@@ -18,7 +18,7 @@ Replay::Replay(const ReplayConfig& config)
         predictor_.emplace(config_.policy.predictor);
         break;
     case PolicyKind::context:
-        context_.emplace(config_.policy.context);
+        context_ = shared ? std::move(shared) : std::make_shared<SharedContext>(config_.policy.context);
         break;
     case PolicyKind::adaptive: {
         AdaptiveConfig a = config_.policy.adaptive;
@@ -172,7 +172,7 @@ const predict::Decision& Replay::on_event(const Event& event)
         decision_ = predictor_->on_event(event);
         pending_low_ = decision_.low_power;
     } else if (context_) {
-        decision_    = context_->on_event(event);
+        decision_    = context_->decide(event, events_);
         pending_low_ = decision_.low_power;
     } else if (adaptive_) {
         const AdaptiveDecision a = adaptive_->on_event(event);

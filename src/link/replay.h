@@ -105,6 +105,31 @@ struct ReplayResult {
     TimeNs time_in_transition_ns = 0;
 };
 
+// A context predictor that several replays of the same trace share: its
+// decisions depend on the events alone, not on what a replay's link did,
+// so AdaptivePolicy's candidates that differ only in their timeouts ask one
+// predictor instead of one each (six of the ten defaults share two; the
+// live drain's per-event work took a busy-polling rank's core).
+class SharedContext {
+public:
+    explicit SharedContext(const predict::ContextConfig& config) : predictor_(config) {}
+    // The decision on the event_index-th event (1-based), computed once.
+    const predict::Decision& decide(const predict::Event& event, std::uint64_t event_index)
+    {
+        if (event_index != decided_) {
+            decision_ = predictor_.on_event(event);
+            decided_  = event_index;
+        }
+        return decision_;
+    }
+    const predict::ContextPredictor& predictor() const { return predictor_; }
+
+private:
+    predict::ContextPredictor predictor_;
+    predict::Decision         decision_;
+    std::uint64_t             decided_ = 0;
+};
+
 // Drives one LinkModel through a trace. Feed events in order with
 // on_event(); result() may be asked at any time (it integrates the model to
 // the end of the last replayed burst).
@@ -117,7 +142,10 @@ struct ReplayResult {
 class Replay {
 public:
     // Throws std::invalid_argument when the predictor refuses its config.
-    explicit Replay(const ReplayConfig& config);
+    // PolicyKind::context: `shared` (when given) is the predictor, shared
+    // with other replays fed the same events in the same order; its config
+    // must be config.policy.context.
+    explicit Replay(const ReplayConfig& config, std::shared_ptr<SharedContext> shared = nullptr);
 
     // Events must come in order (start >= previous end, end >= start), as
     // predict::TraceReader guarantees. Returns the predictor's decision on
@@ -135,7 +163,7 @@ public:
     // The policy of PolicyKind::adaptive, else none.
     const AdaptivePolicy* adaptive() const { return adaptive_.get(); }
     // The context predictor of PolicyKind::context, else none.
-    const predict::ContextPredictor* context() const { return context_ ? &*context_ : nullptr; }
+    const predict::ContextPredictor* context() const { return context_ ? &context_->predictor() : nullptr; }
 
     // The width `event` needs: the full width, or burst_width() with packing.
     unsigned required_width(const Event& event) const;
@@ -171,7 +199,7 @@ private:
     ReplayConfig                      config_;
     std::optional<LinkModel>          model_;       // built at the first event
     std::optional<predict::Predictor> predictor_;
-    std::optional<predict::ContextPredictor> context_;
+    std::shared_ptr<SharedContext>    context_;
     std::unique_ptr<AdaptivePolicy>   adaptive_;
     predict::Decision                 decision_;    // on the last event
     std::optional<predict::LowPowerRequest> pending_low_;  // original time

@@ -37,6 +37,9 @@ namespace slim::predict {
 // runs of traffic between idle intervals the link could use.
 enum class ContextKey { events, runs };
 
+// (AdaptivePolicy shares one predictor among candidates whose configs are
+// equal in every field: same_context() in link/adaptive_policy.cpp lists
+// them; a new field goes there too.)
 struct ContextConfig {
     std::size_t depth        = 2;        // events in a context (1..8)
     double      displacement = 0.05;     // as Algorithm 4: idle - (idle * d + t_react)

@@ -453,3 +453,42 @@ TEST_CASE("the adaptive policy hands over at a switch: the old candidate's hit, 
     CHECK(switched_with_window);
     CHECK(policy.hits() >= 1);
 }
+
+TEST_CASE("replays that share a context predictor decide as replays with their own")
+{
+    // AdaptivePolicy gives candidates configured alike one SharedContext:
+    // the context's decisions depend on the events alone, so each replay
+    // must end where it would with a predictor of its own.
+    std::mt19937 rng(37);
+    TraceBuilder b;
+    split_exchange(b, 200, rng);
+    const auto config_for = [](TimeNs fallback_ns, TimeNs after_ns) {
+        ReplayConfig c;
+        c.policy.kind                        = PolicyKind::context;
+        c.policy.context.key                 = slim::predict::ContextKey::runs;
+        c.policy.context.tolerance           = 0.5;
+        c.policy.context_fallback_timeout_ns = fallback_ns;
+        c.policy.context_after_window_ns     = after_ns;
+        return c;
+    };
+    const ReplayConfig a = config_for(200'000, 0), c = config_for(50'000, 50'000);
+    auto shared = std::make_shared<slim::link::SharedContext>(a.policy.context);
+    slim::link::Replay shared_a(a, shared), shared_c(c, shared), own_a(a), own_c(c);
+    for (const Event& e : b.events) {
+        const auto& da = shared_a.on_event(e);
+        const auto& dc = shared_c.on_event(e);
+        const auto& oa = own_a.on_event(e);
+        const auto& oc = own_c.on_event(e);
+        REQUIRE(da.low_power.has_value() == oa.low_power.has_value());
+        REQUIRE(dc.low_power.has_value() == oc.low_power.has_value());
+        REQUIRE(da.hit == oa.hit);
+    }
+    const auto ra = shared_a.result(), rc = shared_c.result();
+    const auto oa = own_a.result(), oc = own_c.result();
+    CHECK(*ra.energy_savings_pct == *oa.energy_savings_pct);
+    CHECK(*ra.time_penalty_pct == *oa.time_penalty_pct);
+    CHECK(*rc.energy_savings_pct == *oc.energy_savings_pct);
+    CHECK(*rc.time_penalty_pct == *oc.time_penalty_pct);
+    CHECK(*ra.energy_savings_pct != *rc.energy_savings_pct);  // they did differ
+    CHECK(shared_a.context() == shared_c.context());
+}
