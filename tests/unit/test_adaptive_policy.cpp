@@ -492,3 +492,14 @@ TEST_CASE("replays that share a context predictor decide as replays with their o
     CHECK(*ra.energy_savings_pct != *rc.energy_savings_pct);  // they did differ
     CHECK(shared_a.context() == shared_c.context());
 }
+
+TEST_CASE("the default initial candidate is the one its comment names")
+{
+    // AdaptiveConfig::initial is an index into default_candidates(): a
+    // reordered list must not silently change what short runs start with.
+    const AdaptiveConfig config;
+    REQUIRE(config.initial < config.candidates.size());
+    CHECK(config.candidates[config.initial].name() == "runs 1 +-50% + timeout 200us");
+    const AdaptivePolicy policy(config);
+    CHECK(policy.in_force().name() == "runs 1 +-50% + timeout 200us");
+}
