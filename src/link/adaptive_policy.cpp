@@ -163,7 +163,6 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
         shadows_.push_back(std::make_unique<Replay>(rc, std::move(shared)));
     }
     scores_.resize(shadows_.size());
-    decisions_.resize(shadows_.size());
 }
 
 AdaptivePolicy::~AdaptivePolicy() = default;
@@ -173,12 +172,13 @@ AdaptivePolicy& AdaptivePolicy::operator=(AdaptivePolicy&&) noexcept = default;
 AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
 {
     AdaptiveDecision out;
-    for (std::size_t i = 0; i < shadows_.size(); ++i) {
-        decisions_[i] = &shadows_[i]->on_event(event);
+    for (const std::unique_ptr<Replay>& shadow : shadows_) {
+        shadow->on_event(event);
     }
     // The hit scores the gap before this event: the candidate in force
     // then, even when the check below replaces it.
-    out.hit = config_.candidates[current_].kind != CandidateKind::timeout && decisions_[current_]->hit;
+    out.hit = config_.candidates[current_].kind != CandidateKind::timeout &&
+              shadows_[current_]->decision().hit;
     ++events_;
     const bool early = config_.early_check > 0 &&
                        (events_ == config_.early_check || events_ == 2 * config_.early_check);
@@ -187,7 +187,7 @@ AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
     }
     // The gap after this event is the one in force now: its window.
     const Candidate& k = config_.candidates[current_];
-    out.low_power      = decisions_[current_]->low_power;
+    out.low_power      = shadows_[current_]->decision().low_power;
     if (k.kind == CandidateKind::timeout) {
         out.timeout_ns = k.timeout_ns;
         out.low_power.reset();

@@ -118,7 +118,6 @@ private:
     AdaptiveConfig                       config_;
     std::vector<std::unique_ptr<Replay>> shadows_;
     std::vector<Score>                   scores_;
-    std::vector<const predict::Decision*> decisions_;  // this event's, one per shadow
     std::size_t                          current_  = 0;
     std::uint64_t                        events_   = 0;
     std::uint64_t                        switches_ = 0;

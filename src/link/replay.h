@@ -153,6 +153,8 @@ public:
     const predict::Decision& on_event(const Event& event);
 
     ReplayResult result();
+    // The decision on the last event, as on_event() returned it.
+    const predict::Decision& decision() const { return decision_; }
 
     const ReplayConfig& config() const { return config_; }
     // The predictor of PolicyKind::predictor, else none.
