@@ -390,7 +390,7 @@ int main(int argc, char **argv)
                "# via: how the marked bytes left (slim_traffic_get): put (rendezvous puts,\n"
                "# packed in bounce buffers), am (active messages: frames), or mix;\n"
                "# missed: share of the marked bytes sent unpacked (a burst larger than\n"
-               "# the bounce pool, UCX_SLIM_BOUNCE_COUNT, sends the rest as it is)\n");
+               "# the bounce pool's limit, UCX_SLIM_BOUNCE_COUNT, sends the rest as it is)\n");
         printf("# %9s %14s %12s %16s %13s %s %s %s\n", "bytes", "unmarked MB/s", "marked MB/s",
                "marked/unmarked", "wire/payload", "check", "via", "missed");
         fflush(stdout);

@@ -22,6 +22,7 @@
 #include <uct/base/uct_md.h>
 #include <uct/api/uct.h>
 #include <ucs/datastruct/list.h>
+#include <ucs/datastruct/mpool.h>
 #include <ucs/type/spinlock.h>
 #include <ucs/type/class.h>
 
@@ -154,19 +155,21 @@ typedef struct slim_frame_iface {
 
 
 /* Bounce buffers for packed puts (slim_put.c). Used by the application's
- * thread only: no lock. */
+ * thread only: no lock. A UCX memory pool whose chunks are registered with
+ * the inner md as they are allocated: it starts with one chunk and grows
+ * on demand up to UCX_SLIM_BOUNCE_COUNT buffers, as UCX's own pools do. */
 typedef struct slim_bounce slim_bounce_t;
 
 typedef struct slim_bounce_pool {
-    uint8_t         *memory;       /* NULL: no pool, puts are not packed */
+    ucs_mpool_t     mp;
+    int             ready;         /* 0: no pool, puts are not packed */
+    int             grow_failed;   /* a chunk could not be had: no more tries */
     size_t          buffer_size;   /* UCX_SLIM_BOUNCE_SIZE: the largest put */
     size_t          stride;        /* one buffer: the above, the frame's
                                       header and table, page-aligned */
-    unsigned        count;         /* UCX_SLIM_BOUNCE_COUNT */
-    uct_md_h        md;            /* the inner md it is registered with */
-    uct_mem_h       memh;
-    slim_bounce_t   *descs;
-    slim_bounce_t   *free;         /* a stack of free descriptors */
+    unsigned        count;         /* UCX_SLIM_BOUNCE_COUNT: at most this many */
+    unsigned        allocated;     /* buffers in the chunks so far */
+    uct_md_h        md;            /* the inner md chunks are registered with */
 } slim_bounce_pool_t;
 
 
@@ -326,7 +329,7 @@ ucs_status_t slim_put_drain(slim_ep_t *ep);
 size_t           slim_bounce_size(const slim_iface_t *iface); /* 0: no pool */
 slim_bounce_t    *slim_bounce_take(slim_iface_t *iface);      /* NULL: empty */
 uint8_t          *slim_bounce_data(slim_bounce_t *bounce);
-uct_mem_h        slim_bounce_memh(const slim_iface_t *iface);
+uct_mem_h        slim_bounce_memh(const slim_bounce_t *bounce);
 /* The completion to send a frame from `bounce` with: returns it. */
 uct_completion_t *slim_bounce_frame_comp(slim_bounce_t *bounce);
 void             slim_bounce_give(slim_bounce_t *bounce);

@@ -221,7 +221,7 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
     iov.stride = 0;
     iov.count  = 1;
     if (ctx->bounce != NULL) {
-        iov.memh = slim_bounce_memh(ctx->iface);
+        iov.memh = slim_bounce_memh(ctx->bounce);
         comp     = slim_bounce_frame_comp(ctx->bounce);
     } else {
         iov.memh             = UCT_MEM_HANDLE_NULL;

@@ -24,18 +24,23 @@
  * request on the inner endpoint finishes it when resources return, so
  * nothing UCP sends later on this endpoint can overtake a notice.
  *
- * Bounce buffers: one pool per interface, UCX_SLIM_BOUNCE_COUNT buffers of
- * UCX_SLIM_BOUNCE_SIZE bytes (and room for a frame's header and table) in
- * one allocation, registered once with the
- * inner md (so a transport that needs a memory handle gets one). While
- * packing steers, slim advertises the buffer size as its put zero-copy limit,
- * so UCP never asks for a larger put. An empty pool never blocks: the put
- * goes unpacked and its marked bytes count as missed.
+ * Bounce buffers: one UCX memory pool per interface, of buffers of
+ * UCX_SLIM_BOUNCE_SIZE bytes (and room for a frame's header and table). Its
+ * chunks of UCX_SLIM_BOUNCE_GROW buffers are mapped and registered with the
+ * inner md as they are allocated (so a transport that needs a memory handle
+ * gets one): the first at open, the others when the pool runs empty, up to
+ * UCX_SLIM_BOUNCE_COUNT buffers. A process that packs a little holds one
+ * chunk; one with many large marked messages in flight grows the pool
+ * instead of sending them unpacked. While packing steers, slim advertises
+ * the buffer size as its put zero-copy limit, so UCP never asks for a larger
+ * put. An empty pool at its limit never blocks: the put goes unpacked and
+ * its marked bytes count as missed.
  */
 #include "slim.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/mpool.inl>
 #include <ucs/sys/sys.h>
 #include <uct/base/uct_iov.inl>
 #include <string.h>
@@ -51,21 +56,108 @@ struct slim_bounce {
     uct_completion_t  comp;      /* the put, the flush, and the issuing call */
     uct_completion_t  *user;     /* UCP's completion of its put */
     slim_iface_t      *iface;
-    slim_bounce_t     *next_free;
-    uint8_t           *wire;     /* this descriptor's buffer in the pool */
+    uint8_t           *wire;     /* this descriptor's buffer */
+    uct_mem_h         memh;      /* its chunk's registration */
     slim_put_info_t   info;
     int               stage;
     uint8_t           notice[SLIM_EXPAND_NOTICE_MAX] UCS_V_ALIGNED(8);
 };
 
+/* A pool element is its descriptor, then its buffer at this offset, which
+ * the pool aligns to a page. */
+#define SLIM_BOUNCE_DATA_OFFSET  ucs_align_up_pow2(sizeof(slim_bounce_t), 64)
+
+/* The front of each chunk's mapping. */
+typedef struct slim_bounce_chunk_hdr {
+    size_t    length;   /* of the whole mapping */
+    uct_mem_h memh;
+} UCS_V_ALIGNED(64) slim_bounce_chunk_hdr_t;
+
 
 /* ---- the pool ----------------------------------------------------------- */
+
+static slim_iface_t *slim_bounce_pool_iface(ucs_mpool_t *mp)
+{
+    return *(slim_iface_t**)ucs_mpool_priv(mp);
+}
+
+static ucs_status_t slim_bounce_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
+                                            void **chunk_p)
+{
+    slim_bounce_pool_t *pool = &slim_bounce_pool_iface(mp)->bounce;
+    size_t length = ucs_align_up_pow2(sizeof(slim_bounce_chunk_hdr_t) +
+                                      *size_p, ucs_get_page_size());
+    slim_bounce_chunk_hdr_t *hdr;
+    uct_mem_h memh;
+    ucs_status_t status;
+    void *memory;
+
+    /* Untouched pages cost nothing until a put uses them. */
+    memory = ucs_mmap(NULL, length, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, "slim_bounce");
+    if (memory == MAP_FAILED) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+    status = uct_md_mem_reg(pool->md, memory, length,
+                            UCT_MD_MEM_ACCESS_LOCAL_READ |
+                            UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
+    if (status != UCS_OK) {
+        ucs_munmap(memory, length);
+        goto err;
+    }
+    hdr         = memory;
+    hdr->length = length;
+    hdr->memh   = memh;
+    *size_p     = length - sizeof(*hdr);
+    *chunk_p    = hdr + 1;
+    return UCS_OK;
+
+err:
+    /* Said once; the pool does not try again (slim_bounce_get). */
+    pool->grow_failed = 1;
+    ucs_warn("slim: %s %zu bytes of bounce buffers failed (%s); the pool "
+             "stays at %u buffers, and marked puts that find none free go "
+             "unpacked (UCX_SLIM_BOUNCE_COUNT, UCX_SLIM_BOUNCE_GROW)",
+             (memory == MAP_FAILED) ? "mapping" : "registering", length,
+             ucs_status_string(status), pool->allocated);
+    return status;
+}
+
+static void slim_bounce_chunk_release(ucs_mpool_t *mp, void *chunk)
+{
+    slim_bounce_pool_t *pool     = &slim_bounce_pool_iface(mp)->bounce;
+    slim_bounce_chunk_hdr_t *hdr = (slim_bounce_chunk_hdr_t*)chunk - 1;
+
+    uct_md_mem_dereg(pool->md, hdr->memh);
+    ucs_munmap(hdr, hdr->length);
+}
+
+static void slim_bounce_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
+{
+    slim_iface_t *iface   = slim_bounce_pool_iface(mp);
+    slim_bounce_t *bounce = obj;
+
+    bounce->iface = iface;
+    bounce->wire  = UCS_PTR_BYTE_OFFSET(obj, SLIM_BOUNCE_DATA_OFFSET);
+    bounce->memh  = ((slim_bounce_chunk_hdr_t*)chunk - 1)->memh;
+    ++iface->bounce.allocated;
+    slim_core_bounce_added(iface->bounce.stride);
+}
+
+static ucs_mpool_ops_t slim_bounce_mpool_ops = {
+    .chunk_alloc   = slim_bounce_chunk_alloc,
+    .chunk_release = slim_bounce_chunk_release,
+    .obj_init      = slim_bounce_obj_init,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
 
 ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
 {
     slim_bounce_pool_t *pool = &iface->bounce;
-    size_t buffer_size, stride, total;
-    unsigned count, i;
+    size_t buffer_size, page;
+    unsigned count, grow;
     uct_iface_attr_t attr;
     ucs_status_t status;
 
@@ -76,7 +168,7 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
                  "peers will be rejected");
     }
 
-    slim_core_bounce_config(&buffer_size, &count);
+    slim_core_bounce_config(&buffer_size, &count, &grow);
     if (!slim_core_packing_steers() || (count == 0) || (buffer_size == 0)) {
         return UCS_OK;   /* this process packs no puts */
     }
@@ -85,52 +177,36 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
         return UCS_OK;   /* nothing to put with */
     }
 
-    /* Untouched pages cost nothing until a put uses them; mmap keeps the
-     * buffers page-aligned for any inner md. Each buffer holds a whole
-     * UCX_SLIM_BOUNCE_SIZE put plus its frame's header and table, so that
-     * UCP, which splits a rendezvous into equal parts per lane, gets parts
-     * of a round size (1 MiB over two lanes: two 512 KiB puts, not two
-     * of 510 KiB and a 4 KiB straggler with a notice and flush of its own). */
-    stride = ucs_align_up_pow2(buffer_size + SLIM_PUT_SLACK,
-                               ucs_get_page_size());
-    total  = stride * count;
-    pool->memory = ucs_mmap(NULL, total, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
-                            "slim_bounce");
-    if (pool->memory == MAP_FAILED) {
-        pool->memory = NULL;
-        ucs_warn("slim: no memory for %u bounce buffers of %zu bytes "
-                 "(UCX_SLIM_BOUNCE_COUNT, UCX_SLIM_BOUNCE_SIZE); marked puts "
-                 "go unpacked", count, buffer_size);
-        return UCS_OK;
-    }
-    status = uct_md_mem_reg(inner_md, pool->memory, total,
-                            UCT_MD_MEM_ACCESS_LOCAL_READ |
-                            UCT_MD_MEM_ACCESS_LOCAL_WRITE, &pool->memh);
+    /* Each buffer holds a whole UCX_SLIM_BOUNCE_SIZE put plus its frame's
+     * header and table, so that UCP, which splits a rendezvous into equal
+     * parts per lane, gets parts of a round size (1 MiB over two lanes: two
+     * 512 KiB puts, not two of 510 KiB and a 4 KiB straggler with a notice
+     * and flush of its own). */
+    page          = ucs_get_page_size();
+    pool->md      = inner_md;
+    pool->count   = count;
+    pool->stride  = ucs_align_up_pow2(buffer_size + SLIM_PUT_SLACK, page);
+    status = ucs_mpool_init(&pool->mp, sizeof(slim_iface_t*),
+                            SLIM_BOUNCE_DATA_OFFSET + pool->stride,
+                            SLIM_BOUNCE_DATA_OFFSET, page,
+                            ucs_min(grow, count), count,
+                            &slim_bounce_mpool_ops, "slim_bounce");
     if (status != UCS_OK) {
-        ucs_warn("slim: registering %zu bytes of bounce buffers failed (%s); "
-                 "marked puts go unpacked", total, ucs_status_string(status));
-        ucs_munmap(pool->memory, total);
-        pool->memory = NULL;
+        ucs_warn("slim: no bounce pool (%s); marked puts go unpacked",
+                 ucs_status_string(status));
         return UCS_OK;
     }
-    pool->descs = ucs_calloc(count, sizeof(*pool->descs), "slim_bounce");
-    if (pool->descs == NULL) {
-        uct_md_mem_dereg(inner_md, pool->memh);
-        ucs_munmap(pool->memory, total);
-        pool->memory = NULL;
-        return UCS_OK;
+    *(slim_iface_t**)ucs_mpool_priv(&pool->mp) = iface;
+
+    /* The first chunk now: a transport that cannot register says so at
+     * open, and a process that packs a little never maps in the send path. */
+    ucs_mpool_grow(&pool->mp, ucs_min(grow, count));
+    if (pool->mp.freelist == NULL) {
+        ucs_mpool_cleanup(&pool->mp, 0);
+        return UCS_OK;   /* the chunk's failure was said */
     }
-    pool->md          = inner_md;
     pool->buffer_size = buffer_size;
-    pool->stride      = stride;
-    pool->count       = count;
-    for (i = 0; i < count; ++i) {
-        pool->descs[i].iface     = iface;
-        pool->descs[i].wire      = pool->memory + (size_t)i * stride;
-        pool->descs[i].next_free = pool->free;
-        pool->free               = &pool->descs[i];
-    }
+    pool->ready       = 1;
     return UCS_OK;
 }
 
@@ -140,36 +216,34 @@ void slim_put_iface_cleanup(slim_iface_t *iface)
 
     slim_core_expander_close(iface->expander);
     iface->expander = NULL;
-    if (pool->memory == NULL) {
+    if (!pool->ready) {
         return;
     }
-    uct_md_mem_dereg(pool->md, pool->memh);
-    ucs_munmap(pool->memory, pool->stride * pool->count);
-    ucs_free(pool->descs);
+    /* Buffers of puts still in flight are unmapped with the rest, as the
+     * inner transport's endpoints are gone by now. */
+    ucs_mpool_cleanup(&pool->mp, 0);
     memset(pool, 0, sizeof(*pool));
 }
 
+/* An empty pool grows by a chunk, up to its limit; after a chunk failed it
+ * does not try again (each try would map and register in the send path). */
 static UCS_F_ALWAYS_INLINE slim_bounce_t *slim_bounce_get(slim_bounce_pool_t *pool)
 {
-    slim_bounce_t *bounce = pool->free;
-
-    if (bounce != NULL) {
-        pool->free = bounce->next_free;
+    if (ucs_unlikely(pool->mp.freelist == NULL) &&
+        (!pool->ready || pool->grow_failed)) {
+        return NULL;
     }
-    return bounce;
+    return ucs_mpool_get_inline(&pool->mp);
 }
 
 static UCS_F_ALWAYS_INLINE void slim_bounce_put(slim_bounce_t *bounce)
 {
-    slim_bounce_pool_t *pool = &bounce->iface->bounce;
-
-    bounce->next_free = pool->free;
-    pool->free        = bounce;
+    ucs_mpool_put_inline(bounce);
 }
 
 size_t slim_bounce_size(const slim_iface_t *iface)
 {
-    return (iface->bounce.memory != NULL) ? iface->bounce.stride : 0;
+    return iface->bounce.ready ? iface->bounce.stride : 0;
 }
 
 slim_bounce_t *slim_bounce_take(slim_iface_t *iface)
@@ -182,9 +256,9 @@ uint8_t *slim_bounce_data(slim_bounce_t *bounce)
     return bounce->wire;
 }
 
-uct_mem_h slim_bounce_memh(const slim_iface_t *iface)
+uct_mem_h slim_bounce_memh(const slim_bounce_t *bounce)
 {
-    return iface->bounce.memh;
+    return bounce->memh;
 }
 
 void slim_bounce_give(slim_bounce_t *bounce)
@@ -210,7 +284,7 @@ void slim_put_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
     /* A get reads the peer's memory where slim cannot pack it: withheld,
      * so that UCP's rendezvous writes by put instead (tcp has no get). */
     iface_attr->cap.flags &= ~UCT_IFACE_FLAG_GET_ZCOPY;
-    if (iface->bounce.memory != NULL) {
+    if (iface->bounce.ready) {
         /* A packed put is built as a frame in one buffer, which has room
          * for the frame's header and segment table beside the data. */
         iface_attr->cap.put.max_zcopy = ucs_min(iface_attr->cap.put.max_zcopy,
@@ -402,8 +476,7 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
         if (bounce != NULL) {
             slim_bounce_put(bounce);
         }
-        outcome->bounce_empty = (bounce == NULL) &&
-                                (iface->bounce.memory != NULL);
+        outcome->bounce_empty = (bounce == NULL) && iface->bounce.ready;
         outcome->info         = info.frame;
         return;
     }
@@ -417,7 +490,7 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
 
     iov.buffer = bounce->wire + info.wire_offset;
     iov.length = info.frame.frame_length;
-    iov.memh   = iface->bounce.memh;
+    iov.memh   = bounce->memh;
     iov.stride = 0;
     iov.count  = 1;
     status = uct_ep_put_zcopy(ep->inner, &iov, 1, remote_addr, rkey,

@@ -302,6 +302,14 @@ Config Config::from_ucx()
     } else {
         config.bounce_count = raw.bounce_count;
     }
+    if (raw.bounce_grow < 1 || raw.bounce_grow > max_bounce_grow) {
+        const char *text = std::getenv(bounce_grow_var);
+        problems.push_back(parse::bad_value(bounce_grow_var,
+                                            text ? text : std::to_string(raw.bounce_grow),
+                                            "whole numbers from 1 to 4096"));
+    } else {
+        config.bounce_grow = raw.bounce_grow;
+    }
     if (config.link == LinkBackendKind::exec && config.link_exec.empty()) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

@@ -76,6 +76,8 @@ struct Config {
     static constexpr std::size_t min_bounce_size  = std::size_t{64} << 10;
     static constexpr std::size_t max_bounce_size  = std::size_t{64} << 20;
     static constexpr unsigned    max_bounce_count = 4096;
+    static constexpr const char *bounce_grow_var  = "UCX_SLIM_BOUNCE_GROW";
+    static constexpr unsigned    max_bounce_grow  = 4096;
 
     std::string  inner     = "tcp"; // UCT transport that `slim` wraps
     ReportTarget report;            // exit report destination
@@ -99,9 +101,11 @@ struct Config {
     // written without them.
     std::chrono::nanoseconds report_wait = std::chrono::seconds(10);
     // Packed puts: one bounce buffer's size (the largest put packed in one
-    // piece) and how many each interface registers; 0 packs no puts.
+    // piece), how many each interface may hold (0 packs no puts), and how
+    // many it maps and registers at a time (the pool grows when empty).
     std::size_t bounce_size  = std::size_t{512} << 10;
-    unsigned    bounce_count = 32;
+    unsigned    bounce_count = 128;
+    unsigned    bounce_grow  = 8;
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

@@ -271,17 +271,23 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size
     return static_cast<int64_t>(need);
 }
 
-void slim_core_bounce_config(size_t *buffer_size, unsigned *count)
+void slim_core_bounce_config(size_t *buffer_size, unsigned *count, unsigned *grow)
 {
     const slim::Engine *engine = slim::Engine::get();
     *buffer_size = engine != nullptr ? engine->config().bounce_size : 0;
     *count       = engine != nullptr ? engine->config().bounce_count : 0;
+    *grow        = engine != nullptr ? engine->config().bounce_grow : 0;
 }
 
 void slim_core_put_bounce_empty(const slim_frame_info_t *info)
 {
     slim::process_packing().marked_unsent(info->marked_bytes);
     slim::process_packing().put_bounce_empty();
+}
+
+void slim_core_bounce_added(size_t bytes)
+{
+    slim::process_packing().bounce_added(bytes);
 }
 
 slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *wire,

@@ -72,6 +72,8 @@ PackingMonitor::PutCounts PackingMonitor::put_counts() const noexcept
     c.puts_packed      = puts_packed_.load(std::memory_order_relaxed);
     c.notices_rejected = notices_rejected_.load(std::memory_order_relaxed);
     c.bounce_empty     = bounce_empty_.load(std::memory_order_relaxed);
+    c.bounce_buffers   = bounce_buffers_.load(std::memory_order_relaxed);
+    c.bounce_bytes     = bounce_bytes_.load(std::memory_order_relaxed);
     return c;
 }
 

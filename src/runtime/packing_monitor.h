@@ -59,10 +59,19 @@ public:
     void put_packed() noexcept { add(puts_packed_, 1); }
     void notice_rejected() noexcept { add(notices_rejected_, 1); }
     void put_bounce_empty() noexcept { add(bounce_empty_, 1); }
+    // The bounce pools grew by one buffer of `bytes` (registered memory the
+    // process keeps until its interface closes).
+    void bounce_added(std::uint64_t bytes) noexcept
+    {
+        add(bounce_buffers_, 1);
+        add(bounce_bytes_, bytes);
+    }
     struct PutCounts {
         std::uint64_t puts_packed      = 0;
         std::uint64_t notices_rejected = 0;
         std::uint64_t bounce_empty     = 0;
+        std::uint64_t bounce_buffers   = 0;   // over all interfaces' pools
+        std::uint64_t bounce_bytes     = 0;
     };
     PutCounts put_counts() const noexcept;
     // Values were packed at `precision` (the frame path, per packed run).
@@ -89,6 +98,8 @@ private:
     std::atomic<std::uint64_t> puts_packed_{0};
     std::atomic<std::uint64_t> notices_rejected_{0};
     std::atomic<std::uint64_t> bounce_empty_{0};
+    std::atomic<std::uint64_t> bounce_buffers_{0};
+    std::atomic<std::uint64_t> bounce_bytes_{0};
     std::atomic<int>           min_bits_{0}; // ErrorBound::min_bits
 };
 

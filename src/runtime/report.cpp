@@ -175,8 +175,10 @@ std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound,
     if (any_puts(puts)) {
         std::snprintf(block.data(), block.size(),
                       "           of those, puts packed %" PRIu64 "; expand notices rejected %" PRIu64
-                      "; puts unpacked for want of a bounce buffer %" PRIu64 "\n",
-                      puts.puts_packed, puts.notices_rejected, puts.bounce_empty);
+                      "; puts unpacked for want of a bounce buffer %" PRIu64 "\n"
+                      "           bounce buffers %" PRIu64 " (%.1f MiB registered)\n",
+                      puts.puts_packed, puts.notices_rejected, puts.bounce_empty,
+                      puts.bounce_buffers, static_cast<double>(puts.bounce_bytes) / (1 << 20));
         out += block.data();
     }
     if (bound.packed()) {
@@ -199,7 +201,9 @@ ReportJson packing_json(const slim_packing_stats_t &p, ErrorBound bound,
     if (any_puts(puts)) {
         out["puts"] = {{"packed", puts.puts_packed},
                        {"notices_rejected", puts.notices_rejected},
-                       {"bounce_empty", puts.bounce_empty}};
+                       {"bounce_empty", puts.bounce_empty},
+                       {"bounce_buffers", puts.bounce_buffers},
+                       {"bounce_bytes", puts.bounce_bytes}};
     }
     return out;
 }

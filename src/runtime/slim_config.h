@@ -39,6 +39,7 @@ typedef struct slim_config {
     char     *service;      /* UCX_SLIM_SERVICE: auto, off or a socket path */
     size_t    bounce_size;  /* UCX_SLIM_BOUNCE_SIZE: UCX memunits */
     unsigned  bounce_count; /* UCX_SLIM_BOUNCE_COUNT */
+    unsigned  bounce_grow;  /* UCX_SLIM_BOUNCE_GROW */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the

@@ -265,12 +265,19 @@ ucs_config_field_t slim_config_table[] = {
      "larger transfers go as several puts.",
      offsetof(slim_config_t, bounce_size), SLIM_TYPE_MEMUNITS},
 
-    {"BOUNCE_COUNT", "32",
-     "Bounce buffers per interface (0..4096), allocated and registered with\n"
-     "the inner memory domain once, when packing steers. A marked put that\n"
-     "finds none free goes unpacked (counted as missed), never waits.\n"
-     "0: puts are never packed.",
+    {"BOUNCE_COUNT", "128",
+     "Most bounce buffers per interface (0..4096). When packing steers, the\n"
+     "pool maps and registers UCX_SLIM_BOUNCE_GROW of them with the inner\n"
+     "memory domain at open, and as many more each time it runs empty, up\n"
+     "to this. A marked put that finds none free then goes unpacked\n"
+     "(counted as missed), never waits. 0: puts are never packed.",
      offsetof(slim_config_t, bounce_count), SLIM_TYPE_UINT},
+
+    {"BOUNCE_GROW", "8",
+     "Bounce buffers mapped and registered at a time (1..4096): at interface\n"
+     "open, then whenever the pool runs empty, until UCX_SLIM_BOUNCE_COUNT.\n"
+     "Set it to UCX_SLIM_BOUNCE_COUNT to register the whole pool at open.",
+     offsetof(slim_config_t, bounce_grow), SLIM_TYPE_UINT},
 
     {"PREDICTOR", "adaptive",
      "What drives the link width from live traffic: adaptive (timeouts, PPS\n"

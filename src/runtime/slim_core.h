@@ -146,6 +146,8 @@ void slim_core_frame_edge_sent(const slim_frame_info_t *info); /* EDGE_ONLY */
 /* A marked put that went unpacked because the bounce pool was empty: its
  * marked bytes count as missed, and the event as a bounce shortage. */
 void slim_core_put_bounce_empty(const slim_frame_info_t *info);
+/* A bounce pool grew by one buffer of `bytes` (for the report). */
+void slim_core_bounce_added(size_t bytes);
 
 /* Validates a frame received on SLIM_FRAME_AM_ID and rebuilds the message it
  * replaces (AM header, then payload) into out[0, capacity), its AM id into
@@ -168,12 +170,13 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out,
  * delivered. Frames and notices share the AM id; their first byte tells
  * them apart (slim_core_expand_is_notice). */
 
-/* UCX_SLIM_BOUNCE_SIZE and UCX_SLIM_BOUNCE_COUNT as parsed: the size of one
- * bounce buffer (it bounds the put that can be packed: slim advertises it as
- * the put zero-copy limit while packing steers) and how many an interface
- * registers, once, at open. count 0: no pool, puts are never packed. Both 0
- * before a successful slim_core_init(). */
-void slim_core_bounce_config(size_t *buffer_size, unsigned *count);
+/* UCX_SLIM_BOUNCE_SIZE, _COUNT and _GROW as parsed: the size of one bounce
+ * buffer (it bounds the put that can be packed: slim advertises it as the
+ * put zero-copy limit while packing steers), how many an interface may hold
+ * at most, and how many it maps and registers at a time (at open, then
+ * whenever the pool runs empty). count 0: no pool, puts are never packed.
+ * All 0 before a successful slim_core_init(). */
+void slim_core_bounce_config(size_t *buffer_size, unsigned *count, unsigned *grow);
 
 typedef struct slim_put_request {
     const slim_frame_piece_t *pieces;      /* the put's source (its iov) */

@@ -437,10 +437,19 @@ TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node report's wait, 10s by default")
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "-1s"}}), Contains("UCX_SLIM_REPORT_WAIT='-1s'"));
 }
 
-TEST_CASE("UCX_SLIM_BOUNCE_SIZE and _COUNT size the packed-put pool, 32 x 512k by default")
+TEST_CASE("UCX_SLIM_BOUNCE_SIZE, _COUNT and _GROW size the packed-put pool: up to 128 x 512k, "
+          "8 at a time, by default")
 {
     CHECK(parse({}).bounce_size == std::size_t{512} << 10);
-    CHECK(parse({}).bounce_count == 32);
+    CHECK(parse({}).bounce_count == 128);
+    CHECK(parse({}).bounce_grow == 8);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_GROW", "1"}}).bounce_grow == 1);
+    CHECK(parse({{"UCX_SLIM_BOUNCE_GROW", "4096"}}).bounce_grow == 4096);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_GROW", "0"}}),
+                      Contains("UCX_SLIM_BOUNCE_GROW='0': accepted values are whole numbers "
+                               "from 1 to 4096"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_BOUNCE_GROW", "4097"}}),
+                      Contains("UCX_SLIM_BOUNCE_GROW='4097'"));
     CHECK(parse({{"UCX_SLIM_BOUNCE_SIZE", "1m"}}).bounce_size == std::size_t{1} << 20);
     CHECK(parse({{"UCX_SLIM_BOUNCE_SIZE", "64k"}}).bounce_size == std::size_t{64} << 10);
     CHECK(parse({{"UCX_SLIM_BOUNCE_SIZE", "64m"}}).bounce_size == std::size_t{64} << 20);

@@ -84,15 +84,20 @@ TEST_CASE("packed puts add a line and a JSON object only when there were any")
     puts.puts_packed      = 2;
     puts.notices_rejected = 1;
     puts.bounce_empty     = 3;
-    CHECK_THAT(slim::format_text_report(sample_process(), sample_traffic(), packing, nullptr, {},
-                                        puts),
-               Contains("of those, puts packed 2; expand notices rejected 1; puts unpacked for "
-                        "want of a bounce buffer 3"));
+    puts.bounce_buffers   = 16;
+    puts.bounce_bytes     = 16 * (std::uint64_t{516} << 10);
+    const std::string text = slim::format_text_report(sample_process(), sample_traffic(),
+                                                      packing, nullptr, {}, puts);
+    CHECK_THAT(text, Contains("of those, puts packed 2; expand notices rejected 1; puts unpacked "
+                              "for want of a bounce buffer 3"));
+    CHECK_THAT(text, Contains("bounce buffers 16 (8.1 MiB registered)"));
     const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic(),
                                                        packing, nullptr, {}, puts));
     CHECK(j.at("packing").at("puts").at("packed").get<std::uint64_t>() == 2);
     CHECK(j.at("packing").at("puts").at("notices_rejected").get<std::uint64_t>() == 1);
     CHECK(j.at("packing").at("puts").at("bounce_empty").get<std::uint64_t>() == 3);
+    CHECK(j.at("packing").at("puts").at("bounce_buffers").get<std::uint64_t>() == 16);
+    CHECK(j.at("packing").at("puts").at("bounce_bytes").get<std::uint64_t>() == 16 * 528384);
 }
 
 TEST_CASE("the JSON report lists every operation kind with its counters")
