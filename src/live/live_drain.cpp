@@ -125,7 +125,7 @@ void LiveDrain::drain_locked(TimeNs horizon)
             if (item.kind == LogItem::Kind::op) {
                 apply(item.op);
             } else {
-                loop_.continue_burst(item.end, item.orig, item.wire);
+                loop_.continue_burst(item.end, item.orig, item.wire, item.splits);
             }
         } catch (...) {
             // The loop reports its own failures (the controller goes to full
@@ -146,6 +146,12 @@ void LiveDrain::drain_locked(TimeNs horizon)
         loop_.sync(now_);
     } catch (...) {
     }
+    // Producers fold operations into runs at the loop's gap: while dense
+    // traffic keeps it widened, a 1 MiB stream logs a few runs per drain,
+    // not hundreds (each of which this thread then replays, preempting a
+    // rank). A narrowed gap reaches them at the next round; until then,
+    // the runs they fold are ones the loop merged a moment ago.
+    log_.set_coalesce_gap(loop_.burst_gap_ns());
     if (options_.publish_low != nullptr) {
         const bool low = loop_.link_low();
         if (low && !was_low_) {

@@ -168,7 +168,8 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     extend_burst(traffic, t);
 }
 
-void LiveLoop::continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire)
+void LiveLoop::continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire,
+                              std::uint64_t splits)
 {
     if (finished_) return;
     Traffic t;
@@ -177,6 +178,11 @@ void LiveLoop::continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire
     t.send       = false;
     on_traffic(t);  // extends the open burst, the common case
     last_op_ns_ = std::max(last_op_ns_, end);
+    // Gaps the producer's coalescing hid count as the ones the loop sees
+    // itself (on_traffic): the widened gap merged them.
+    if (open_) {
+        open_->split_gaps += splits;
+    }
 }
 
 void LiveLoop::extend_burst(const Traffic& traffic, TimeNs t)

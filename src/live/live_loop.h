@@ -149,7 +149,8 @@ public:
     // lasts through `end`. With no burst open (its operations came later
     // than the drain could wait) they start one, named like an unknown
     // operation.
-    void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire);
+    void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire,
+                        std::uint64_t splits = 0);
     // Closes the current burst when its gap has passed (cheap when none is
     // open). Called by LiveDrain at each deadline it replays.
     void poll();
@@ -159,6 +160,8 @@ public:
     void sync(TimeNs through) { controller_->sync(through); }
     // The link is below its full width (a low-power request holds it).
     bool link_low() const { return controller_->width() < controller_->full_width(); }
+    // The burst gap in use now (widened while traffic is dense).
+    TimeNs burst_gap_ns() const noexcept { return burst_gap_ns_; }
 
     // The next time poll() has work to do at the latest: the open burst's
     // gap, the low-power request's expiry (a real port must be woken then),

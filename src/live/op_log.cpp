@@ -10,8 +10,17 @@ OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs co
     : shared_(shared_capacity),
       serial_capacity_(serial_capacity),
       clock_(clock),
-      coalesce_ticks_(static_cast<TimeNs>(clock.ticks_within(coalesce_gap)))
+      split_ticks_(static_cast<TimeNs>(clock.ticks_within(coalesce_gap))),
+      coalesce_ticks_(split_ticks_)
 {
+}
+
+void OpLog::set_coalesce_gap(TimeNs gap) noexcept
+{
+    const auto ticks = std::max(static_cast<TimeNs>(clock_.ticks_within(gap)), split_ticks_);
+    if (ticks != coalesce_ticks_.load(std::memory_order_relaxed)) {
+        coalesce_ticks_.store(ticks, std::memory_order_relaxed);
+    }
 }
 
 const SerialTotals* OpLog::continuation_target(const Source& s) noexcept
@@ -36,6 +45,7 @@ LogItem OpLog::continuation(const Source& s, const SerialTotals& target) const n
     item.ops   = target.ops - consumed.ops;
     item.orig  = target.orig - consumed.orig;
     item.wire  = target.wire - consumed.wire;
+    item.splits = target.splits - consumed.splits;
     return item;
 }
 

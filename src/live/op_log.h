@@ -40,6 +40,7 @@ struct LogItem {
     std::uint64_t ops   = 0;  // the operations it stands for
     std::uint64_t orig  = 0;  // and their bytes
     std::uint64_t wire  = 0;
+    std::uint64_t splits = 0; // gaps in it longer than the split gap
 
     // Where the item sits in time order.
     TimeNs at() const noexcept { return kind == Kind::op ? op.t_ns : start; }
@@ -74,7 +75,18 @@ public:
     // What serial producers stamp with, and their coalescing gap in its
     // ticks (SerialOpRing::record's argument).
     const RecordClock& clock() const noexcept { return clock_; }
-    TimeNs coalesce_ticks() const noexcept { return coalesce_ticks_; }
+    TimeNs coalesce_ticks() const noexcept
+    {
+        return coalesce_ticks_.load(std::memory_order_relaxed);
+    }
+    // The gap given at construction, in ticks: gaps longer than it inside
+    // a coalesced run are counted (SerialOpRing::record's split_gap).
+    TimeNs split_ticks() const noexcept { return split_ticks_; }
+    // The consumer only: producers coalesce with `gap` (never less than
+    // the construction's) from their next operation: the live loop's
+    // burst gap while dense traffic widened it, so that a stream of
+    // operations 20-100 us apart is logged as a few runs, not thousands.
+    void set_coalesce_gap(TimeNs gap) noexcept;
 
     // A ring for one serial producer; throws std::bad_alloc.
     SerialOpRing* open_serial();
@@ -141,7 +153,8 @@ private:
     OpRing              shared_;
     std::size_t         serial_capacity_;
     RecordClock         clock_;             // the consumer recalibrates it
-    TimeNs              coalesce_ticks_;
+    TimeNs              split_ticks_;
+    std::atomic<TimeNs> coalesce_ticks_;
     mutable std::mutex  mutex_;
     std::vector<Source> serial_;             // under mutex_
     std::uint64_t       closed_dropped_ = 0; // under mutex_: freed rings' drops

@@ -140,6 +140,9 @@ struct SerialTotals {
     std::uint64_t ops    = 0;
     std::uint64_t orig   = 0;  // bytes before packing
     std::uint64_t wire   = 0;  // bytes on the wire
+    // Gaps longer than the split gap that coalescing hid (SerialOpRing::
+    // record): what the live loop would have seen as separate runs.
+    std::uint64_t splits = 0;
 
     // The totals once `op` is counted too.
     void add(const OpRecord& op) noexcept
@@ -188,20 +191,29 @@ public:
 
     // The producer: one operation at `op.t_ns`. Operations at most
     // `coalesce_gap` after the previous one are folded into the totals
-    // unless they are the run's first send. Set `coalesce_gap` to the live
-    // loop's burst gap or less: then the loop's bursts come out the same as
-    // if every operation had been logged.
-    void record(const OpRecord& op, TimeNs coalesce_gap) noexcept
+    // unless they are the run's first send; those of them more than
+    // `split_gap` after the previous one are counted (SerialTotals::splits).
+    // Set `coalesce_gap` to the live loop's burst gap or less: then the
+    // loop's bursts come out the same as if every operation had been
+    // logged. `split_gap`: the loop's configured gap, at most coalesce_gap.
+    void record(const OpRecord& op, TimeNs coalesce_gap, TimeNs split_gap) noexcept
     {
-        const bool new_run = op.t_ns - own_.last_t > coalesce_gap || own_.ops == 0;
+        const TimeNs gap     = op.t_ns - own_.last_t;
+        const bool   new_run = gap > coalesce_gap || own_.ops == 0;
         if (new_run || (op.send && !run_has_send_)) {
             // Before the totals move: a consumer that sees totals including
             // this operation finds its record in the ring too.
             push(SerialRecord{op, own_});
             run_has_send_ = new_run ? op.send : true;
+        } else if (gap > split_gap) {
+            ++own_.splits;
         }
         own_.add(op);
         publish();
+    }
+    void record(const OpRecord& op, TimeNs coalesce_gap) noexcept
+    {
+        record(op, coalesce_gap, coalesce_gap);
     }
 
     // The producer: appends a record as it is. False when the ring is full
@@ -259,6 +271,7 @@ public:
             t.ops    = pub_ops_.load(std::memory_order_relaxed);
             t.orig   = pub_orig_.load(std::memory_order_relaxed);
             t.wire   = pub_wire_.load(std::memory_order_relaxed);
+            t.splits = pub_splits_.load(std::memory_order_relaxed);
             std::atomic_thread_fence(std::memory_order_acquire);
             if (seq_.load(std::memory_order_relaxed) == s1) {
                 return t;
@@ -290,6 +303,7 @@ private:
         pub_ops_.store(own_.ops, std::memory_order_relaxed);
         pub_orig_.store(own_.orig, std::memory_order_relaxed);
         pub_wire_.store(own_.wire, std::memory_order_relaxed);
+        pub_splits_.store(own_.splits, std::memory_order_relaxed);
         seq_.store(s + 2, std::memory_order_release);
     }
 
@@ -309,6 +323,7 @@ private:
     std::atomic<std::uint64_t>  pub_ops_{0};
     std::atomic<std::uint64_t>  pub_orig_{0};
     std::atomic<std::uint64_t>  pub_wire_{0};
+    std::atomic<std::uint64_t>  pub_splits_{0};
     // The consumer's line.
     alignas(64) std::atomic<std::uint64_t> tail_{0};
     std::uint64_t               tail_local_ = 0;

@@ -80,7 +80,7 @@ public:
             r.op_class   = static_cast<std::uint8_t>(op);
             r.am_id      = static_cast<std::uint8_t>(am_id);
             r.send       = dir == SLIM_DIR_SEND;
-            recorder.ring->record(r, log_->coalesce_ticks());
+            recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks());
             inject_if_low();
         }
     }

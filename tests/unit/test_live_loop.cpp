@@ -416,6 +416,26 @@ TEST_CASE("an interface logs where runs start and its first sends, and folds the
     CHECK(totals->last_t == 200'000);
 }
 
+TEST_CASE("a ring coalescing at a widened gap counts the gaps it hid")
+{
+    slim::live::OpLog log(8, 64, 20'000);
+    slim::live::SerialOpRing& ring = *log.open_serial();
+    // Coalescing at 100 us, splitting at the configured 20 us: 30 us and
+    // 35 us gaps are folded but counted, 10 us ones are folded only.
+    for (const TimeNs t : {100'000, 110'000, 140'000, 150'000, 185'000, 195'000}) {
+        ring.record(op_at(t, false), 100'000, log.split_ticks());
+    }
+    ring.record(op_at(400'000, false), 100'000, log.split_ticks());  // a new run
+    CHECK(ring.pushed() == 2);
+    std::vector<std::uint64_t> splits;
+    log.drain([&](const slim::live::LogItem& item) {
+        if (item.kind == slim::live::LogItem::Kind::continuation) {
+            splits.push_back(item.splits);
+        }
+    });
+    CHECK(splits == std::vector<std::uint64_t>{2});
+}
+
 TEST_CASE("records pushed by several threads all arrive, each once")
 {
     slim::live::OpRing ring(1 << 16);
@@ -775,6 +795,89 @@ TEST_CASE("a dense start does not widen the gap, and a widened gap narrows back 
     const auto phase = run(200);
     CHECK(phase.widest_burst_gap_ns > base);
     CHECK(phase.burst_gap_ns == base);
+}
+
+TEST_CASE("producers coalesce at the loop's widened gap, and the loop sees the same bursts")
+{
+    // Dense traffic fed to a loop directly, and recorded into a serial ring
+    // whose producer folds at whatever gap the drain last gave the log,
+    // drained every 16 ms. The drained loop must form the same events and
+    // widen the gap alike (the gaps the producer hid still count), while
+    // the ring logs a fraction of the runs once the first drain widened
+    // the log's gap.
+    struct Outcome {
+        slim::live::LiveSummary direct, drained;
+        std::uint64_t           ops_after = 0, pushed_after = 0;
+        bool                    widened   = false;
+    };
+    // `groups` groups of `per_group` operations `within` apart, `pause`
+    // after each.
+    const auto run = [](int groups, int per_group, TimeNs within, TimeNs pause) {
+        ManualClock direct_clock;
+        LiveLoop    direct(defaults_on(direct_clock));
+        TimeNs      replay_now = direct_clock.now;
+        LiveConfig  c          = defaults_on(direct_clock);
+        c.backend.clock        = slim::live::LiveDrain::replay_clock(replay_now);
+        LiveLoop              drained(c);
+        slim::live::OpLog     log(16, 8192, c.burst_gap_ns);
+        slim::live::SerialOpRing& ring = *log.open_serial();
+        TimeNs                wall = 0;
+        slim::live::LiveDrain drain(log, drained, replay_now, [&wall] { return wall; });
+
+        Outcome       out;
+        TimeNs        next_drain = direct_clock.now + 16'000'000;
+        std::optional<std::uint64_t> pushed_before;
+        std::uint64_t ops = 0, ops_before = 0;
+        for (int g = 0; g < groups; ++g) {
+            for (int k = 0; k < per_group; ++k) {
+                const Traffic t = op(k % 3, 65536, 1);
+                ring.record(op_at(direct_clock.now, true, 65536), log.coalesce_ticks(),
+                            log.split_ticks());
+                direct.on_traffic(t);
+                ++ops;
+                idle(direct, direct_clock, within);
+            }
+            idle(direct, direct_clock, pause);
+            if (direct_clock.now >= next_drain) {
+                wall = direct_clock.now;
+                drain.drain();
+                next_drain += 16'000'000;
+                if (!pushed_before) {
+                    pushed_before = ring.pushed();
+                    ops_before    = ops;
+                }
+            }
+        }
+        wall = direct_clock.now + 1'000'000;
+        drain.drain();
+        out.widened      = log.coalesce_ticks() > log.split_ticks();
+        out.ops_after    = ops - ops_before;
+        out.pushed_after = ring.pushed() - pushed_before.value_or(0);
+        out.direct       = direct.summary(true);
+        out.drained      = drain.with_loop([](LiveLoop& l) { return l.summary(true); });
+        return out;
+    };
+    SECTION("a 1 MiB rendezvous stream: a put every 72 us") {
+        const Outcome o = run(2000, 1, 72'000, 0);
+        CHECK(o.widened);
+        CHECK(o.pushed_after < 20);
+        CHECK(o.drained.widest_burst_gap_ns == o.direct.widest_burst_gap_ns);
+        CHECK(o.drained.burst_gap_ns == o.direct.burst_gap_ns);
+        CHECK(o.drained.events == Approx(o.direct.events).margin(2));
+    }
+    SECTION("groups of 8 operations 40 us apart, 600 us between groups") {
+        // Widened, each group is one event, 920 us after the last: sparse,
+        // were it not for the 7 gaps inside it that the configured gap
+        // would have split (what keeps the gap widened). The producer hides
+        // them; uncounted, the drained loop would narrow and flap.
+        const Outcome o = run(300, 8, 40'000, 600'000);
+        CHECK(o.widened);
+        CHECK(o.pushed_after * 4 < o.ops_after);
+        CHECK(o.direct.widest_burst_gap_ns > 20'000);
+        CHECK(o.drained.widest_burst_gap_ns == o.direct.widest_burst_gap_ns);
+        CHECK(o.drained.burst_gap_ns == o.direct.burst_gap_ns);
+        CHECK(o.drained.events == Approx(o.direct.events).margin(2));
+    }
 }
 
 TEST_CASE("a run that packs keeps the configured burst gap under dense traffic")
