@@ -8,9 +8,6 @@ namespace slim::live {
 
 namespace {
 
-// Events before the burst gap may first widen (LiveLoop::adapt_burst_gap).
-constexpr std::uint64_t kDenseSettleEvents = 64;
-
 unsigned size_class(std::uint64_t bytes)
 {
     unsigned c = 0;
@@ -270,10 +267,8 @@ void LiveLoop::adapt_burst_gap(TimeNs start, std::uint64_t split_gaps)
     last_start_ns_   = start;
     last_split_gaps_ = split_gaps;
     // Every 8 events: the mean has then seen the gap in use. Not before
-    // kDenseSettleEvents: MPI_Init's wire-up comes dense (events 20-90 us
-    // apart), and merging those cost a 100-event run 5-10 points of the
-    // oracle's savings; a stream worth widening for lasts far longer.
-    if (events_ < kDenseSettleEvents || events_ % 8 != 0) {
+    // config_.dense_settle_events (MPI_Init's wire-up).
+    if (events_ < config_.dense_settle_events || events_ % 8 != 0) {
         return;
     }
     if (mean_interval_ns_ < config_.dense_interval_ns && burst_gap_ns_ < config_.max_burst_gap_ns &&

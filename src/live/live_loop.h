@@ -68,6 +68,11 @@ struct LiveConfig {
     TimeNs                    dense_interval_ns = 100'000;
     TimeNs                    sparse_interval_ns = 200'000;
     TimeNs                    max_burst_gap_ns  = 320'000;
+    // Events before the gap may first widen: MPI_Init's wire-up comes dense
+    // (events 20-90 us apart), and merging those cost a 100-event run 5-10
+    // points of the oracle's savings; a stream worth widening for lasts far
+    // longer.
+    std::uint64_t             dense_settle_events = 64;
     std::string               trace_path;         // empty: no trace
     // Thesis §4.5.2: a burst that carries packed data and finds the link in
     // low power wakes it only to

@@ -775,10 +775,11 @@ TEST_CASE("a dense start does not widen the gap, and a widened gap narrows back 
 {
     // MPI_Init's wire-up comes in events 20-90 us apart; a solver loop's
     // then come 160 and 490 us apart, a mean of about 325 us.
-    const auto run = [](int dense_events) {
-        ManualClock      clock;
-        const LiveConfig c = defaults_on(clock);
-        LiveLoop         loop(c);
+    const auto run = [](int dense_events, std::uint64_t settle = LiveConfig{}.dense_settle_events) {
+        ManualClock clock;
+        LiveConfig  c          = defaults_on(clock);
+        c.dense_settle_events  = settle;
+        LiveLoop    loop(c);
         for (int k = 0; k < dense_events; ++k) {
             loop.on_traffic(op(0, 64, 1));
             idle(loop, clock, 45'000);
@@ -792,6 +793,8 @@ TEST_CASE("a dense start does not widen the gap, and a widened gap narrows back 
     const TimeNs base = LiveConfig{}.burst_gap_ns;
     const auto   start = run(16);
     CHECK(start.widest_burst_gap_ns == base);
+    // The same start widens the gap when the loop need not wait for it.
+    CHECK(run(16, 0).widest_burst_gap_ns > base);
     const auto phase = run(200);
     CHECK(phase.widest_burst_gap_ns > base);
     CHECK(phase.burst_gap_ns == base);
