@@ -9,6 +9,7 @@ benchmarks_slimlink_osu_like_LDADD = $(MPICH_LIBS)
 
 EXTRA_DIST += \
 	benchmarks/README.md \
+	benchmarks/bench_env.py \
 	benchmarks/compare-slim-tcp \
 	benchmarks/compare-uct-perftest
 
