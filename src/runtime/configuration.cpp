@@ -244,6 +244,22 @@ private:
     bool          filled_ = false;
 };
 
+// A whole number UCX parsed for `var` (which has no range of its own): true
+// when it is within [min, max]; otherwise the problem, with the text the
+// user gave, is added to `problems`.
+bool whole_in_range(const char *var, unsigned value, unsigned min, unsigned max,
+                    std::vector<std::string> &problems)
+{
+    if (value >= min && value <= max) {
+        return true;
+    }
+    const char *text = std::getenv(var);
+    problems.push_back(parse::bad_value(var, text ? text : std::to_string(value),
+                                        "whole numbers from " + std::to_string(min) + " to " +
+                                                std::to_string(max)));
+    return false;
+}
+
 } // namespace
 
 Config Config::from_ucx()
@@ -294,20 +310,10 @@ Config Config::from_ucx()
     } else {
         config.bounce_size = raw.bounce_size;
     }
-    if (raw.bounce_count > max_bounce_count) {
-        const char *text = std::getenv(bounce_count_var);
-        problems.push_back(parse::bad_value(bounce_count_var,
-                                            text ? text : std::to_string(raw.bounce_count),
-                                            "whole numbers from 0 to 4096"));
-    } else {
+    if (whole_in_range(bounce_count_var, raw.bounce_count, 0, max_bounce_count, problems)) {
         config.bounce_count = raw.bounce_count;
     }
-    if (raw.bounce_grow < 1 || raw.bounce_grow > max_bounce_grow) {
-        const char *text = std::getenv(bounce_grow_var);
-        problems.push_back(parse::bad_value(bounce_grow_var,
-                                            text ? text : std::to_string(raw.bounce_grow),
-                                            "whole numbers from 1 to 4096"));
-    } else {
+    if (whole_in_range(bounce_grow_var, raw.bounce_grow, 1, max_bounce_grow, problems)) {
         config.bounce_grow = raw.bounce_grow;
     }
     if (config.link == LinkBackendKind::exec && config.link_exec.empty()) {
