@@ -17,10 +17,8 @@ OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs co
 
 void OpLog::set_coalesce_gap(TimeNs gap) noexcept
 {
-    const auto ticks = std::max(static_cast<TimeNs>(clock_.ticks_within(gap)), split_ticks_);
-    if (ticks != coalesce_ticks_.load(std::memory_order_relaxed)) {
-        coalesce_ticks_.store(ticks, std::memory_order_relaxed);
-    }
+    coalesce_ticks_.store(std::max(static_cast<TimeNs>(clock_.ticks_within(gap)), split_ticks_),
+                          std::memory_order_relaxed);
 }
 
 const SerialTotals* OpLog::continuation_target(const Source& s) noexcept
