@@ -8,17 +8,27 @@ import shutil
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def first_executable(candidates):
+    """The first of `candidates` (None entries allowed) that is an executable
+    file; None when there is none."""
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
 def find_launcher(builddir):
     """SLIMLINK_RUN, else slimlink-run in the build tree, the source tree's
     build/ or install/, or PATH; None when there is none."""
     if os.environ.get("SLIMLINK_RUN"):
         return os.environ["SLIMLINK_RUN"]
-    for c in (os.path.join(builddir, "slimlink-run"), os.path.join(TOP, "slimlink-run"),
-              os.path.join(TOP, "build", "slimlink-run"),
-              os.path.join(TOP, "install", "bin", "slimlink-run"), shutil.which("slimlink-run")):
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
+    return first_executable([
+        os.path.join(builddir, "slimlink-run"),
+        os.path.join(TOP, "slimlink-run"),
+        os.path.join(TOP, "build", "slimlink-run"),
+        os.path.join(TOP, "install", "bin", "slimlink-run"),
+        shutil.which("slimlink-run"),
+    ])
 
 
 def build_env(launcher):
