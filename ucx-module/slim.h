@@ -190,6 +190,9 @@ typedef struct slim_iface {
      * of its own, so recording takes no locked instruction. NULL when the
      * core could not give one (then slim_core_traffic, which can). */
     slim_core_recorder_t *recorder;
+    /* The process's count of marked regions (slim_core_marked_regions()):
+     * zero, the send path skips the packing path without a call. */
+    const size_t         *marked_regions;
     /* The inner transport runs AM handlers on any thread (it has no
      * UCT_IFACE_FLAG_CB_SYNC): receives are recorded without the
      * recorder, whose calls must not overlap. */
@@ -302,8 +305,10 @@ typedef struct slim_frame_outcome {
     int               unframed;  /* marked but sent as is: count missed */
 } slim_frame_outcome_t;
 
-void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
-                      slim_frame_outcome_t *outcome);
+/* slim_frame_offer() when something is marked. */
+void slim_frame_offer_marked(slim_ep_t *ep,
+                             const slim_frame_request_t *request,
+                             slim_frame_outcome_t *outcome);
 
 /* slim_put.c: packed puts and their expand notices */
 typedef struct slim_put_outcome {
@@ -320,7 +325,8 @@ void         slim_put_steer_caps(slim_iface_t *iface,
                                  uct_iface_attr_t *iface_attr);
 void         slim_put_ep_init(slim_ep_t *ep);
 void         slim_put_ep_cleanup(slim_ep_t *ep);
-void         slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
+/* slim_put_offer() when something is marked. */
+void         slim_put_offer_marked(slim_ep_t *ep, const slim_frame_piece_t *pieces,
                             size_t piece_count, uint64_t remote_addr,
                             uct_rkey_t rkey, uct_completion_t *comp,
                             slim_put_outcome_t *outcome);
@@ -360,6 +366,41 @@ static UCS_F_ALWAYS_INLINE slim_ep_t *slim_ep(uct_ep_h ep)
 static UCS_F_ALWAYS_INLINE slim_iface_t *slim_iface(uct_iface_h iface)
 {
     return ucs_derived_of(iface, slim_iface_t);
+}
+
+/* Whether any memory of the process is marked for packing. A program that
+ * marks nothing (the default) sends every message without calling into the
+ * packing path: one load of a word the core keeps. */
+static UCS_F_ALWAYS_INLINE int slim_iface_any_marked(const slim_iface_t *iface)
+{
+    return __atomic_load_n(iface->marked_regions, __ATOMIC_RELAXED) != 0;
+}
+
+/* Offers a message to the packing path: outcome->handled when a frame went
+ * in its place, outcome->unframed when marked bytes went as they are. */
+static UCS_F_ALWAYS_INLINE void
+slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
+                 slim_frame_outcome_t *outcome)
+{
+    outcome->handled  = 0;
+    outcome->unframed = 0;
+    if (ucs_unlikely(slim_iface_any_marked(slim_iface(ep->super.super.iface)))) {
+        slim_frame_offer_marked(ep, request, outcome);
+    }
+}
+
+/* Offers a zero-copy put to the packing path (slim_put.c). */
+static UCS_F_ALWAYS_INLINE void
+slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
+               size_t piece_count, uint64_t remote_addr, uct_rkey_t rkey,
+               uct_completion_t *comp, slim_put_outcome_t *outcome)
+{
+    outcome->handled = 0;
+    outcome->result  = SLIM_FRAME_UNMARKED;
+    if (ucs_unlikely(slim_iface_any_marked(slim_iface(ep->super.super.iface)))) {
+        slim_put_offer_marked(ep, pieces, piece_count, remote_addr, rkey, comp,
+                              outcome);
+    }
 }
 
 /* Every entry point that makes the inner transport do something calls this

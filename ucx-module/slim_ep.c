@@ -161,6 +161,9 @@ static void slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
 
     outcome->handled  = 0;
     outcome->unframed = 0;
+    if (ucs_likely(!slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
+        return;
+    }
     request.am_id         = id;
     request.header        = header;
     request.header_length = header_length;
@@ -233,14 +236,15 @@ static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 /* Short and bcopy puts are never framed (a frame cannot carry the remote
  * key the inner transport checks, and only zero-copy puts are packed, in
  * slim_put.c); marked bytes that leave by them count as missed. */
-static void slim_ep_put_unframed(const slim_frame_piece_t *pieces,
+static void slim_ep_put_unframed(const slim_iface_t *iface,
+                                 const slim_frame_piece_t *pieces,
                                  size_t count, ucs_status_t status)
 {
     slim_frame_request_t request = {0, NULL, 0, pieces, count};
     slim_frame_info_t info;
     void *unused;
 
-    if (slim_status_accepted(status) &&
+    if (slim_status_accepted(status) && slim_iface_any_marked(iface) &&
         (slim_core_frame_build(&request, NULL, NULL, &unused, &info) ==
          SLIM_FRAME_UNFRAMED)) {
         slim_core_frame_unsent(&info);
@@ -259,7 +263,7 @@ static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
     status = uct_ep_put_short(inner, buffer, length, remote_addr, rkey);
-    slim_ep_put_unframed(&piece, 1, status);
+    slim_ep_put_unframed(slim_iface(tl_ep->iface), &piece, 1, status);
     return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
 }
 
@@ -290,8 +294,11 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
     outcome.handled = 0;
     outcome.result  = SLIM_FRAME_UNMARKED;
-    piece_count     = slim_ep_iov_pieces(iov, iovcnt, pieces,
-                                        SLIM_EP_MAX_IOV);
+    piece_count     = 0;
+    if (ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
+        piece_count = slim_ep_iov_pieces(iov, iovcnt, pieces,
+                                         SLIM_EP_MAX_IOV);
+    }
     if (piece_count > 0) {
         /* Packed, it is recorded (at its wire size) where it is sent. */
         slim_put_offer(slim_ep(tl_ep), pieces, piece_count, remote_addr, rkey,

@@ -242,8 +242,9 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
     return status;
 }
 
-void slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
-                      slim_frame_outcome_t *outcome)
+void slim_frame_offer_marked(slim_ep_t *ep,
+                             const slim_frame_request_t *request,
+                             slim_frame_outcome_t *outcome)
 {
     slim_frame_alloc_ctx_t ctx = {slim_iface(ep->super.super.iface), NULL,
                                   NULL};

@@ -427,8 +427,9 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     /* Before the trampolines: whatever arrives is recorded on it. */
-    self->recorder = slim_core_recorder_open();
-    status         = slim_iface_install_trampolines(self);
+    self->recorder       = slim_core_recorder_open();
+    self->marked_regions = slim_core_marked_regions();
+    status               = slim_iface_install_trampolines(self);
     if (status != UCS_OK) {
         goto err_recorder;
     }

@@ -874,4 +874,9 @@ std::size_t RegionRegistry::size() const noexcept
     return impl_->count.load(std::memory_order_relaxed);
 }
 
+const std::atomic<std::size_t>* RegionRegistry::size_word() const noexcept
+{
+    return &impl_->count;
+}
+
 }  // namespace slim::pack

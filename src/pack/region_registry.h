@@ -7,6 +7,7 @@
 
 #include "pack/codec.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -55,6 +56,9 @@ public:
     // Number of regions: one relaxed load (the send path's and free()'s
     // "is anything marked at all?").
     std::size_t size() const noexcept;
+    // The word size() reads, for a reader that cannot call in (the UCT
+    // module's send path reads it inline). Lives as long as the registry.
+    const std::atomic<std::size_t>* size_word() const noexcept;
 
 private:
     struct Impl;

@@ -163,6 +163,18 @@ int slim_core_packing_steers(void)
     return engine != nullptr && engine->config().packing_steers() ? 1 : 0;
 }
 
+const size_t *slim_core_marked_regions(void)
+{
+    // The C side reads the word as a plain size_t with atomic builtins.
+    using Word = std::atomic<std::size_t>;
+    static_assert(sizeof(Word) == sizeof(std::size_t) && alignof(Word) == alignof(std::size_t) &&
+                  Word::is_always_lock_free);
+    static const std::size_t none = 0;
+    const slim::Engine *engine    = slim::Engine::get();
+    return engine != nullptr ? reinterpret_cast<const std::size_t *>(engine->regions().size_word())
+                             : &none;
+}
+
 slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
                                           slim_frame_alloc_cb_t alloc, void *alloc_arg,
                                           void **frame_p, slim_frame_info_t *info)

@@ -90,6 +90,14 @@ void slim_core_report(void);
  * slim_core_init(). */
 int slim_core_packing_steers(void);
 
+/* How many regions of the process are marked: the word the send path reads
+ * (relaxed, `__atomic_load_n`) to skip the packing path altogether when it is
+ * zero, as it is for every message of a program that marks nothing. Never
+ * NULL; valid until the process ends. A mark made by another thread while a
+ * send reads it may be missed by that send, as the packing path's own lookup
+ * may (that data travels exact). */
+const size_t *slim_core_marked_regions(void);
+
 typedef struct slim_frame_piece {
     const void *data;
     size_t      length;

@@ -70,6 +70,23 @@ TEST_CASE("an unmarked message is left alone, without building anything")
     CHECK(info.payload_length == 8 + 512);
 }
 
+TEST_CASE("the marked-regions word the send path reads follows marks and unmarks")
+{
+    REQUIRE(slim_core_init() == SLIM_OK);
+    const size_t *word = slim_core_marked_regions();
+    REQUIRE(word != nullptr);
+    CHECK(slim_core_marked_regions() == word);  // one word for the process
+    const size_t before = __atomic_load_n(word, __ATOMIC_RELAXED);
+    std::vector<double> a(16), b(16);
+    {
+        const Mark ma(a.data(), a.size() * 8, 4, SLIM_ROUND_TRUNCATE);
+        CHECK(__atomic_load_n(word, __ATOMIC_RELAXED) == before + 1);
+        const Mark mb(b.data(), b.size() * 8, 4, SLIM_ROUND_TRUNCATE);
+        CHECK(__atomic_load_n(word, __ATOMIC_RELAXED) == before + 2);
+    }
+    CHECK(__atomic_load_n(word, __ATOMIC_RELAXED) == before);
+}
+
 TEST_CASE("a marked message is rebuilt with its header and quantized elements")
 {
     REQUIRE(slim_core_init() == SLIM_OK);
