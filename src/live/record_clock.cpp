@@ -5,13 +5,6 @@
 #include <fstream>
 #include <string>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#define SLIM_HAVE_TSC 1
-#else
-#define SLIM_HAVE_TSC 0
-#endif
-
 namespace slim::live {
 
 namespace {
@@ -34,15 +27,6 @@ bool RecordClock::tsc_usable() noexcept
     }
 #else
     return false;
-#endif
-}
-
-std::uint64_t RecordClock::read_tsc() noexcept
-{
-#if SLIM_HAVE_TSC
-    return __rdtsc();
-#else
-    return static_cast<std::uint64_t>(steady_ns());
 #endif
 }
 
