@@ -149,9 +149,7 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
             rc.policy.context.depth      = k.depth;
             rc.policy.context.tolerance  = k.tolerance;
             rc.policy.context.key        = k.key;
-            // Idle the link cannot use (down and up take tau each) does
-            // not end a run.
-            rc.policy.context.run_gap_ns = 2 * config_.link.tau_ns;
+            rc.policy.context.run_gap_ns = context_run_gap_ns(config_.link);
             rc.policy.context_after_window_ns = k.after_ns;
             rc.policy.context.t_react_ns = config_.link.tau_ns;
             if (k.kind == CandidateKind::context_timeout) {

@@ -53,7 +53,8 @@ struct ContextConfig {
     // most expensive function; 0.07-0.10 % at 512.
     std::size_t table_entries = 512;
     ContextKey  key          = ContextKey::events;
-    TimeNs      run_gap_ns   = 20'000;   // runs: shorter idle joins bursts into one run (2 tau)
+    TimeNs      run_gap_ns   = 20'000;   // runs: shorter idle joins bursts into one run
+                                         // (the adaptive candidates: link::context_run_gap_ns)
 };
 
 class ContextPredictor {

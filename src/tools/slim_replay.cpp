@@ -403,7 +403,7 @@ ReplayConfig replay_config(const Options& o)
     }
     c.policy.context.depth      = o.context_depth;
     c.policy.context.key        = o.context_key;
-    c.policy.context.run_gap_ns = 2 * o.link.tau_ns;   // as in the adaptive policy
+    c.policy.context.run_gap_ns = slim::link::context_run_gap_ns(o.link);  // as adaptive
     c.policy.context.t_react_ns = o.link.tau_ns;
     return c;
 }
