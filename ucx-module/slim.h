@@ -185,6 +185,11 @@ typedef struct slim_iface {
     ucs_list_link_t   eps;
     unsigned          num_eps;
     unsigned          orphan_flushes;  /* flushes of destroyed eps in flight */
+    /* slim_flush_comp_t of flushes in flight: a flush with a completion
+     * (MPI one-sided epochs flush every time) takes one from here, not
+     * from malloc. The application's thread only: a linger thread runs
+     * only while no flush is in flight. */
+    ucs_mpool_t       flush_comps;
     ucs_spinlock_t    eps_lock;
     /* Where this interface's operations are recorded: counters and a ring
      * of its own, so recording takes no locked instruction. NULL when the
@@ -356,6 +361,8 @@ static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_put_ready(slim_ep_t *ep)
 UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(slim_ep_t, uct_ep_t);
 void slim_ep_fill_ops(uct_iface_ops_t *ops);
+ucs_status_t slim_ep_flush_pool_init(slim_iface_t *iface);
+void slim_ep_flush_pool_cleanup(slim_iface_t *iface);
 void slim_ep_fill_internal_ops(uct_iface_internal_ops_t *ops);
 
 static UCS_F_ALWAYS_INLINE slim_ep_t *slim_ep(uct_ep_h ep)

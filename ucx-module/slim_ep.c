@@ -6,7 +6,9 @@
  */
 #include "slim.h"
 
+#include <ucs/arch/cpu.h>
 #include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
 #include <uct/base/uct_iov.inl>
 
 /* Entry of every operation that may call back into UCP later (a completion,
@@ -557,7 +559,7 @@ static void slim_flush_comp_done(uct_completion_t *self)
     } else {
         --iface->orphan_flushes;
     }
-    ucs_free(flush);
+    ucs_mpool_put_inline(flush);
 
     if (user != NULL) {
         uct_invoke_completion(user, status);
@@ -583,7 +585,7 @@ static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return uct_ep_flush(ep->inner, flags, comp);
     }
 
-    flush = ucs_malloc(sizeof(*flush), "slim_flush_comp");
+    flush = ucs_mpool_get_inline(&iface->flush_comps);
     if (flush == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -602,7 +604,7 @@ static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_INPROGRESS;
     }
 
-    ucs_free(flush);
+    ucs_mpool_put_inline(flush);
     if (status == UCS_OK) {
         ep->flushed_seq = op_seq;
         slim_progress_maybe_linger(iface);
@@ -712,6 +714,30 @@ static UCS_CLASS_CLEANUP_FUNC(slim_ep_t)
 UCS_CLASS_DEFINE(slim_ep_t, uct_base_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(slim_ep_t, uct_ep_t);
+
+static ucs_mpool_ops_t slim_flush_mpool_ops = {
+    .chunk_alloc   = ucs_mpool_chunk_malloc,
+    .chunk_release = ucs_mpool_chunk_free,
+    .obj_init      = NULL,
+    .obj_cleanup   = NULL,
+    .obj_str       = NULL
+};
+
+ucs_status_t slim_ep_flush_pool_init(slim_iface_t *iface)
+{
+    /* 16 per chunk: one flush in flight per endpoint is the common case
+     * (UCP's endpoint close, an RMA epoch); the pool grows past it. */
+    return ucs_mpool_init(&iface->flush_comps, 0, sizeof(slim_flush_comp_t),
+                          0, UCS_ARCH_CACHE_LINE_SIZE, 16, UINT_MAX,
+                          &slim_flush_mpool_ops, "slim_flush_comp");
+}
+
+void slim_ep_flush_pool_cleanup(slim_iface_t *iface)
+{
+    /* Flushes the closed inner interface never completed are freed with
+     * their chunks, not reported: their endpoints are gone. */
+    ucs_mpool_cleanup(&iface->flush_comps, 0);
+}
 
 void slim_ep_fill_ops(uct_iface_ops_t *ops)
 {

@@ -384,9 +384,14 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_lock;
     }
 
-    status = slim_progress_init(self, worker);
+    status = slim_ep_flush_pool_init(self);
     if (status != UCS_OK) {
         goto err_lock;
+    }
+
+    status = slim_progress_init(self, worker);
+    if (status != UCS_OK) {
+        goto err_flush_pool;
     }
 
     status = uct_md_iface_config_read(slim_md->inner,
@@ -450,6 +455,8 @@ err_close_inner:
     uct_iface_close(self->inner);
 err_progress:
     slim_progress_destroy(self);
+err_flush_pool:
+    slim_ep_flush_pool_cleanup(self);
 err_lock:
     ucs_spinlock_destroy(&self->eps_lock);
     return status;
@@ -466,6 +473,7 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_progress_destroy(self);
     slim_put_iface_cleanup(self);   /* after the inner iface: nothing in flight */
     slim_frame_iface_cleanup(self);
+    slim_ep_flush_pool_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
     /* After the inner iface closed: nothing records on it any more. */
     slim_core_recorder_close(self->recorder);
