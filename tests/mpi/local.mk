@@ -10,7 +10,7 @@
 mpi_test_mpich_cflags = $(AM_CFLAGS) $(MPICH_CFLAGS)
 mpi_test_ompi_cflags = $(AM_CFLAGS) $(OMPI_CFLAGS)
 
-check_PROGRAMS += tests/mpi/p2p tests/mpi/collectives tests/mpi/finalize
+check_PROGRAMS += tests/mpi/p2p tests/mpi/collectives tests/mpi/finalize tests/mpi/rma
 
 tests_mpi_p2p_SOURCES = tests/mpi/p2p.c tests/mpi/mpi_test_util.h
 tests_mpi_p2p_CFLAGS = $(mpi_test_mpich_cflags)
@@ -21,6 +21,11 @@ tests_mpi_collectives_SOURCES = tests/mpi/collectives.c tests/mpi/mpi_test_util.
 tests_mpi_collectives_CFLAGS = $(mpi_test_mpich_cflags)
 tests_mpi_collectives_LDADD = src/libslimlink.la $(MPICH_LIBS)
 tests_mpi_collectives_LDFLAGS = -no-install
+
+tests_mpi_rma_SOURCES = tests/mpi/rma.c tests/mpi/mpi_test_util.h
+tests_mpi_rma_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_rma_LDADD = src/libslimlink.la $(MPICH_LIBS)
+tests_mpi_rma_LDFLAGS = -no-install
 
 tests_mpi_finalize_SOURCES = tests/mpi/finalize.c
 tests_mpi_finalize_CFLAGS = $(mpi_test_mpich_cflags)
@@ -47,6 +52,7 @@ TESTS += \
 	tests/mpi/ucx-module.test \
 	tests/mpi/p2p.test \
 	tests/mpi/collectives.test \
+	tests/mpi/rma.test \
 	tests/mpi/finalize.test \
 	tests/mpi/p2p-ompi.test \
 	tests/mpi/collectives-ompi.test
@@ -55,6 +61,7 @@ EXTRA_DIST += \
 	tests/mpi/ucx-module.test \
 	tests/mpi/p2p.test \
 	tests/mpi/collectives.test \
+	tests/mpi/rma.test \
 	tests/mpi/finalize.test \
 	tests/mpi/p2p-ompi.test \
 	tests/mpi/collectives-ompi.test \
