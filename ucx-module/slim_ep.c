@@ -715,12 +715,10 @@ UCS_CLASS_DEFINE(slim_ep_t, uct_base_ep_t);
 UCS_CLASS_DEFINE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(slim_ep_t, uct_ep_t);
 
+/* Plain malloc'd chunks; the objects need no setup. */
 static ucs_mpool_ops_t slim_flush_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
+    .chunk_release = ucs_mpool_chunk_free
 };
 
 ucs_status_t slim_ep_flush_pool_init(slim_iface_t *iface)
