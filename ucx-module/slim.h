@@ -330,8 +330,9 @@ void         slim_put_steer_caps(slim_iface_t *iface,
                                  uct_iface_attr_t *iface_attr);
 void         slim_put_ep_init(slim_ep_t *ep);
 void         slim_put_ep_cleanup(slim_ep_t *ep);
-/* slim_put_offer() when something is marked. */
-void         slim_put_offer_marked(slim_ep_t *ep, const slim_frame_piece_t *pieces,
+/* Offers a zero-copy put to the packing path. It takes a bounce buffer to
+ * try: call it only when slim_iface_any_marked(). */
+void         slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
                             size_t piece_count, uint64_t remote_addr,
                             uct_rkey_t rkey, uct_completion_t *comp,
                             slim_put_outcome_t *outcome);
@@ -393,20 +394,6 @@ slim_frame_offer(slim_ep_t *ep, const slim_frame_request_t *request,
     outcome->unframed = 0;
     if (ucs_unlikely(slim_iface_any_marked(slim_iface(ep->super.super.iface)))) {
         slim_frame_offer_marked(ep, request, outcome);
-    }
-}
-
-/* Offers a zero-copy put to the packing path (slim_put.c). */
-static UCS_F_ALWAYS_INLINE void
-slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
-               size_t piece_count, uint64_t remote_addr, uct_rkey_t rkey,
-               uct_completion_t *comp, slim_put_outcome_t *outcome)
-{
-    outcome->handled = 0;
-    outcome->result  = SLIM_FRAME_UNMARKED;
-    if (ucs_unlikely(slim_iface_any_marked(slim_iface(ep->super.super.iface)))) {
-        slim_put_offer_marked(ep, pieces, piece_count, remote_addr, rkey, comp,
-                              outcome);
     }
 }
 

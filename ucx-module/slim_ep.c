@@ -173,7 +173,7 @@ static void slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
     request.piece_count   = slim_ep_iov_pieces(iov, iovcnt, pieces,
                                                SLIM_EP_MAX_IOV);
     if (request.piece_count > 0) {
-        slim_frame_offer(slim_ep(tl_ep), &request, outcome);
+        slim_frame_offer_marked(slim_ep(tl_ep), &request, outcome);
     }
 }
 

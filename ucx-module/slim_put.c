@@ -448,10 +448,9 @@ int slim_put_is_own_pending(slim_ep_t *ep, uct_pending_req_t *req)
     return 1;
 }
 
-void slim_put_offer_marked(slim_ep_t *ep, const slim_frame_piece_t *pieces,
-                           size_t piece_count, uint64_t remote_addr,
-                           uct_rkey_t rkey, uct_completion_t *comp,
-                           slim_put_outcome_t *outcome)
+void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
+                    size_t piece_count, uint64_t remote_addr, uct_rkey_t rkey,
+                    uct_completion_t *comp, slim_put_outcome_t *outcome)
 {
     slim_iface_t *iface   = slim_iface(ep->super.super.iface);
     slim_bounce_t *bounce = slim_bounce_get(&iface->bounce);
