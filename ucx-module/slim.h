@@ -167,7 +167,6 @@ typedef struct slim_bounce_pool {
     size_t          buffer_size;   /* UCX_SLIM_BOUNCE_SIZE: the largest put */
     size_t          stride;        /* one buffer: the above, the frame's
                                       header and table, page-aligned */
-    unsigned        count;         /* UCX_SLIM_BOUNCE_COUNT: at most this many */
     unsigned        allocated;     /* buffers in the chunks so far */
     uct_md_h        md;            /* the inner md chunks are registered with */
 } slim_bounce_pool_t;

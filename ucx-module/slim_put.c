@@ -184,7 +184,6 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
      * and flush of its own). */
     page          = ucs_get_page_size();
     pool->md      = inner_md;
-    pool->count   = count;
     pool->stride  = ucs_align_up_pow2(buffer_size + SLIM_PUT_SLACK, page);
     status = ucs_mpool_init(&pool->mp, sizeof(slim_iface_t*),
                             SLIM_BOUNCE_DATA_OFFSET + pool->stride,

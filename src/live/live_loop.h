@@ -153,9 +153,10 @@ public:
     // a burst (OpLog's continuation): the open burst takes their bytes and
     // lasts through `end`. With no burst open (its operations came later
     // than the drain could wait) they start one, named like an unknown
-    // operation.
+    // operation. `splits`: gaps among them longer than the configured
+    // burst gap, which the producer's widened coalescing hid.
     void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire,
-                        std::uint64_t splits = 0);
+                        std::uint64_t splits);
     // Closes the current burst when its gap has passed (cheap when none is
     // open). Called by LiveDrain at each deadline it replays.
     void poll();
