@@ -94,6 +94,7 @@ static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
     if (ucs_likely(!slot->iface->recv_any_thread)) {
         slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
                           length, length, 0);
+        __atomic_store_n(&slot->iface->progress_recorded, 1, __ATOMIC_RELAXED);
     } else {
         slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length,
                           length, 0);
@@ -312,7 +313,8 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
                                                            UCT_CB_FLAG_ASYNC;
     /* Handlers the inner transport may run on its async thread, beside the
      * application's sends, must not use the interface's serial recorder. */
-    self->recv_any_thread = (cb_flags == UCT_CB_FLAG_ASYNC);
+    self->recv_any_thread   = (cb_flags == UCT_CB_FLAG_ASYNC);
+    self->progress_recorded = 0;
     for (id = 0; id < UCT_AM_ID_MAX; ++id) {
         self->am_slots[id].iface = self;
         self->am_slots[id].id    = id;

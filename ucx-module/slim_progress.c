@@ -228,6 +228,9 @@ static unsigned slim_progress_outer_cb(void *arg)
             slim_progress_deliver_deferred(iface);
         }
         count = uct_worker_progress(iface->progress.inner_worker);
+        if (how == SLIM_PROGRESS_ALONE) {
+            slim_iface_progressed(iface, count);
+        }
         slim_progress_app_leave(iface, how);
     }
     /* The live loop's timer, only when its drain thread could not start:
@@ -248,6 +251,9 @@ unsigned slim_progress_iface(slim_iface_t *iface)
             slim_progress_deliver_deferred(iface);
         }
         count = uct_iface_progress(iface->inner);
+        if (how == SLIM_PROGRESS_ALONE) {
+            slim_iface_progressed(iface, count);
+        }
         slim_progress_app_leave(iface, how);
     }
     return count;

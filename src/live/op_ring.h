@@ -38,6 +38,10 @@ enum class OpKind : std::uint8_t {
     region_end,    // slim_region_end
 };
 
+// OpRecord::op_class of activity the inner transport reported without an
+// operation slim saw (Engine::on_activity): one past slim_op_t's classes.
+inline constexpr std::uint8_t kActivityOpClass = 7;
+
 // 32 bytes: a UCT operation carries less than 4 GiB (max_zcopy), and a
 // region's ratio needs no double.
 struct OpRecord {

@@ -286,6 +286,11 @@ void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op, sl
                                  peer);
 }
 
+void slim_core_recorder_activity(slim_core_recorder_t *recorder)
+{
+    recorder->engine->on_activity(*recorder->recorder);
+}
+
 volatile int slim_core_poll_wanted = 0;
 
 void slim_core_poll(void)

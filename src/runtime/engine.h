@@ -21,6 +21,9 @@
 
 namespace slim {
 
+static_assert(live::kActivityOpClass == SLIM_OP_COUNT,
+              "activity records are named one past the operation classes");
+
 // What one UCT interface records through (slim_core_recorder_open): its own
 // counters and ring, written only by that interface's operations, which UCX
 // runs one at a time. So recording takes no locked instruction.
@@ -82,6 +85,20 @@ public:
             r.send       = dir == SLIM_DIR_SEND;
             recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks());
             inject_if_low();
+        }
+    }
+    // The inner transport moved data that no recorded operation stands for
+    // (slim_core_recorder_activity): extends the run like an operation of
+    // no bytes, uncounted. Named live::kActivityOpClass should it start a
+    // burst.
+    void on_activity(Recorder &recorder) noexcept
+    {
+        if (recorder.ring != nullptr) {
+            live::OpRecord r;
+            r.t_ns     = static_cast<predict::TimeNs>(log_->clock().now());
+            r.op_class = live::kActivityOpClass;
+            r.send     = false;
+            recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks());
         }
     }
     // Transport progress: drains the ring only when the drain thread could

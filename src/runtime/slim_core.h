@@ -57,6 +57,13 @@ void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op,
                                 size_t wire_bytes, size_t orig_bytes,
                                 uintptr_t peer);
 
+/* The inner transport's progress did work that no operation slim saw
+ * stands for (tcp receiving a put's data or sending bytes it had queued, a
+ * verbs completion): the link carried data now. Recorded as traffic of no
+ * bytes, so that a burst lasts as long as its data moves, not only while
+ * operations are issued. Same rules as slim_core_recorder_traffic(). */
+void slim_core_recorder_activity(slim_core_recorder_t *recorder);
+
 /* The live loop's timer, called from the transport's progress when
  * slim_core_poll_wanted is set: closes a burst whose gap has passed, wakes
  * the link at a predicted time. */

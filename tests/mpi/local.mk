@@ -105,6 +105,11 @@ EXTRA_DIST += tests/mpi/end-to-end.test tests/tools/validate-json-lines
 TESTS += tests/mpi/live-loop.test
 EXTRA_DIST += tests/mpi/live-loop.test
 
+# Issue 11: a bandwidth stream's data keeps the link busy in the model on
+# both sides (the inner transport's progress marks activity).
+TESTS += tests/mpi/stream-busy.test
+EXTRA_DIST += tests/mpi/stream-busy.test
+
 # Issue 15: slim built into UCX (SKIP unless SLIMLINK_UCX names such a UCX;
 # scripts/check builds one and sets it with CI=true).
 TESTS += tests/mpi/native-ucx.test
