@@ -189,6 +189,11 @@ typedef struct slim_iface {
      * from malloc. The application's thread only: a linger thread runs
      * only while no flush is in flight. */
     ucs_mpool_t       flush_comps;
+    /* slim_zcopy_comp_t of zero-copy operations in flight, whose
+     * completions tell the live loop when their data stopped moving. The
+     * application's thread only, like flush_comps: such completions never
+     * fire on a linger thread (it starts only on a quiescent interface). */
+    ucs_mpool_t       zcopy_comps;
     ucs_spinlock_t    eps_lock;
     /* Where this interface's operations are recorded: counters and a ring
      * of its own, so recording takes no locked instruction. NULL when the
@@ -367,8 +372,9 @@ static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_put_ready(slim_ep_t *ep)
 UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(slim_ep_t, uct_ep_t);
 void slim_ep_fill_ops(uct_iface_ops_t *ops);
-ucs_status_t slim_ep_flush_pool_init(slim_iface_t *iface);
-void slim_ep_flush_pool_cleanup(slim_iface_t *iface);
+/* The pools of flush and zero-copy completions (flush_comps, zcopy_comps). */
+ucs_status_t slim_ep_comp_pools_init(slim_iface_t *iface);
+void slim_ep_comp_pools_cleanup(slim_iface_t *iface);
 void slim_ep_fill_internal_ops(uct_iface_internal_ops_t *ops);
 
 static UCS_F_ALWAYS_INLINE slim_ep_t *slim_ep(uct_ep_h ep)

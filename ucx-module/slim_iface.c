@@ -386,7 +386,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_lock;
     }
 
-    status = slim_ep_flush_pool_init(self);
+    status = slim_ep_comp_pools_init(self);
     if (status != UCS_OK) {
         goto err_lock;
     }
@@ -458,7 +458,7 @@ err_close_inner:
 err_progress:
     slim_progress_destroy(self);
 err_flush_pool:
-    slim_ep_flush_pool_cleanup(self);
+    slim_ep_comp_pools_cleanup(self);
 err_lock:
     ucs_spinlock_destroy(&self->eps_lock);
     return status;
@@ -475,7 +475,7 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_progress_destroy(self);
     slim_put_iface_cleanup(self);   /* after the inner iface: nothing in flight */
     slim_frame_iface_cleanup(self);
-    slim_ep_flush_pool_cleanup(self);
+    slim_ep_comp_pools_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
     /* After the inner iface closed: nothing records on it any more. */
     slim_core_recorder_close(self->recorder);

@@ -125,7 +125,8 @@ void LiveDrain::drain_locked(TimeNs horizon)
             if (item.kind == LogItem::Kind::op) {
                 apply(item.op);
             } else {
-                loop_.continue_burst(item.end, item.orig, item.wire, item.splits);
+                loop_.continue_burst(item.end, item.orig, item.wire, item.splits, item.began,
+                                     item.ended);
             }
         } catch (...) {
             // The loop reports its own failures (the controller goes to full

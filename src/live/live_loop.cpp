@@ -104,8 +104,8 @@ void LiveLoop::on_traffic(const Traffic& traffic)
 {
     if (finished_) return;
     TimeNs t = now();
-    if (open_ && t - last_op_ns_ <= burst_gap_ns_) {
-        if (t - last_op_ns_ > config_.burst_gap_ns) {
+    if (open_ && !burst_gap_passed(t)) {
+        if (t - last_op_ns_ > config_.burst_gap_ns && in_flight_ == 0) {
             ++open_->split_gaps;  // the gap widened for dense traffic merged these
         }
         // Inside a burst, the common case: the link was woken for its first
@@ -166,7 +166,7 @@ void LiveLoop::on_traffic(const Traffic& traffic)
 }
 
 void LiveLoop::continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire,
-                              std::uint64_t splits)
+                              std::uint64_t splits, std::uint64_t began, std::uint64_t ended)
 {
     if (finished_) return;
     Traffic t;
@@ -180,6 +180,9 @@ void LiveLoop::continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire
     if (open_) {
         open_->split_gaps += splits;
     }
+    // Completions the loop never saw begin (their records were lost to a
+    // full ring) must not hold later bursts open.
+    in_flight_ = in_flight_ + began >= ended ? in_flight_ + began - ended : 0;
 }
 
 void LiveLoop::extend_burst(const Traffic& traffic, TimeNs t)
@@ -228,7 +231,7 @@ void LiveLoop::poll()
         return;
     }
     const TimeNs t = now();
-    if (t - last_op_ns_ > burst_gap_ns_) {
+    if (burst_gap_passed(t)) {
         close_burst(t);
     }
     controller_->tick();
@@ -240,7 +243,10 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     std::optional<TimeNs> deadline;
     const auto earliest = [&](TimeNs t) { deadline = deadline ? std::min(*deadline, t) : t; };
     if (open_) {
-        earliest(last_op_ns_ + burst_gap_ns_ + 1);
+        earliest(last_op_ns_ +
+                 (in_flight_ > 0 ? std::max(burst_gap_ns_, config_.in_flight_hold_ns)
+                                 : burst_gap_ns_) +
+                 1);
     }
     if (const std::optional<TimeNs> until = controller_->low_until()) {
         earliest(*until);

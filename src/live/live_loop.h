@@ -23,10 +23,12 @@
 
 #include "link/adaptive_policy.h"
 #include "link/controller.h"
+#include "live/op_ring.h"
 #include "live/predictor_kind.h"
 #include "predict/predictor.h"
 #include "predict/trace.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,6 +75,9 @@ struct LiveConfig {
     // points of the oracle's savings; a stream worth widening for lasts far
     // longer.
     std::uint64_t             dense_settle_events = 64;
+    // An operation in flight holds its burst open at most this long after
+    // the burst's last operation (kInFlightHoldNs says why).
+    TimeNs                    in_flight_hold_ns = kInFlightHoldNs;
     std::string               trace_path;         // empty: no trace
     // Thesis §4.5.2: a burst that carries packed data and finds the link in
     // low power wakes it only to
@@ -154,9 +159,14 @@ public:
     // lasts through `end`. With no burst open (its operations came later
     // than the drain could wait) they start one, named like an unknown
     // operation. `splits`: gaps among them longer than the configured
-    // burst gap, which the producer's widened coalescing hid.
+    // burst gap, which the producer's widened coalescing hid. `began` of
+    // them went in flight and `ended` earlier ones completed: while any is
+    // in flight its data is on the wire, and the burst does not end.
     void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire,
-                        std::uint64_t splits);
+                        std::uint64_t splits, std::uint64_t began = 0,
+                        std::uint64_t ended = 0);
+    // Zero-copy operations in flight now (continue_burst).
+    std::uint64_t in_flight() const noexcept { return in_flight_; }
     // Closes the current burst when its gap has passed (cheap when none is
     // open). Called by LiveDrain at each deadline it replays.
     void poll();
@@ -226,6 +236,13 @@ private:
         return adaptive_timeout_;
     }
     TimeNs now();
+    // Whether the open burst's gap has passed at `t`: the burst gap after
+    // its last operation, or the in-flight hold while operations are.
+    bool burst_gap_passed(TimeNs t) const
+    {
+        return t - last_op_ns_ > (in_flight_ > 0 ? std::max(burst_gap_ns_, config_.in_flight_hold_ns)
+                                                 : burst_gap_ns_);
+    }
 
     LiveConfig                         config_;
     link::Clock                        clock_;
@@ -237,6 +254,9 @@ private:
     std::string                        trace_error_;
     std::optional<OpenBurst>           open_;
     TimeNs                             last_op_ns_ = 0;
+    // Zero-copy operations issued and not yet completed: the burst stays
+    // open while any is (its data is still moving).
+    std::uint64_t                      in_flight_ = 0;
     TimeNs                             prev_end_ns_ = 0;
     // The burst gap in use, and what adapts it (adapt_burst_gap).
     TimeNs                             burst_gap_ns_ = 0;

@@ -11,6 +11,7 @@ OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs co
       serial_capacity_(serial_capacity),
       clock_(clock),
       split_ticks_(static_cast<TimeNs>(clock.ticks_within(coalesce_gap))),
+      hold_ticks_(static_cast<TimeNs>(clock.ticks_within(kInFlightHoldNs))),
       coalesce_ticks_(split_ticks_)
 {
 }
@@ -24,9 +25,9 @@ void OpLog::set_coalesce_gap(TimeNs gap) noexcept
 const SerialTotals* OpLog::continuation_target(const Source& s) noexcept
 {
     if (const SerialRecord* r = s.ring->peek()) {
-        return r->before.ops > s.consumed.ops ? &r->before : nullptr;
+        return r->before.ahead_of(s.consumed) ? &r->before : nullptr;
     }
-    return s.published && s.published->ops > s.consumed.ops ? &*s.published : nullptr;
+    return s.published && s.published->ahead_of(s.consumed) ? &*s.published : nullptr;
 }
 
 // The operations `s` coalesced from what was handed over up to `target`.
@@ -44,6 +45,8 @@ LogItem OpLog::continuation(const Source& s, const SerialTotals& target) const n
     item.orig  = target.orig - consumed.orig;
     item.wire  = target.wire - consumed.wire;
     item.splits = target.splits - consumed.splits;
+    item.began  = target.began - consumed.began;
+    item.ended  = target.ended - consumed.ended;
     return item;
 }
 
@@ -143,7 +146,7 @@ void OpLog::free_closed_locked() noexcept
         }
         // Closed: its totals are final. Keep it until they were handed over.
         const std::optional<SerialTotals> last = s.ring->totals();
-        if (!last || last->ops != s.consumed.ops) {
+        if (!last || last->ahead_of(s.consumed)) {
             return false;
         }
         closed_dropped_ += s.ring->dropped();

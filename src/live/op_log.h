@@ -41,6 +41,8 @@ struct LogItem {
     std::uint64_t orig  = 0;  // and their bytes
     std::uint64_t wire  = 0;
     std::uint64_t splits = 0; // gaps in it longer than the split gap
+    std::uint64_t began  = 0; // operations that went in flight in it
+    std::uint64_t ended  = 0; // and in-flight operations that completed
 
     // Where the item sits in time order.
     TimeNs at() const noexcept { return kind == Kind::op ? op.t_ns : start; }
@@ -82,6 +84,8 @@ public:
     // The gap given at construction, in ticks: gaps longer than it inside
     // a coalesced run are counted (SerialOpRing::record's split_gap).
     TimeNs split_ticks() const noexcept { return split_ticks_; }
+    // kInFlightHoldNs in ticks (SerialOpRing::record's hold_gap).
+    TimeNs hold_ticks() const noexcept { return hold_ticks_; }
     // The consumer only: producers coalesce with `gap` (never less than
     // the construction's) from their next operation: the live loop's
     // burst gap while dense traffic widened it, so that a stream of
@@ -154,6 +158,7 @@ private:
     std::size_t         serial_capacity_;
     RecordClock         clock_;             // the consumer recalibrates it
     TimeNs              split_ticks_;
+    TimeNs              hold_ticks_;
     std::atomic<TimeNs> coalesce_ticks_;
     mutable std::mutex  mutex_;
     std::vector<Source> serial_;             // under mutex_

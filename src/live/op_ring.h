@@ -38,6 +38,15 @@ enum class OpKind : std::uint8_t {
     region_end,    // slim_region_end
 };
 
+// How long an operation in flight keeps its run going with nothing else
+// happening (SerialOpRing::record, LiveLoop). A verbs completion comes
+// when the data has crossed (a 64 MiB get on EDR: 5.4 ms); over tcp a put
+// completes at the peer's acknowledgement, which waits for the peer's
+// progress, so a put to a peer that computes before reading its last bytes
+// would otherwise hold the link busy in the model for the whole compute
+// phase. A completion that never comes holds no longer than this either.
+inline constexpr TimeNs kInFlightHoldNs = 10'000'000;
+
 // OpRecord::op_class of activity the inner transport reported without an
 // operation slim saw (Engine::on_activity): one past slim_op_t's classes.
 inline constexpr std::uint8_t kActivityOpClass = 7;
@@ -147,6 +156,18 @@ struct SerialTotals {
     // Gaps longer than the split gap that coalescing hid (SerialOpRing::
     // record): what the live loop would have seen as separate runs.
     std::uint64_t splits = 0;
+    // Zero-copy operations that went in flight (the inner transport
+    // completes them later) and those that completed: while more began
+    // than ended, the link carries their data and the run goes on.
+    std::uint64_t began = 0;
+    std::uint64_t ended = 0;
+
+    std::uint64_t in_flight() const noexcept { return began - ended; }
+    // Whether these totals count anything `other` does not.
+    bool ahead_of(const SerialTotals& other) const noexcept
+    {
+        return ops > other.ops || began > other.began || ended > other.ended;
+    }
 
     // The totals once `op` is counted too.
     void add(const OpRecord& op) noexcept
@@ -200,24 +221,45 @@ public:
     // Set `coalesce_gap` to the live loop's burst gap or less: then the
     // loop's bursts come out the same as if every operation had been
     // logged. `split_gap`: the loop's configured gap, at most coalesce_gap.
-    void record(const OpRecord& op, TimeNs coalesce_gap, TimeNs split_gap) noexcept
+    // While an operation is in flight no gap up to `hold_gap`
+    // (kInFlightHoldNs, in the same unit as the times) ends the run: its
+    // data is on the wire. `in_flight`: this operation completes later
+    // (end_in_flight()).
+    void record(const OpRecord& op, TimeNs coalesce_gap, TimeNs split_gap,
+                bool in_flight = false, TimeNs hold_gap = kInFlightHoldNs) noexcept
     {
         const TimeNs gap     = op.t_ns - own_.last_t;
-        const bool   new_run = gap > coalesce_gap || own_.ops == 0;
+        const bool   busy    = own_.in_flight() != 0 && gap <= hold_gap;
+        const bool   new_run = (gap > coalesce_gap && !busy) || own_.ops == 0;
         if (new_run || (op.send && !run_has_send_)) {
             // Before the totals move: a consumer that sees totals including
             // this operation finds its record in the ring too.
             push(SerialRecord{op, own_});
             run_has_send_ = new_run ? op.send : true;
-        } else if (gap > split_gap) {
+        } else if (gap > split_gap && !busy) {
             ++own_.splits;
         }
         own_.add(op);
+        own_.began += in_flight ? 1 : 0;
         publish();
     }
     void record(const OpRecord& op, TimeNs coalesce_gap) noexcept
     {
         record(op, coalesce_gap, coalesce_gap);
+    }
+
+    // The producer: an operation recorded in flight completed at `t`. The
+    // run it kept going lasts at least until then; never a ring slot (a
+    // run with an operation in flight never ended). A completion nothing
+    // began is ignored.
+    void end_in_flight(TimeNs t) noexcept
+    {
+        if (own_.in_flight() == 0) {
+            return;
+        }
+        own_.ended += 1;
+        own_.last_t = std::max(own_.last_t, t);
+        publish();
     }
 
     // The producer: appends a record as it is. False when the ring is full
@@ -276,6 +318,8 @@ public:
             t.orig   = pub_orig_.load(std::memory_order_relaxed);
             t.wire   = pub_wire_.load(std::memory_order_relaxed);
             t.splits = pub_splits_.load(std::memory_order_relaxed);
+            t.began  = pub_began_.load(std::memory_order_relaxed);
+            t.ended  = pub_ended_.load(std::memory_order_relaxed);
             std::atomic_thread_fence(std::memory_order_acquire);
             if (seq_.load(std::memory_order_relaxed) == s1) {
                 return t;
@@ -308,6 +352,8 @@ private:
         pub_orig_.store(own_.orig, std::memory_order_relaxed);
         pub_wire_.store(own_.wire, std::memory_order_relaxed);
         pub_splits_.store(own_.splits, std::memory_order_relaxed);
+        pub_began_.store(own_.began, std::memory_order_relaxed);
+        pub_ended_.store(own_.ended, std::memory_order_relaxed);
         seq_.store(s + 2, std::memory_order_release);
     }
 
@@ -328,6 +374,8 @@ private:
     std::atomic<std::uint64_t>  pub_orig_{0};
     std::atomic<std::uint64_t>  pub_wire_{0};
     std::atomic<std::uint64_t>  pub_splits_{0};
+    std::atomic<std::uint64_t>  pub_began_{0};
+    std::atomic<std::uint64_t>  pub_ended_{0};
     // The consumer's line.
     alignas(64) std::atomic<std::uint64_t> tail_{0};
     std::uint64_t               tail_local_ = 0;

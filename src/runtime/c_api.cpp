@@ -286,6 +286,19 @@ void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op, sl
                                  peer);
 }
 
+void slim_core_recorder_in_flight(slim_core_recorder_t *recorder, slim_op_t op, slim_dir_t dir,
+                                  unsigned am_id, size_t wire_bytes, size_t orig_bytes,
+                                  uintptr_t peer)
+{
+    recorder->engine->on_traffic(*recorder->recorder, op, dir, am_id, wire_bytes, orig_bytes,
+                                 peer, true);
+}
+
+void slim_core_recorder_completed(slim_core_recorder_t *recorder)
+{
+    recorder->engine->on_completion(*recorder->recorder);
+}
+
 void slim_core_recorder_activity(slim_core_recorder_t *recorder)
 {
     recorder->engine->on_activity(*recorder->recorder);

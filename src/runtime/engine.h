@@ -70,8 +70,11 @@ public:
     // The data path of one interface: counts the operation and logs it for
     // the live loop. A clock read and a few plain stores (a ring slot only
     // where a run of operations starts).
+    // `in_flight`: the inner transport completes the operation later
+    // (on_completion()); until then its run goes on.
     void on_traffic(Recorder &recorder, slim_op_t op, slim_dir_t dir, unsigned am_id,
-                    std::size_t wire_bytes, std::size_t orig_bytes, std::uintptr_t peer) noexcept
+                    std::size_t wire_bytes, std::size_t orig_bytes, std::uintptr_t peer,
+                    bool in_flight = false) noexcept
     {
         recorder.counts.record_serial(op, dir, wire_bytes);
         if (recorder.ring != nullptr) {
@@ -83,8 +86,16 @@ public:
             r.op_class   = static_cast<std::uint8_t>(op);
             r.am_id      = static_cast<std::uint8_t>(am_id);
             r.send       = dir == SLIM_DIR_SEND;
-            recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks());
+            recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks(), in_flight,
+                                  log_->hold_ticks());
             inject_if_low();
+        }
+    }
+    // An operation recorded in flight completed now.
+    void on_completion(Recorder &recorder) noexcept
+    {
+        if (recorder.ring != nullptr) {
+            recorder.ring->end_in_flight(static_cast<predict::TimeNs>(log_->clock().now()));
         }
     }
     // The inner transport moved data that no recorded operation stands for

@@ -57,6 +57,17 @@ void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op,
                                 size_t wire_bytes, size_t orig_bytes,
                                 uintptr_t peer);
 
+/* slim_core_recorder_traffic() of a zero-copy operation the inner transport
+ * accepted with UCS_INPROGRESS: its data is on the wire until the
+ * completion, which must be reported with slim_core_recorder_completed()
+ * (exactly once, on the same recorder's thread). Until then the operation's
+ * burst does not end. */
+void slim_core_recorder_in_flight(slim_core_recorder_t *recorder, slim_op_t op,
+                                  slim_dir_t dir, unsigned am_id,
+                                  size_t wire_bytes, size_t orig_bytes,
+                                  uintptr_t peer);
+void slim_core_recorder_completed(slim_core_recorder_t *recorder);
+
 /* The inner transport's progress did work that no operation slim saw
  * stands for (tcp receiving a put's data or sending bytes it had queued, a
  * verbs completion): the link carried data now. Recorded as traffic of no

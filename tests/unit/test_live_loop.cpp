@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -952,4 +953,124 @@ TEST_CASE("every operation of interfaces recording while the log drains is hande
     CHECK(ops - shared_ops == 2u * kOps);
     CHECK(shared_ops + log.shared().dropped() == 1000);
     CHECK(log.serial_open() == 0);
+}
+
+TEST_CASE("an operation in flight keeps its interface's run going until it completes")
+{
+    slim::live::OpLog         log(8, 64, 20'000);
+    slim::live::SerialOpRing& ring = *log.open_serial();
+    // A 1 MiB put in flight, a receive 300 us later while it still is,
+    // its completion at 500 us, and a send 30 us after that.
+    ring.record(op_at(100'000, true, 1 << 20), log.coalesce_ticks(), log.split_ticks(), true);
+    ring.record(op_at(400'000, false, 8), log.coalesce_ticks(), log.split_ticks());
+    CHECK(ring.pushed() == 1);  // no new run while the put is in flight
+    ring.end_in_flight(500'000);
+    CHECK(ring.pushed() == 1);  // a completion never writes a slot
+    auto totals = ring.totals();
+    REQUIRE(totals);
+    CHECK(totals->began == 1);
+    CHECK(totals->ended == 1);
+    CHECK(totals->last_t == 500'000);
+    CHECK(totals->splits == 0);  // the 300 us gap was busy, not a split
+    ring.record(op_at(530'000, true), log.coalesce_ticks(), log.split_ticks());
+    CHECK(ring.pushed() == 2);  // idle 30 us after the completion: a new run
+    // A completion nothing began changes nothing.
+    ring.end_in_flight(600'000);
+    totals = ring.totals();
+    REQUIRE(totals);
+    CHECK(totals->ended == 1);
+    CHECK(totals->last_t == 530'000);
+
+    std::vector<std::string>   items;
+    std::vector<std::uint64_t> began, ended;
+    log.drain([&](const slim::live::LogItem& item) {
+        if (item.kind == slim::live::LogItem::Kind::op) {
+            items.push_back("op@" + std::to_string(item.op.t_ns));
+        } else {
+            items.push_back("cont@" + std::to_string(item.start) + "-" +
+                            std::to_string(item.end) + "/" + std::to_string(item.ops));
+            began.push_back(item.began);
+            ended.push_back(item.ended);
+        }
+    });
+    using V = std::vector<std::string>;
+    CHECK(items == V{"op@100000", "cont@100000-500000/1", "op@530000"});
+    CHECK(began == std::vector<std::uint64_t>{1});
+    CHECK(ended == std::vector<std::uint64_t>{1});
+}
+
+TEST_CASE("a transfer in flight is one burst until its completion, on the drained loop")
+{
+    // A put issued at t0 whose completion comes 400 us later, drained
+    // while it is in flight and again after: one event lasting until the
+    // completion plus the burst gap. Recorded as done at once, the same
+    // put is a 20 us event and 380 us of idle link under its data.
+    const auto run = [](bool in_flight) {
+        ManualClock clock;
+        TimeNs      replay_now = clock.now;
+        LiveConfig  c          = defaults_on(clock);
+        c.backend.clock        = slim::live::LiveDrain::replay_clock(replay_now);
+        LiveLoop                  loop(c);
+        slim::live::OpLog         log(16, 64, c.burst_gap_ns);
+        slim::live::SerialOpRing& ring = *log.open_serial();
+        TimeNs                    wall = 0;
+        slim::live::LiveDrain     drain(log, loop, replay_now, [&wall] { return wall; });
+
+        const TimeNs t0 = clock.now;
+        ring.record(op_at(t0, true, 1 << 20), log.coalesce_ticks(), log.split_ticks(), in_flight);
+        wall = t0 + 300'000;
+        drain.drain();
+        const bool open_mid = drain.with_loop([](LiveLoop& l) { return l.burst_open(); });
+        ring.end_in_flight(t0 + 400'000);
+        wall = t0 + 2'000'000;
+        drain.drain();
+        const std::uint64_t left = drain.with_loop([](LiveLoop& l) { return l.in_flight(); });
+        const auto s = drain.with_loop([](LiveLoop& l) { return l.summary(true); });
+        return std::make_tuple(open_mid, left, s);
+    };
+    SECTION("in flight") {
+        const auto [open_mid, left, s] = run(true);
+        CHECK(open_mid);
+        CHECK(left == 0);
+        CHECK(s.events == 1);
+        CHECK(s.span_ns > 400'000);
+        CHECK(s.span_ns <= 400'000 + slim::live::kDefaultBurstGapNs + 1);
+    }
+    SECTION("done at once") {
+        const auto [open_mid, left, s] = run(false);
+        CHECK_FALSE(open_mid);
+        CHECK(s.events == 1);
+        CHECK(s.span_ns <= slim::live::kDefaultBurstGapNs + 1);
+    }
+}
+
+TEST_CASE("an operation in flight holds its run no longer than the in-flight hold")
+{
+    // A put whose completion never comes (or waits for a peer that
+    // computes): the run and the burst end the hold after their last
+    // operation, and the next operation starts a run of its own.
+    const TimeNs hold = slim::live::kInFlightHoldNs;
+    slim::live::OpLog         log(8, 64, 20'000);
+    slim::live::SerialOpRing& ring = *log.open_serial();
+    ring.record(op_at(100'000, true, 1 << 20), log.coalesce_ticks(), log.split_ticks(), true,
+                log.hold_ticks());
+    ring.record(op_at(100'000 + hold, false), log.coalesce_ticks(), log.split_ticks(), false,
+                log.hold_ticks());
+    CHECK(ring.pushed() == 1);  // within the hold: the same run
+    ring.record(op_at(200'001 + 2 * hold, true), log.coalesce_ticks(), log.split_ticks(), false,
+                log.hold_ticks());
+    CHECK(ring.pushed() == 2);  // past it: a new run, though still in flight
+
+    ManualClock clock;
+    LiveLoop    loop(defaults_on(clock));
+    loop.continue_burst(clock.now, 1 << 20, 1 << 20, 0, 1, 0);  // a put goes in flight
+    idle(loop, clock, hold / 2);
+    CHECK(loop.burst_open());
+    idle(loop, clock, hold / 2 + 4'000);
+    CHECK_FALSE(loop.burst_open());
+    CHECK(loop.in_flight() == 1);
+    const auto s = loop.summary(true);
+    CHECK(s.events == 1);
+    CHECK(s.span_ns > hold);
+    CHECK(s.span_ns <= hold + 4'000);
 }
