@@ -79,15 +79,13 @@ public:
         recorder.counts.record_serial(op, dir, wire_bytes);
         if (recorder.ring != nullptr) {
             live::OpRecord r;
-            r.t_ns       = static_cast<predict::TimeNs>(log_->clock().now());
             r.wire_bytes = live::OpRecord::clamp_bytes(wire_bytes);
             r.orig_bytes = live::OpRecord::clamp_bytes(orig_bytes);
             r.peer       = peer;
             r.op_class   = static_cast<std::uint8_t>(op);
             r.am_id      = static_cast<std::uint8_t>(am_id);
             r.send       = dir == SLIM_DIR_SEND;
-            recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks(), in_flight,
-                                  log_->hold_ticks());
+            log_now(*recorder.ring, r, in_flight);
             inject_if_low();
         }
     }
@@ -106,10 +104,9 @@ public:
     {
         if (recorder.ring != nullptr) {
             live::OpRecord r;
-            r.t_ns     = static_cast<predict::TimeNs>(log_->clock().now());
             r.op_class = live::kActivityOpClass;
             r.send     = false;
-            recorder.ring->record(r, log_->coalesce_ticks(), log_->split_ticks());
+            log_now(*recorder.ring, r, false);
         }
     }
     // Transport progress: drains the ring only when the drain thread could
@@ -157,6 +154,13 @@ private:
     void attach_service(live::LiveConfig &lc);
     void poll_slow() noexcept;
     void push(const live::OpRecord &record) noexcept;
+    // Stamps `r` now and logs it in `ring` with the log's gaps, all in the
+    // record clock's ticks.
+    void log_now(live::SerialOpRing &ring, live::OpRecord &r, bool in_flight) noexcept
+    {
+        r.t_ns = static_cast<predict::TimeNs>(log_->clock().now());
+        ring.record(r, log_->coalesce_ticks(), log_->split_ticks(), in_flight, log_->hold_ticks());
+    }
     // UCX_SLIM_INJECT_DELAY: the operation that finds the link low really
     // waits the reactivation time, once per low-power period.
     void inject_if_low() noexcept
