@@ -802,7 +802,7 @@ UCS_CLASS_DEFINE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(slim_ep_t, uct_ep_t);
 
 /* Plain malloc'd chunks; the objects need no setup. */
-static ucs_mpool_ops_t slim_flush_mpool_ops = {
+static ucs_mpool_ops_t slim_comp_mpool_ops = {
     .chunk_alloc   = ucs_mpool_chunk_malloc,
     .chunk_release = ucs_mpool_chunk_free
 };
@@ -815,14 +815,14 @@ ucs_status_t slim_ep_comp_pools_init(slim_iface_t *iface)
      * (UCP's endpoint close, an RMA epoch); the pool grows past it. */
     status = ucs_mpool_init(&iface->flush_comps, 0, sizeof(slim_flush_comp_t),
                             0, UCS_ARCH_CACHE_LINE_SIZE, 16, UINT_MAX,
-                            &slim_flush_mpool_ops, "slim_flush_comp");
+                            &slim_comp_mpool_ops, "slim_flush_comp");
     if (status != UCS_OK) {
         return status;
     }
     /* 64 per chunk: a rendezvous window keeps tens of puts in flight. */
     status = ucs_mpool_init(&iface->zcopy_comps, 0, sizeof(slim_zcopy_comp_t),
                             0, UCS_ARCH_CACHE_LINE_SIZE, 64, UINT_MAX,
-                            &slim_flush_mpool_ops, "slim_zcopy_comp");
+                            &slim_comp_mpool_ops, "slim_zcopy_comp");
     if (status != UCS_OK) {
         ucs_mpool_cleanup(&iface->flush_comps, 0);
     }

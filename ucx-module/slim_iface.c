@@ -393,7 +393,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 
     status = slim_progress_init(self, worker);
     if (status != UCS_OK) {
-        goto err_flush_pool;
+        goto err_comp_pools;
     }
 
     status = uct_md_iface_config_read(slim_md->inner,
@@ -457,7 +457,7 @@ err_close_inner:
     uct_iface_close(self->inner);
 err_progress:
     slim_progress_destroy(self);
-err_flush_pool:
+err_comp_pools:
     slim_ep_comp_pools_cleanup(self);
 err_lock:
     ucs_spinlock_destroy(&self->eps_lock);

@@ -243,10 +243,7 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     std::optional<TimeNs> deadline;
     const auto earliest = [&](TimeNs t) { deadline = deadline ? std::min(*deadline, t) : t; };
     if (open_) {
-        earliest(last_op_ns_ +
-                 (in_flight_ > 0 ? std::max(burst_gap_ns_, config_.in_flight_hold_ns)
-                                 : burst_gap_ns_) +
-                 1);
+        earliest(last_op_ns_ + open_gap_ns() + 1);
     }
     if (const std::optional<TimeNs> until = controller_->low_until()) {
         earliest(*until);

@@ -236,13 +236,13 @@ private:
         return adaptive_timeout_;
     }
     TimeNs now();
-    // Whether the open burst's gap has passed at `t`: the burst gap after
-    // its last operation, or the in-flight hold while operations are.
-    bool burst_gap_passed(TimeNs t) const
+    // How long after its last operation the open burst ends: the burst
+    // gap, or the in-flight hold while operations are in flight.
+    TimeNs open_gap_ns() const
     {
-        return t - last_op_ns_ > (in_flight_ > 0 ? std::max(burst_gap_ns_, config_.in_flight_hold_ns)
-                                                 : burst_gap_ns_);
+        return in_flight_ > 0 ? std::max(burst_gap_ns_, config_.in_flight_hold_ns) : burst_gap_ns_;
     }
+    bool burst_gap_passed(TimeNs t) const { return t - last_op_ns_ > open_gap_ns(); }
 
     LiveConfig                         config_;
     link::Clock                        clock_;
