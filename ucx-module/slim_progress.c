@@ -217,22 +217,35 @@ static inline void slim_progress_app_leave(slim_iface_t *iface, int how)
     }
 }
 
-static unsigned slim_progress_outer_cb(void *arg)
+/* One progress round on the application's thread: what arrived while a
+ * linger thread ran first, then the inner transport (its whole worker, or
+ * only the interface), then the activity mark for work no handler recorded.
+ * 0 when a linger thread has the interface this round. */
+static UCS_F_ALWAYS_INLINE unsigned
+slim_progress_app_round(slim_iface_t *iface, int whole_worker)
 {
-    slim_iface_t *iface = arg;
-    unsigned count      = 0;
-    int how             = slim_progress_app_enter(iface);
+    unsigned count = 0;
+    int how        = slim_progress_app_enter(iface);
 
     if (how) {
         if (ucs_unlikely(!ucs_queue_is_empty(&iface->progress.deferred))) {
             slim_progress_deliver_deferred(iface);
         }
-        count = uct_worker_progress(iface->progress.inner_worker);
+        count = whole_worker ?
+                uct_worker_progress(iface->progress.inner_worker) :
+                uct_iface_progress(iface->inner);
         if (how == SLIM_PROGRESS_ALONE) {
             slim_iface_progressed(iface, count);
         }
         slim_progress_app_leave(iface, how);
     }
+    return count;
+}
+
+static unsigned slim_progress_outer_cb(void *arg)
+{
+    unsigned count = slim_progress_app_round(arg, 1);
+
     /* The live loop's timer, only when its drain thread could not start:
      * one load otherwise. */
     if (ucs_unlikely(slim_core_poll_wanted)) {
@@ -243,20 +256,7 @@ static unsigned slim_progress_outer_cb(void *arg)
 
 unsigned slim_progress_iface(slim_iface_t *iface)
 {
-    unsigned count = 0;
-    int how        = slim_progress_app_enter(iface);
-
-    if (how) {
-        if (ucs_unlikely(!ucs_queue_is_empty(&iface->progress.deferred))) {
-            slim_progress_deliver_deferred(iface);
-        }
-        count = uct_iface_progress(iface->inner);
-        if (how == SLIM_PROGRESS_ALONE) {
-            slim_iface_progressed(iface, count);
-        }
-        slim_progress_app_leave(iface, how);
-    }
-    return count;
+    return slim_progress_app_round(iface, 0);
 }
 
 /* The linger thread can only run beside a worker whose async context is a
