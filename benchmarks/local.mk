@@ -101,3 +101,12 @@ benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp benchmarks/bench_cli.h
 benchmarks_mark_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
 	$(CLI11_CFLAGS)
 benchmarks_mark_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+
+# record-bench: ns per message the send path's recording costs (the calls of
+# a 64 KiB rendezvous sender, through the module's interface), with memory
+# evicted between messages as the kernel's copy does (issue 11).
+# Not installed: a development tool.
+noinst_PROGRAMS += benchmarks/record-bench
+benchmarks_record_bench_SOURCES = benchmarks/record_bench.cpp benchmarks/bench_cli.h
+benchmarks_record_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(CLI11_CFLAGS)
+benchmarks_record_bench_LDADD = src/libslimlink.la src/libslimcore.la
