@@ -8,6 +8,7 @@
 // Every repetition times memcpy and every variant once, interleaved, so load
 // on the shared machine hits them alike; the medians are reported.
 #include "bench_cli.h"
+#include "bench_stats.h"
 #include "pack/codec.h"
 
 #include <algorithm>
@@ -39,12 +40,6 @@ struct Variant {
     Rounding mode;
     std::vector<double> seconds;
 };
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 template <typename F>
 double time_once(F&& f)
@@ -124,7 +119,7 @@ int main(int argc, char** argv)
         }
     }
 
-    const double memcpy_gbs = bytes / median(memcpy_seconds) / 1e9;
+    const double memcpy_gbs = bytes / bench::median(memcpy_seconds) / 1e9;
     std::printf("# buffer %zu MiB (%zu doubles), %d reps, medians; GB/s of unpacked doubles\n",
                 opt.mib, n, opt.reps);
     std::printf("# AVX2 %s\n", slim::pack::simd_available() ? "available" : "NOT available (simd = scalar)");
@@ -132,7 +127,7 @@ int main(int argc, char** argv)
     bool met = true;
     std::string failures;
     for (const auto& v : variants) {
-        const double gbs = bytes / median(v.seconds) / 1e9;
+        const double gbs = bytes / bench::median(v.seconds) / 1e9;
         const double ratio = gbs / memcpy_gbs;
         std::printf("%-38s %8.2f GB/s  %.2fx\n", v.name.c_str(), gbs, ratio);
         if (v.keep == 4 && v.simd && ratio < 1.0) {

@@ -51,7 +51,7 @@ benchmarks_replay_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 # AVX2, against memcpy in the same run; run it with benchmarks/run-codec-bench.
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/codec-bench
-benchmarks_codec_bench_SOURCES = benchmarks/codec_bench.cpp benchmarks/bench_cli.h
+benchmarks_codec_bench_SOURCES = benchmarks/codec_bench.cpp benchmarks/bench_cli.h benchmarks/bench_stats.h
 benchmarks_codec_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
 	$(CLI11_CFLAGS)
 benchmarks_codec_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
@@ -97,7 +97,7 @@ EXTRA_DIST += benchmarks/run-predictor-table
 # lookup of unmarked data with 1 and with 10^6 regions marked (issue 16).
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/mark-bench
-benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp benchmarks/bench_cli.h
+benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp benchmarks/bench_cli.h benchmarks/bench_stats.h
 benchmarks_mark_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(SPDLOG_CFLAGS) \
 	$(CLI11_CFLAGS)
 benchmarks_mark_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
@@ -107,6 +107,6 @@ benchmarks_mark_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 # evicted between messages as the kernel's copy does (issue 11).
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/record-bench
-benchmarks_record_bench_SOURCES = benchmarks/record_bench.cpp benchmarks/bench_cli.h
+benchmarks_record_bench_SOURCES = benchmarks/record_bench.cpp benchmarks/bench_cli.h benchmarks/bench_stats.h
 benchmarks_record_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir)/src/runtime $(CLI11_CFLAGS)
 benchmarks_record_bench_LDADD = src/libslimlink.la src/libslimcore.la

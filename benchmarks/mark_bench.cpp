@@ -14,6 +14,7 @@
 //
 // Prints medians of --rounds rounds. Usage: mark-bench [--marks N] [--rounds R]
 #include "bench_cli.h"
+#include "bench_stats.h"
 #include "pack/region_registry.h"
 
 #include <algorithm>
@@ -36,12 +37,6 @@ constexpr std::size_t kSlice = 64;
 double seconds_since(SteadyClock::time_point start)
 {
     return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 // Marks then unmarks every slice in `order`; returns seconds.
@@ -134,14 +129,14 @@ int main(int argc, char** argv)
         gap_one.push_back(lookup_ns(arena, 1, true));
         gap_many.push_back(lookup_ns(arena, marks, true));
     }
-    const double t_in = median(in_order), t_rand = median(random_order);
-    const double l_one = median(one), l_many = median(many);
+    const double t_in = bench::median(in_order), t_rand = bench::median(random_order);
+    const double l_one = bench::median(one), l_many = bench::median(many);
     std::printf("mark-bench: %zu marks + %zu unmarks, median of %d rounds\n", marks, marks, rounds);
     std::printf("  %-40s %8.3f s   target <= 1 s: %s\n", "address order", t_in,
                 t_in <= 1.0 ? "met" : "MISSED");
     std::printf("  %-40s %8.3f s   target <= 1 s: %s\n", "shuffled order", t_rand,
                 t_rand <= 1.0 ? "met" : "MISSED");
-    const double g_one = median(gap_one), g_many = median(gap_many);
+    const double g_one = bench::median(gap_one), g_many = bench::median(gap_many);
     std::printf("  %-40s %8.1f ns\n", "unrelated unmarked lookup, 1 marked", l_one);
     std::printf("  %-40s %8.1f ns   ratio %.2f\n", "unrelated unmarked lookup, all marked",
                 l_many, l_many / l_one);

@@ -19,6 +19,7 @@
 // Prints medians of --rounds rounds, per message and per call.
 // Usage: record-bench [--messages N] [--rounds R] [--evict KiB]...
 #include "bench_cli.h"
+#include "bench_stats.h"
 #include "slim_core.h"
 
 #include <algorithm>
@@ -52,12 +53,6 @@ void evict(std::vector<unsigned char> &buffer)
     for (std::size_t i = 0; i < buffer.size(); i += 64) {
         buffer[i] = static_cast<unsigned char>(buffer[i] + 1);
     }
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 // Mean ns per message over `messages`, the baseline's subtracted.
@@ -132,7 +127,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < rounds; ++r) {
             per_message.push_back(ns_per_message(recorder, buffer, messages));
         }
-        const double m = median(per_message);
+        const double m = bench::median(per_message);
         std::printf("  %-24s %12.1f %12.1f\n", (std::to_string(kib) + " KiB").c_str(), m,
                     m / kCallsPerMessage);
     }
