@@ -87,20 +87,10 @@ int main(int argc, char **argv)
                  "record-bench");
     bench::add_integer(app, "--messages", messages, 1, 100'000'000, "messages per round");
     bench::add_integer(app, "--rounds", rounds, 1, 1'000'000, "rounds; medians are reported");
-    app.add_option_function<std::string>(
-               "--evict",
-               [&evict_kib](const std::string &v) {
-                   try {
-                       evict_kib.push_back(static_cast<int>(
-                               slim::parse::integer("--evict", v, 0, 1 << 20)));
-                   } catch (const slim::ConfigError &e) {
-                       throw CLI::ValidationError(e.what());
-                   }
-               },
-               "KiB written between messages, 0..1048576; repeatable (default 0, 256, 1024, "
-               "4096)")
-            ->type_name("KiB")
-            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    bench::add_integers(app, "--evict", evict_kib, 0, 1 << 20,
+                        "KiB written between messages, repeatable (default 0, 256, 1024, "
+                        "4096)")
+            ->type_name("KiB");
     if (const int status = bench::parse(app, argc, argv); status >= 0) {
         return status;
     }
