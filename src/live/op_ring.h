@@ -48,7 +48,8 @@ enum class OpKind : std::uint8_t {
 inline constexpr TimeNs kInFlightHoldNs = 10'000'000;
 
 // OpRecord::op_class of activity the inner transport reported without an
-// operation slim saw (Engine::on_activity): one past slim_op_t's classes.
+// operation slim saw (slim_core_tally_activity): one past slim_op_t's
+// classes.
 inline constexpr std::uint8_t kActivityOpClass = 7;
 
 // 32 bytes: a UCT operation carries less than 4 GiB (max_zcopy), and a
@@ -179,6 +180,19 @@ struct SerialTotals {
     }
 };
 
+// What a serial producer did between two stamps (the module's tally,
+// slim_core_tally_t), all at one time: `first.t_ns`.
+struct OpBatch {
+    OpRecord      first;        // the first operation (t_ns: the stamp)
+    OpRecord      first_send;   // the first send, when has_send
+    bool          has_send = false;
+    std::uint64_t ops      = 0;  // every operation, the first ones included
+    std::uint64_t orig     = 0;
+    std::uint64_t wire     = 0;
+    std::uint64_t began    = 0;  // of them, went in flight
+    std::uint64_t ended    = 0;  // completions (of these or earlier ones)
+};
+
 // A record of a serial producer: the operation, and the producer's totals
 // just before it. The operations between the previous record and this one
 // (those it coalesced, see SerialOpRing::record) are the difference of the
@@ -246,6 +260,52 @@ public:
     void record(const OpRecord& op, TimeNs coalesce_gap) noexcept
     {
         record(op, coalesce_gap, coalesce_gap);
+    }
+
+    // The producer: a batch of operations stamped at one time, as if each
+    // had been record()ed at that time in turn and its completions
+    // end_in_flight()ed after them: at most two slots (the run's start and
+    // its first send), one publication.
+    void record_batch(const OpBatch& b, TimeNs coalesce_gap, TimeNs split_gap,
+                      TimeNs hold_gap = kInFlightHoldNs) noexcept
+    {
+        const TimeNs t = b.first.t_ns;
+        if (b.ops != 0) {
+            const TimeNs gap     = t - own_.last_t;
+            const bool   busy    = own_.in_flight() != 0 && gap <= hold_gap;
+            const bool   new_run = (gap > coalesce_gap && !busy) || own_.ops == 0;
+            if (new_run || (b.first.send && !run_has_send_)) {
+                push(SerialRecord{b.first, own_});
+                run_has_send_ = new_run ? b.first.send : true;
+            } else if (gap > split_gap && !busy) {
+                ++own_.splits;
+            }
+            own_.add(b.first);
+            std::uint64_t ops = b.ops - 1;
+            std::uint64_t orig = b.orig - std::min<std::uint64_t>(b.orig, b.first.orig_bytes);
+            std::uint64_t wire = b.wire - std::min<std::uint64_t>(b.wire, b.first.wire_bytes);
+            if (b.has_send && !run_has_send_ && ops != 0) {
+                OpRecord send = b.first_send;
+                send.t_ns     = t;
+                push(SerialRecord{send, own_});
+                run_has_send_ = true;
+                own_.add(send);
+                ops -= 1;
+                orig -= std::min<std::uint64_t>(orig, send.orig_bytes);
+                wire -= std::min<std::uint64_t>(wire, send.wire_bytes);
+            }
+            own_.ops += ops;
+            own_.orig += orig;
+            own_.wire += wire;
+            own_.began += b.began;
+        }
+        // A completion nothing began is ignored, as in end_in_flight().
+        const std::uint64_t ended = std::min(b.ended, own_.in_flight());
+        if (ended != 0) {
+            own_.ended += ended;
+            own_.last_t = std::max(own_.last_t, t);
+        }
+        publish();
     }
 
     // The producer: an operation recorded in flight completed at `t`. The

@@ -1081,3 +1081,208 @@ TEST_CASE("an operation in flight holds its run no longer than the in-flight hol
     CHECK(s.span_ns > hold);
     CHECK(s.span_ns <= hold + 4'000);
 }
+
+namespace {
+
+// One operation of a trace shape: when, which way, how many bytes.
+struct ShapeOp {
+    TimeNs        t;
+    bool          send;
+    std::uint32_t bytes;
+};
+
+// What `ring` publishes and the records it pushed, as text.
+std::string ring_state(slim::live::SerialOpRing& ring)
+{
+    std::ostringstream s;
+    s << "pushed " << ring.pushed();
+    if (const auto t = ring.totals()) {
+        s << " ops " << t->ops << " orig " << t->orig << " wire " << t->wire << " last "
+          << t->last_t << " splits " << t->splits << " began " << t->began << " ended "
+          << t->ended;
+    }
+    return s.str();
+}
+
+slim::live::OpBatch batch_of(const std::vector<slim::live::OpRecord>& ops, TimeNs t,
+                             std::uint64_t began = 0, std::uint64_t ended = 0)
+{
+    slim::live::OpBatch b;
+    for (const auto& r : ops) {
+        if (b.ops == 0) {
+            b.first = r;
+        }
+        if (r.send && !b.has_send) {
+            b.first_send = r;
+            b.has_send   = true;
+        }
+        b.ops += 1;
+        b.orig += r.orig_bytes;
+        b.wire += r.wire_bytes;
+    }
+    b.first.t_ns = t;
+    b.began      = began;
+    b.ended      = ended;
+    return b;
+}
+
+// The shape's operations fed to a drained loop one by one at their own
+// times (`round_ns` 0), or handed over in tallies stamped at the first
+// polling round after them, rounds every `round_ns`: what the module
+// does. Drained every 4 ms as the drain thread does.
+slim::live::LiveSummary drained_summary(const std::vector<ShapeOp>& shape, TimeNs round_ns)
+{
+    const TimeNs start = 1'000'000;
+    DrainedLoop  d(start, 4096);
+    TimeNs       next_drain = start + 4'000'000;
+    std::vector<slim::live::OpRecord> pending;
+    TimeNs       stamp = 0;
+    const auto   hand_over = [&] {
+        if (!pending.empty()) {
+            d.ring.record_batch(batch_of(pending, stamp), d.log.coalesce_ticks(),
+                                d.log.split_ticks());
+            pending.clear();
+        }
+    };
+    const auto drain_until = [&](TimeNs t) {
+        while (next_drain <= t) {
+            d.wall = next_drain;
+            d.drain.drain();
+            next_drain += 4'000'000;
+        }
+    };
+    for (const ShapeOp& o : shape) {
+        const TimeNs t = start + o.t;
+        if (round_ns == 0) {
+            drain_until(t);
+            d.ring.record(op_at(t, o.send, o.bytes), d.log.coalesce_ticks(),
+                          d.log.split_ticks());
+            continue;
+        }
+        const TimeNs round = (t / round_ns + 1) * round_ns;
+        if (!pending.empty() && round != stamp) {
+            hand_over();
+        }
+        drain_until(round);
+        stamp = round;
+        pending.push_back(op_at(t, o.send, o.bytes));
+    }
+    hand_over();
+    d.wall = next_drain + 10'000'000;
+    d.drain.drain();
+    return d.drain.with_loop([](LiveLoop& l) { return l.summary(true); });
+}
+
+// A solver's iterations: a halo exchange with two neighbours (send,
+// send, two receives within 10 us), 300 us of compute, an allreduce of
+// three 8 B steps 3 us apart, 150 us of compute.
+std::vector<ShapeOp> solver_shape(int iterations)
+{
+    std::vector<ShapeOp> ops;
+    TimeNs               t = 0;
+    for (int i = 0; i < iterations; ++i) {
+        ops.push_back({t, true, 4096});
+        ops.push_back({t + 800, true, 4096});
+        ops.push_back({t + 6'000, false, 4096});
+        ops.push_back({t + 9'500, false, 4096});
+        t += 9'500 + 300'000;
+        for (int k = 0; k < 3; ++k) {
+            ops.push_back({t + 3'000 * k, true, 8});
+            ops.push_back({t + 3'000 * k + 1'200, false, 8});
+        }
+        t += 6'000 + 1'200 + 150'000;
+    }
+    return ops;
+}
+
+// A rendezvous stream: 64 KiB every 20 us for 2 ms, then 1 ms of quiet.
+std::vector<ShapeOp> stream_shape(int cycles)
+{
+    std::vector<ShapeOp> ops;
+    TimeNs               t = 0;
+    for (int c = 0; c < cycles; ++c) {
+        for (int k = 0; k < 100; ++k) {
+            ops.push_back({t, true, 65536});
+            ops.push_back({t + 2'000, false, 64});
+            t += 20'000;
+        }
+        t += 1'000'000;
+    }
+    return ops;
+}
+
+}  // namespace
+
+TEST_CASE("a batch records as its operations would, one by one at the batch's time")
+{
+    using slim::live::OpRecord;
+    slim::live::OpLog log(8, 64, 20'000);
+    auto&             one  = *log.open_serial();
+    auto&             many = *log.open_serial();
+    const auto        same = [&] { CHECK(ring_state(one) == ring_state(many)); };
+
+    SECTION("a new run that starts with a receive and has a send later") {
+        const std::vector<OpRecord> ops{op_at(0, false, 8), op_at(0, false, 16),
+                                        op_at(0, true, 100), op_at(0, true, 200)};
+        for (OpRecord r : ops) {
+            r.t_ns = 50'000;
+            one.record(r, 20'000, 20'000);
+        }
+        many.record_batch(batch_of(ops, 50'000), 20'000, 20'000);
+        same();
+        CHECK(many.pushed() == 2);  // the run's start and its first send
+        // The same run goes on: nothing pushed, the totals move.
+        const std::vector<OpRecord> more{op_at(0, true, 1), op_at(0, false, 2)};
+        for (OpRecord r : more) {
+            r.t_ns = 60'000;
+            one.record(r, 20'000, 20'000);
+        }
+        many.record_batch(batch_of(more, 60'000), 20'000, 20'000);
+        same();
+        CHECK(many.pushed() == 2);
+    }
+    SECTION("a zero-copy operation in flight, and its completion in a later batch") {
+        OpRecord put = op_at(100'000, true, 1 << 20);
+        one.record(put, 20'000, 20'000, true);
+        many.record_batch(batch_of({put}, 100'000, 1), 20'000, 20'000);
+        same();
+        one.end_in_flight(400'000);
+        many.record_batch(batch_of({}, 400'000, 0, 1), 20'000, 20'000);
+        same();
+        // A completion nothing began is ignored by both.
+        one.end_in_flight(500'000);
+        many.record_batch(batch_of({}, 500'000, 0, 1), 20'000, 20'000);
+        same();
+    }
+    SECTION("a batch after a gap longer than the split gap but within the coalescing gap") {
+        one.record(op_at(10'000, true), 40'000, 20'000);
+        many.record_batch(batch_of({op_at(0, true)}, 10'000), 40'000, 20'000);
+        one.record(op_at(40'000, true), 40'000, 20'000);
+        many.record_batch(batch_of({op_at(0, true)}, 40'000), 40'000, 20'000);
+        same();
+        CHECK(many.totals()->splits == 1);
+    }
+}
+
+TEST_CASE("tallies handed over per polling round form the bursts per-operation stamps form")
+{
+    // The module stamps a tally at the first polling round after its
+    // operations: the link model keeps a round's resolution. Rounds of
+    // 1 us (a rank polling tcp) and 5 us (a slow round) must give the
+    // same events, the same savings within a point and a span within
+    // the resolution.
+    for (const auto& [name, shape] :
+         {std::pair{"solver", solver_shape(200)}, std::pair{"stream", stream_shape(20)}}) {
+        const auto exact = drained_summary(shape, 0);
+        for (const TimeNs round : {TimeNs{1'000}, TimeNs{5'000}}) {
+            INFO(name << ", rounds every " << round << " ns");
+            const auto tallied = drained_summary(shape, round);
+            CHECK(tallied.events == exact.events);
+            REQUIRE(exact.energy_savings_pct);
+            REQUIRE(tallied.energy_savings_pct);
+            CHECK(*tallied.energy_savings_pct == Approx(*exact.energy_savings_pct).margin(1.0));
+            CHECK(tallied.span_ns == Approx(exact.span_ns).margin(2 * round));
+            CHECK(tallied.late_wakeups <= exact.late_wakeups + exact.late_wakeups / 10 + 1);
+        }
+    }
+}
