@@ -2,7 +2,15 @@
 /**
  * The slim endpoint: wraps one inner endpoint. Each data operation is
  * forwarded to the inner endpoint and, once the inner transport accepted it,
- * recorded with the core library. Control operations are forwarded as is.
+ * added to the interface's tally. Control operations are forwarded as is.
+ *
+ * The data operations are written once, as inline functions of the
+ * interface's features (SLIM_FEATURE_*, slim.h), and compiled once per
+ * combination the module uses: forwarding alone, and forwarding with
+ * recording and packing, each with or without the linger's quiescence
+ * tracking. The interface installs one set when it opens
+ * (slim_ep_set_data_ops), so what a feature costs is paid only where it is
+ * on, and a forward-only slim is a configuration, not a build.
  */
 #include "slim.h"
 
@@ -11,14 +19,22 @@
 #include <ucs/datastruct/mpool.inl>
 #include <uct/base/uct_iov.inl>
 
+#define SLIM_F_RECORD(_feat)  ((_feat) & SLIM_FEATURE_RECORD)
+#define SLIM_F_PACK(_feat)    ((_feat) & SLIM_FEATURE_PACK)
+#define SLIM_F_LINGER(_feat)  ((_feat) & SLIM_FEATURE_LINGER)
+
 /* Entry of every operation that may call back into UCP later (a completion,
- * a pending callback, a received reply): the endpoint is no longer
- * quiescent, and the linger thread must leave the inner transport to us. */
-static UCS_F_ALWAYS_INLINE uct_ep_h slim_ep_start_op(uct_ep_h tl_ep)
+ * a pending callback, a received reply): with the linger, the endpoint is
+ * no longer quiescent, and a linger thread must leave the inner transport
+ * to us. */
+static UCS_F_ALWAYS_INLINE uct_ep_h slim_ep_start_op(uct_ep_h tl_ep,
+                                                     unsigned feat)
 {
     slim_ep_t *ep = slim_ep(tl_ep);
 
-    slim_ep_activity(ep);
+    if (SLIM_F_LINGER(feat)) {
+        slim_ep_activity(ep);
+    }
     return ep->inner;
 }
 
@@ -32,14 +48,17 @@ static UCS_F_ALWAYS_INLINE uct_ep_h slim_ep_control(uct_ep_h tl_ep)
     return ep->inner;
 }
 
-/* Every operation that sends begins here: a packed put parked on the
- * endpoint (slim_put.c) goes out before anything sent after it, or the
- * operation waits (UCP retries it, or queues it behind the parked put). */
-#define SLIM_EP_PUT_READY_OR_RETURN(_tl_ep, _ret_type) \
+/* Every operation that sends begins here when packing is on: a packed put
+ * parked on the endpoint (slim_put.c) goes out before anything sent after
+ * it, or the operation waits (UCP retries it, or queues it behind the
+ * parked put). */
+#define SLIM_EP_PUT_READY_OR_RETURN(_tl_ep, _ret_type, _feat) \
     do { \
-        ucs_status_t _ready = slim_ep_put_ready(slim_ep(_tl_ep)); \
-        if (ucs_unlikely(_ready != UCS_OK)) { \
-            return (_ret_type)_ready; \
+        if (SLIM_F_PACK(_feat)) { \
+            ucs_status_t _ready = slim_ep_put_ready(slim_ep(_tl_ep)); \
+            if (ucs_unlikely(_ready != UCS_OK)) { \
+                return (_ret_type)_ready; \
+            } \
         } \
     } while (0)
 
@@ -77,9 +96,9 @@ slim_completion_init(uct_completion_t *comp, uct_completion_callback_t func)
     comp->status = UCS_OK;
 }
 
-/* A zero-copy operation in flight (issue 11): its completion tells the live
- * loop that the data stopped moving, then completes UCP's own. Without it a
- * 1 MiB put that a verbs transport completes ~80 us after issue, with no
+/* A zero-copy operation in flight: its completion tells the live loop that
+ * the data stopped moving, then completes UCP's own. Without it a 1 MiB
+ * put that a verbs transport completes ~80 us after issue, with no
  * progress activity in between, looked like a short burst and a long idle
  * period: the link would have been narrowed under the transfer. */
 typedef struct slim_zcopy_comp {
@@ -88,13 +107,14 @@ typedef struct slim_zcopy_comp {
     slim_iface_t      *iface;
 } slim_zcopy_comp_t;
 
-/* Counts the operation and hands it to the live loop (the link wakes for
- * it). `orig` is its size before packing. */
+/* Adds the operation to the tally when the inner transport accepted it.
+ * `orig` is its size before packing. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_record_op(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
-               slim_dir_t dir, uint8_t am_id, size_t bytes, size_t orig)
+               slim_dir_t dir, uint8_t am_id, size_t bytes, size_t orig,
+               unsigned feat)
 {
-    if (slim_status_accepted(status)) {
+    if (SLIM_F_RECORD(feat) && slim_status_accepted(status)) {
         slim_iface_record(slim_iface(tl_ep->iface), op, dir, am_id, bytes,
                           orig, (uintptr_t)tl_ep);
     }
@@ -103,17 +123,18 @@ slim_record_op(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_record_status(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
-                   slim_dir_t dir, size_t bytes)
+                   slim_dir_t dir, size_t bytes, unsigned feat)
 {
-    return slim_record_op(tl_ep, status, op, dir, 0, bytes, bytes);
+    return slim_record_op(tl_ep, status, op, dir, 0, bytes, bytes, feat);
 }
 
 /* A bcopy send returns the bytes it packed, or a negative status. */
 static UCS_F_ALWAYS_INLINE ssize_t
-slim_record_packed(uct_ep_h tl_ep, ssize_t packed, slim_op_t op, uint8_t am_id)
+slim_record_packed(uct_ep_h tl_ep, ssize_t packed, slim_op_t op, uint8_t am_id,
+                   unsigned feat)
 {
     slim_record_op(tl_ep, (packed >= 0) ? UCS_OK : (ucs_status_t)packed, op,
-                   SLIM_DIR_SEND, am_id, packed, packed);
+                   SLIM_DIR_SEND, am_id, packed, packed, feat);
     return packed;
 }
 
@@ -121,12 +142,9 @@ static void slim_zcopy_comp_done(uct_completion_t *self)
 {
     slim_zcopy_comp_t *zcomp = ucs_container_of(self, slim_zcopy_comp_t, super);
     uct_completion_t *user   = zcomp->user;
-    slim_iface_t *iface      = zcomp->iface;
     ucs_status_t status      = self->status;
 
-    slim_core_recorder_completed(iface->recorder);
-    /* This progress call is recorded: no activity mark of its own. */
-    __atomic_store_n(&iface->progress_recorded, 1, __ATOMIC_RELAXED);
+    slim_core_tally_completed(&zcomp->iface->tally);
     ucs_mpool_put_inline(zcomp);
     if (user != NULL) {
         uct_invoke_completion(user, status);
@@ -134,15 +152,15 @@ static void slim_zcopy_comp_done(uct_completion_t *self)
 }
 
 /* The completion to give the inner transport for a zero-copy operation:
- * one that tracks it (*zcomp_p) when the interface records through its own
- * recorder, else UCP's `user` as it is (*zcomp_p NULL). */
+ * one that tracks it (*zcomp_p) when recording, else UCP's `user` as it is
+ * (*zcomp_p NULL, also when the pool is empty). */
 static UCS_F_ALWAYS_INLINE uct_completion_t *
 slim_zcopy_comp_get(slim_iface_t *iface, uct_completion_t *user,
-                    slim_zcopy_comp_t **zcomp_p)
+                    slim_zcopy_comp_t **zcomp_p, unsigned feat)
 {
     slim_zcopy_comp_t *zcomp = NULL;
 
-    if (ucs_likely(iface->recorder != NULL)) {
+    if (SLIM_F_RECORD(feat)) {
         zcomp = ucs_mpool_get_inline(&iface->zcopy_comps);
     }
     *zcomp_p = zcomp;
@@ -161,18 +179,17 @@ slim_zcopy_comp_get(slim_iface_t *iface, uct_completion_t *user,
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_record_zcopy(uct_ep_h tl_ep, slim_zcopy_comp_t *zcomp,
                   ucs_status_t status, slim_op_t op, slim_dir_t dir,
-                  uint8_t am_id, size_t bytes)
+                  uint8_t am_id, size_t bytes, unsigned feat)
 {
-    if (zcomp != NULL) {
+    if (SLIM_F_RECORD(feat) && (zcomp != NULL)) {
         if (status == UCS_INPROGRESS) {
-            slim_core_recorder_in_flight(zcomp->iface->recorder, op, dir,
-                                         am_id, bytes, bytes,
-                                         (uintptr_t)tl_ep);
+            slim_core_tally_in_flight(&zcomp->iface->tally, op, dir, am_id,
+                                      bytes, (uintptr_t)tl_ep);
             return status;
         }
         ucs_mpool_put_inline(zcomp);
     }
-    return slim_record_op(tl_ep, status, op, dir, am_id, bytes, bytes);
+    return slim_record_op(tl_ep, status, op, dir, am_id, bytes, bytes, feat);
 }
 
 /* ---- active messages ---------------------------------------------------- */
@@ -181,33 +198,53 @@ slim_record_zcopy(uct_ep_h tl_ep, slim_zcopy_comp_t *zcomp,
  * operation and wire size. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_record_frame(uct_ep_h tl_ep, uint8_t am_id,
-                  const slim_frame_outcome_t *outcome)
+                  const slim_frame_outcome_t *outcome, unsigned feat)
 {
     return slim_record_op(tl_ep, outcome->status, outcome->op, SLIM_DIR_SEND,
                           am_id, outcome->info.frame_length,
-                          outcome->info.payload_length);
+                          outcome->info.payload_length, feat);
 }
 
-static ucs_status_t slim_ep_am_short(uct_ep_h tl_ep, uint8_t id,
-                                    uint64_t header, const void *payload,
-                                    unsigned length)
+/* Offers a short message to the packing path: only when something is
+ * marked, so that the request is built only then. */
+static void slim_ep_offer_short_marked(uct_ep_h tl_ep, uint8_t id,
+                                       uint64_t header, const void *payload,
+                                       unsigned length,
+                                       slim_frame_outcome_t *outcome)
 {
-    uct_ep_h inner                 = slim_ep_start_op(tl_ep);
-    slim_frame_piece_t piece       = {payload, length};
-    slim_frame_request_t request   = {id, &header, sizeof(header), &piece, 1};
+    slim_frame_piece_t piece     = {payload, length};
+    slim_frame_request_t request = {id, &header, sizeof(header), &piece, 1};
+
+    slim_frame_offer_marked(slim_ep(tl_ep), &request, outcome);
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_am_short_impl(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                      const void *payload, unsigned length, unsigned feat)
+{
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     slim_frame_outcome_t outcome;
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    slim_frame_offer(slim_ep(tl_ep), &request, &outcome);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
+    outcome.handled  = 0;
+    outcome.unframed = 0;
+    if (SLIM_F_PACK(feat) &&
+        ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
+        slim_ep_offer_short_marked(tl_ep, id, header, payload, length,
+                                   &outcome);
+    }
     if (outcome.handled) {
-        return slim_record_frame(tl_ep, id, &outcome);
+        return slim_record_frame(tl_ep, id, &outcome, feat);
     }
 
     status = uct_ep_am_short(inner, id, header, payload, length);
-    slim_frame_forwarded(&outcome, status);
+    if (SLIM_F_PACK(feat)) {
+        slim_frame_forwarded(&outcome, status);
+    }
     return slim_record_op(tl_ep, status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, id,
-                          sizeof(header) + length, sizeof(header) + length);
+                          sizeof(header) + length, sizeof(header) + length,
+                          feat);
 }
 
 /* The iov of a zero-copy or short-iov operation as frame pieces; 0 when it
@@ -232,18 +269,15 @@ static size_t slim_ep_iov_pieces(const uct_iov_t *iov, size_t iovcnt,
 
 /* Offers an iov message to the packing path (an iov it cannot describe
  * goes as it is, unframed and uncounted). */
-static void slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
-                              unsigned header_length, const uct_iov_t *iov,
-                              size_t iovcnt, slim_frame_outcome_t *outcome)
+static void slim_ep_offer_iov_marked(uct_ep_h tl_ep, uint8_t id,
+                                     const void *header,
+                                     unsigned header_length,
+                                     const uct_iov_t *iov, size_t iovcnt,
+                                     slim_frame_outcome_t *outcome)
 {
     slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
     slim_frame_request_t request;
 
-    outcome->handled  = 0;
-    outcome->unframed = 0;
-    if (ucs_likely(!slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
-        return;
-    }
     request.am_id         = id;
     request.header        = header;
     request.header_length = header_length;
@@ -255,65 +289,88 @@ static void slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
     }
 }
 
-static ucs_status_t slim_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
-                                        const uct_iov_t *iov, size_t iovcnt)
+static UCS_F_ALWAYS_INLINE void
+slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
+                  unsigned header_length, const uct_iov_t *iov, size_t iovcnt,
+                  slim_frame_outcome_t *outcome, unsigned feat)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    outcome->handled  = 0;
+    outcome->unframed = 0;
+    if (SLIM_F_PACK(feat) &&
+        ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
+        slim_ep_offer_iov_marked(tl_ep, id, header, header_length, iov,
+                                 iovcnt, outcome);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_am_short_iov_impl(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
+                          size_t iovcnt, unsigned feat)
+{
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     slim_frame_outcome_t outcome;
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    slim_ep_offer_iov(tl_ep, id, NULL, 0, iov, iovcnt, &outcome);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
+    slim_ep_offer_iov(tl_ep, id, NULL, 0, iov, iovcnt, &outcome, feat);
     if (outcome.handled) {
-        return slim_record_frame(tl_ep, id, &outcome);
+        return slim_record_frame(tl_ep, id, &outcome, feat);
     }
 
     status = uct_ep_am_short_iov(inner, id, iov, iovcnt);
-    slim_frame_forwarded(&outcome, status);
+    if (SLIM_F_PACK(feat)) {
+        slim_frame_forwarded(&outcome, status);
+    }
     return slim_record_op(tl_ep, status, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, id,
                           uct_iov_total_length(iov, iovcnt),
-                          uct_iov_total_length(iov, iovcnt));
+                          uct_iov_total_length(iov, iovcnt), feat);
 }
 
-static ssize_t slim_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                                uct_pack_callback_t pack_cb, void *arg,
-                                unsigned flags)
+static UCS_F_ALWAYS_INLINE ssize_t
+slim_ep_am_bcopy_impl(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                      void *arg, unsigned flags, unsigned feat)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t, feat);
     return slim_record_packed(tl_ep,
                               uct_ep_am_bcopy(inner, id, pack_cb, arg, flags),
-                              SLIM_OP_AM_BCOPY, id);
+                              SLIM_OP_AM_BCOPY, id, feat);
 }
 
-static ucs_status_t slim_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                    const void *header, unsigned header_length,
-                                    const uct_iov_t *iov, size_t iovcnt,
-                                    unsigned flags, uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
+                      unsigned header_length, const uct_iov_t *iov,
+                      size_t iovcnt, unsigned flags, uct_completion_t *comp,
+                      unsigned feat)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
     slim_frame_outcome_t outcome;
     slim_zcopy_comp_t *zcomp;
     uct_completion_t *inner_comp;
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
     /* A frame is a copy: done at once for UCP, `comp` is not called. */
-    slim_ep_offer_iov(tl_ep, id, header, header_length, iov, iovcnt, &outcome);
+    slim_ep_offer_iov(tl_ep, id, header, header_length, iov, iovcnt, &outcome,
+                      feat);
     if (outcome.handled) {
-        return slim_record_frame(tl_ep, id, &outcome);
+        return slim_record_frame(tl_ep, id, &outcome, feat);
     }
 
-    inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp);
+    inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp,
+                                     feat);
     status     = uct_ep_am_zcopy(inner, id, header, header_length,
                                  slim_ep_inner_iov(iov, iovcnt, inner_iov),
                                  iovcnt, flags, inner_comp);
-    slim_frame_forwarded(&outcome, status);
+    if (SLIM_F_PACK(feat)) {
+        slim_frame_forwarded(&outcome, status);
+    }
     return slim_record_zcopy(tl_ep, zcomp, status, SLIM_OP_AM_ZCOPY,
                              SLIM_DIR_SEND, id,
-                             header_length + uct_iov_total_length(iov, iovcnt));
+                             header_length + uct_iov_total_length(iov, iovcnt),
+                             feat);
 }
 
 /* Short and bcopy puts are never framed (a frame cannot carry the remote
@@ -336,38 +393,42 @@ static void slim_ep_put_unframed(const slim_iface_t *iface,
 
 /* ---- remote memory access ----------------------------------------------- */
 
-static ucs_status_t slim_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                     unsigned length, uint64_t remote_addr,
-                                     uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_put_short_impl(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                       uint64_t remote_addr, uct_rkey_t rkey, unsigned feat)
 {
-    uct_ep_h inner           = slim_ep_start_op(tl_ep);
+    uct_ep_h inner           = slim_ep_start_op(tl_ep, feat);
     slim_frame_piece_t piece = {buffer, length};
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
     status = uct_ep_put_short(inner, buffer, length, remote_addr, rkey);
-    slim_ep_put_unframed(slim_iface(tl_ep->iface), &piece, 1, status);
-    return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND, length);
+    if (SLIM_F_PACK(feat)) {
+        slim_ep_put_unframed(slim_iface(tl_ep->iface), &piece, 1, status);
+    }
+    return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND,
+                              length, feat);
 }
 
-static ssize_t slim_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                                 void *arg, uint64_t remote_addr,
-                                 uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE ssize_t
+slim_ep_put_bcopy_impl(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                       uint64_t remote_addr, uct_rkey_t rkey, unsigned feat)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t, feat);
     return slim_record_packed(tl_ep,
                               uct_ep_put_bcopy(inner, pack_cb, arg,
                                                remote_addr, rkey),
-                              SLIM_OP_PUT, 0);
+                              SLIM_OP_PUT, 0, feat);
 }
 
-static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                     size_t iovcnt, uint64_t remote_addr,
-                                     uct_rkey_t rkey, uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_put_zcopy_impl(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                       uint64_t remote_addr, uct_rkey_t rkey,
+                       uct_completion_t *comp, unsigned feat)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     slim_frame_piece_t pieces[SLIM_EP_MAX_IOV];
     uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
     slim_put_outcome_t outcome;
@@ -376,11 +437,12 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
     size_t piece_count;
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
     outcome.handled = 0;
     outcome.result  = SLIM_FRAME_UNMARKED;
     piece_count     = 0;
-    if (ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
+    if (SLIM_F_PACK(feat) &&
+        ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
         piece_count = slim_ep_iov_pieces(iov, iovcnt, pieces,
                                          SLIM_EP_MAX_IOV);
     }
@@ -393,158 +455,304 @@ static ucs_status_t slim_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
         }
     }
 
-    inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp);
+    inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp,
+                                     feat);
     status     = uct_ep_put_zcopy(inner,
                                   slim_ep_inner_iov(iov, iovcnt, inner_iov),
                                   iovcnt, remote_addr, rkey, inner_comp);
-    slim_put_forwarded(&outcome, status);
+    if (SLIM_F_PACK(feat)) {
+        slim_put_forwarded(&outcome, status);
+    }
     return slim_record_zcopy(tl_ep, zcomp, status, SLIM_OP_PUT, SLIM_DIR_SEND,
-                             0, uct_iov_total_length(iov, iovcnt));
+                             0, uct_iov_total_length(iov, iovcnt), feat);
 }
 
-static ucs_status_t slim_ep_get_short(uct_ep_h tl_ep, void *buffer,
-                                     unsigned length, uint64_t remote_addr,
-                                     uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_get_short_impl(uct_ep_h tl_ep, void *buffer, unsigned length,
+                       uint64_t remote_addr, uct_rkey_t rkey, unsigned feat)
 {
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_get_short(slim_ep_start_op(tl_ep), buffer,
-                              length, remote_addr, rkey);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
+    status = uct_ep_get_short(inner, buffer, length, remote_addr, rkey);
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV,
+                              length, feat);
 }
 
-static ucs_status_t slim_ep_get_bcopy(uct_ep_h tl_ep,
-                                     uct_unpack_callback_t unpack_cb,
-                                     void *arg, size_t length,
-                                     uint64_t remote_addr, uct_rkey_t rkey,
-                                     uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_get_bcopy_impl(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
+                       void *arg, size_t length, uint64_t remote_addr,
+                       uct_rkey_t rkey, uct_completion_t *comp, unsigned feat)
 {
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_get_bcopy(slim_ep_start_op(tl_ep), unpack_cb,
-                              arg, length, remote_addr, rkey,
-                              comp);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
+    status = uct_ep_get_bcopy(inner, unpack_cb, arg, length, remote_addr,
+                              rkey, comp);
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV,
+                              length, feat);
 }
 
-static ucs_status_t slim_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                     size_t iovcnt, uint64_t remote_addr,
-                                     uct_rkey_t rkey, uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_get_zcopy_impl(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                       uint64_t remote_addr, uct_rkey_t rkey,
+                       uct_completion_t *comp, unsigned feat)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
     slim_zcopy_comp_t *zcomp;
     uct_completion_t *inner_comp;
     ucs_status_t status;
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
     slim_ep_inner_iov(iov, iovcnt, inner_iov);
-    inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp);
+    inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp,
+                                     feat);
     status     = uct_ep_get_zcopy(inner, inner_iov, iovcnt, remote_addr, rkey,
                                   inner_comp);
-
     return slim_record_zcopy(tl_ep, zcomp, status, SLIM_OP_GET, SLIM_DIR_RECV,
-                             0, uct_iov_total_length(iov, iovcnt));
+                             0, uct_iov_total_length(iov, iovcnt), feat);
 }
 
 /* ---- atomics ------------------------------------------------------------ */
 
-static ucs_status_t slim_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                          uint64_t swap, uint64_t remote_addr,
-                                          uct_rkey_t rkey, uint64_t *result,
-                                          uct_completion_t *comp)
+/* Every atomic: forwarded, then recorded as a send of its operand. */
+#define SLIM_EP_ATOMIC(_call, _size) \
+    uct_ep_h _inner = slim_ep_start_op(tl_ep, feat); \
+    ucs_status_t _status; \
+    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat); \
+    _status = _call; \
+    return slim_record_status(tl_ep, _status, SLIM_OP_ATOMIC, SLIM_DIR_SEND, \
+                              _size, feat)
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_atomic_cswap64_impl(uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
+                            uint64_t remote_addr, uct_rkey_t rkey,
+                            uint64_t *result, uct_completion_t *comp,
+                            unsigned feat)
 {
-    ucs_status_t status;
-
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_atomic_cswap64(slim_ep_start_op(tl_ep), compare,
-                                   swap, remote_addr, rkey,
-                                   result, comp);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
-                              sizeof(uint64_t));
+    SLIM_EP_ATOMIC(uct_ep_atomic_cswap64(_inner, compare, swap, remote_addr,
+                                         rkey, result, comp),
+                   sizeof(uint64_t));
 }
 
-static ucs_status_t slim_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
-                                          uint32_t swap, uint64_t remote_addr,
-                                          uct_rkey_t rkey, uint32_t *result,
-                                          uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_atomic_cswap32_impl(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
+                            uint64_t remote_addr, uct_rkey_t rkey,
+                            uint32_t *result, uct_completion_t *comp,
+                            unsigned feat)
 {
-    ucs_status_t status;
-
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_atomic_cswap32(slim_ep_start_op(tl_ep), compare,
-                                   swap, remote_addr, rkey,
-                                   result, comp);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
-                              sizeof(uint32_t));
+    SLIM_EP_ATOMIC(uct_ep_atomic_cswap32(_inner, compare, swap, remote_addr,
+                                         rkey, result, comp),
+                   sizeof(uint32_t));
 }
 
-static ucs_status_t slim_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
-                                         uint32_t value, uint64_t remote_addr,
-                                         uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_atomic32_post_impl(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
+                           uint64_t remote_addr, uct_rkey_t rkey,
+                           unsigned feat)
 {
-    ucs_status_t status;
-
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_atomic32_post(slim_ep_start_op(tl_ep), opcode,
-                                  value, remote_addr, rkey);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
-                              sizeof(value));
+    SLIM_EP_ATOMIC(uct_ep_atomic32_post(_inner, opcode, value, remote_addr,
+                                        rkey),
+                   sizeof(value));
 }
 
-static ucs_status_t slim_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                         uint64_t value, uint64_t remote_addr,
-                                         uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_atomic64_post_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
+                           uint64_t remote_addr, uct_rkey_t rkey,
+                           unsigned feat)
 {
-    ucs_status_t status;
-
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_atomic64_post(slim_ep_start_op(tl_ep), opcode,
-                                  value, remote_addr, rkey);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
-                              sizeof(value));
+    SLIM_EP_ATOMIC(uct_ep_atomic64_post(_inner, opcode, value, remote_addr,
+                                        rkey),
+                   sizeof(value));
 }
 
-static ucs_status_t slim_ep_atomic32_fetch(uct_ep_h tl_ep, unsigned opcode,
-                                          uint32_t value, uint32_t *result,
-                                          uint64_t remote_addr,
-                                          uct_rkey_t rkey,
-                                          uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_atomic32_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
+                            uint32_t *result, uint64_t remote_addr,
+                            uct_rkey_t rkey, uct_completion_t *comp,
+                            unsigned feat)
 {
-    ucs_status_t status;
-
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_atomic32_fetch(slim_ep_start_op(tl_ep), opcode,
-                                   value, result, remote_addr,
-                                   rkey, comp);
-
-    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
-                              sizeof(value));
+    SLIM_EP_ATOMIC(uct_ep_atomic32_fetch(_inner, opcode, value, result,
+                                         remote_addr, rkey, comp),
+                   sizeof(value));
 }
 
-static ucs_status_t slim_ep_atomic64_fetch(uct_ep_h tl_ep, unsigned opcode,
-                                          uint64_t value, uint64_t *result,
-                                          uint64_t remote_addr,
-                                          uct_rkey_t rkey,
-                                          uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t
+slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
+                            uint64_t *result, uint64_t remote_addr,
+                            uct_rkey_t rkey, uct_completion_t *comp,
+                            unsigned feat)
 {
-    ucs_status_t status;
+    SLIM_EP_ATOMIC(uct_ep_atomic64_fetch(_inner, opcode, value, result,
+                                         remote_addr, rkey, comp),
+                   sizeof(value));
+}
 
-    SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
-    status = uct_ep_atomic64_fetch(slim_ep_start_op(tl_ep), opcode,
-                                   value, result, remote_addr,
-                                   rkey, comp);
+/* ---- one set of data operations per combination of features ------------ */
 
-    return slim_record_status(tl_ep, status, SLIM_OP_ATOMIC, SLIM_DIR_SEND,
-                              sizeof(value));
+/* Defines the data operations of one feature combination, `_feat` a
+ * constant, as slim_ep_<op>_<_name>, and slim_ep_fill_data_ops_<_name>(). */
+#define SLIM_EP_DATA_OPS(_name, _feat) \
+    static ucs_status_t slim_ep_am_short_##_name( \
+            uct_ep_h ep, uint8_t id, uint64_t header, const void *payload, \
+            unsigned length) \
+    { \
+        return slim_ep_am_short_impl(ep, id, header, payload, length, _feat); \
+    } \
+    static ucs_status_t slim_ep_am_short_iov_##_name( \
+            uct_ep_h ep, uint8_t id, const uct_iov_t *iov, size_t iovcnt) \
+    { \
+        return slim_ep_am_short_iov_impl(ep, id, iov, iovcnt, _feat); \
+    } \
+    static ssize_t slim_ep_am_bcopy_##_name( \
+            uct_ep_h ep, uint8_t id, uct_pack_callback_t pack_cb, void *arg, \
+            unsigned flags) \
+    { \
+        return slim_ep_am_bcopy_impl(ep, id, pack_cb, arg, flags, _feat); \
+    } \
+    static ucs_status_t slim_ep_am_zcopy_##_name( \
+            uct_ep_h ep, uint8_t id, const void *header, \
+            unsigned header_length, const uct_iov_t *iov, size_t iovcnt, \
+            unsigned flags, uct_completion_t *comp) \
+    { \
+        return slim_ep_am_zcopy_impl(ep, id, header, header_length, iov, \
+                                     iovcnt, flags, comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_put_short_##_name( \
+            uct_ep_h ep, const void *buffer, unsigned length, \
+            uint64_t remote_addr, uct_rkey_t rkey) \
+    { \
+        return slim_ep_put_short_impl(ep, buffer, length, remote_addr, rkey, \
+                                      _feat); \
+    } \
+    static ssize_t slim_ep_put_bcopy_##_name( \
+            uct_ep_h ep, uct_pack_callback_t pack_cb, void *arg, \
+            uint64_t remote_addr, uct_rkey_t rkey) \
+    { \
+        return slim_ep_put_bcopy_impl(ep, pack_cb, arg, remote_addr, rkey, \
+                                      _feat); \
+    } \
+    static ucs_status_t slim_ep_put_zcopy_##_name( \
+            uct_ep_h ep, const uct_iov_t *iov, size_t iovcnt, \
+            uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp) \
+    { \
+        return slim_ep_put_zcopy_impl(ep, iov, iovcnt, remote_addr, rkey, \
+                                      comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_get_short_##_name( \
+            uct_ep_h ep, void *buffer, unsigned length, uint64_t remote_addr, \
+            uct_rkey_t rkey) \
+    { \
+        return slim_ep_get_short_impl(ep, buffer, length, remote_addr, rkey, \
+                                      _feat); \
+    } \
+    static ucs_status_t slim_ep_get_bcopy_##_name( \
+            uct_ep_h ep, uct_unpack_callback_t unpack_cb, void *arg, \
+            size_t length, uint64_t remote_addr, uct_rkey_t rkey, \
+            uct_completion_t *comp) \
+    { \
+        return slim_ep_get_bcopy_impl(ep, unpack_cb, arg, length, \
+                                      remote_addr, rkey, comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_get_zcopy_##_name( \
+            uct_ep_h ep, const uct_iov_t *iov, size_t iovcnt, \
+            uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp) \
+    { \
+        return slim_ep_get_zcopy_impl(ep, iov, iovcnt, remote_addr, rkey, \
+                                      comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_atomic_cswap64_##_name( \
+            uct_ep_h ep, uint64_t compare, uint64_t swap, \
+            uint64_t remote_addr, uct_rkey_t rkey, uint64_t *result, \
+            uct_completion_t *comp) \
+    { \
+        return slim_ep_atomic_cswap64_impl(ep, compare, swap, remote_addr, \
+                                           rkey, result, comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_atomic_cswap32_##_name( \
+            uct_ep_h ep, uint32_t compare, uint32_t swap, \
+            uint64_t remote_addr, uct_rkey_t rkey, uint32_t *result, \
+            uct_completion_t *comp) \
+    { \
+        return slim_ep_atomic_cswap32_impl(ep, compare, swap, remote_addr, \
+                                           rkey, result, comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_atomic32_post_##_name( \
+            uct_ep_h ep, unsigned opcode, uint32_t value, \
+            uint64_t remote_addr, uct_rkey_t rkey) \
+    { \
+        return slim_ep_atomic32_post_impl(ep, opcode, value, remote_addr, \
+                                          rkey, _feat); \
+    } \
+    static ucs_status_t slim_ep_atomic64_post_##_name( \
+            uct_ep_h ep, unsigned opcode, uint64_t value, \
+            uint64_t remote_addr, uct_rkey_t rkey) \
+    { \
+        return slim_ep_atomic64_post_impl(ep, opcode, value, remote_addr, \
+                                          rkey, _feat); \
+    } \
+    static ucs_status_t slim_ep_atomic32_fetch_##_name( \
+            uct_ep_h ep, unsigned opcode, uint32_t value, uint32_t *result, \
+            uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp) \
+    { \
+        return slim_ep_atomic32_fetch_impl(ep, opcode, value, result, \
+                                           remote_addr, rkey, comp, _feat); \
+    } \
+    static ucs_status_t slim_ep_atomic64_fetch_##_name( \
+            uct_ep_h ep, unsigned opcode, uint64_t value, uint64_t *result, \
+            uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp) \
+    { \
+        return slim_ep_atomic64_fetch_impl(ep, opcode, value, result, \
+                                           remote_addr, rkey, comp, _feat); \
+    } \
+    static void slim_ep_fill_data_ops_##_name(uct_iface_ops_t *ops) \
+    { \
+        ops->ep_am_short       = slim_ep_am_short_##_name; \
+        ops->ep_am_short_iov   = slim_ep_am_short_iov_##_name; \
+        ops->ep_am_bcopy       = slim_ep_am_bcopy_##_name; \
+        ops->ep_am_zcopy       = slim_ep_am_zcopy_##_name; \
+        ops->ep_put_short      = slim_ep_put_short_##_name; \
+        ops->ep_put_bcopy      = slim_ep_put_bcopy_##_name; \
+        ops->ep_put_zcopy      = slim_ep_put_zcopy_##_name; \
+        ops->ep_get_short      = slim_ep_get_short_##_name; \
+        ops->ep_get_bcopy      = slim_ep_get_bcopy_##_name; \
+        ops->ep_get_zcopy      = slim_ep_get_zcopy_##_name; \
+        ops->ep_atomic_cswap64 = slim_ep_atomic_cswap64_##_name; \
+        ops->ep_atomic_cswap32 = slim_ep_atomic_cswap32_##_name; \
+        ops->ep_atomic32_post  = slim_ep_atomic32_post_##_name; \
+        ops->ep_atomic64_post  = slim_ep_atomic64_post_##_name; \
+        ops->ep_atomic32_fetch = slim_ep_atomic32_fetch_##_name; \
+        ops->ep_atomic64_fetch = slim_ep_atomic64_fetch_##_name; \
+    }
+
+#define SLIM_FEATURES_FULL (SLIM_FEATURE_RECORD | SLIM_FEATURE_PACK)
+
+SLIM_EP_DATA_OPS(forward, 0)
+SLIM_EP_DATA_OPS(forward_linger, SLIM_FEATURE_LINGER)
+SLIM_EP_DATA_OPS(full, SLIM_FEATURES_FULL)
+SLIM_EP_DATA_OPS(full_linger, SLIM_FEATURES_FULL | SLIM_FEATURE_LINGER)
+
+void slim_ep_set_data_ops(uct_iface_ops_t *ops, unsigned features)
+{
+    switch (features) {
+    case 0:
+        slim_ep_fill_data_ops_forward(ops);
+        break;
+    case SLIM_FEATURE_LINGER:
+        slim_ep_fill_data_ops_forward_linger(ops);
+        break;
+    case SLIM_FEATURES_FULL:
+        slim_ep_fill_data_ops_full(ops);
+        break;
+    case SLIM_FEATURES_FULL | SLIM_FEATURE_LINGER:
+        slim_ep_fill_data_ops_full_linger(ops);
+        break;
+    default:
+        ucs_fatal("slim: no operations for features 0x%x", features);
+    }
 }
 
 /* ---- tag offload: never advertised (see slim_iface_query) -------------- */
@@ -595,10 +803,17 @@ static ucs_status_t slim_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
 
 /* ---- control ------------------------------------------------------------ */
 
+/* slim_ep_start_op() for control operations, which every feature set
+ * shares: the interface's features read at run time. */
+static uct_ep_h slim_ep_start_control_op(uct_ep_h tl_ep)
+{
+    return slim_ep_start_op(tl_ep, slim_iface(tl_ep->iface)->features);
+}
+
 static ucs_status_t slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                        unsigned flags)
 {
-    uct_ep_h inner = slim_ep_start_op(tl_ep);
+    uct_ep_h inner = slim_ep_start_control_op(tl_ep);
 
     /* A parked packed put is queued on the inner endpoint already (or goes
      * now): UCP's request waits behind it. */
@@ -666,10 +881,11 @@ static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
     slim_iface_wake(iface);
     if (!(flags & UCT_FLUSH_FLAG_CANCEL)) {
-        SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t);
+        SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, iface->features);
     }
-    if ((flags & UCT_FLUSH_FLAG_CANCEL) || (comp == NULL)) {
-        /* Nothing to learn about quiescence from these. */
+    if ((flags & UCT_FLUSH_FLAG_CANCEL) || (comp == NULL) ||
+        !(iface->features & SLIM_FEATURE_LINGER)) {
+        /* Nothing to learn about quiescence from these, or nobody asks. */
         return uct_ep_flush(ep->inner, flags, comp);
     }
 
@@ -706,7 +922,7 @@ static ucs_status_t slim_ep_fence(uct_ep_h tl_ep, unsigned flags)
 static ucs_status_t slim_ep_check(uct_ep_h tl_ep, unsigned flags,
                                   uct_completion_t *comp)
 {
-    return uct_ep_check(slim_ep_start_op(tl_ep), flags, comp);
+    return uct_ep_check(slim_ep_start_control_op(tl_ep), flags, comp);
 }
 
 static ucs_status_t slim_ep_connect(uct_ep_h tl_ep,
@@ -747,7 +963,7 @@ static ucs_status_t slim_ep_query(uct_ep_h tl_ep, uct_ep_attr_t *ep_attr)
 
 static ucs_status_t slim_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
 {
-    return uct_ep_invalidate(slim_ep_start_op(tl_ep), flags);
+    return uct_ep_invalidate(slim_ep_start_control_op(tl_ep), flags);
 }
 
 /* ---- construction ------------------------------------------------------- */
@@ -837,24 +1053,10 @@ void slim_ep_comp_pools_cleanup(slim_iface_t *iface)
     ucs_mpool_cleanup(&iface->flush_comps, 0);
 }
 
+/* The control operations; the data operations come with the interface's
+ * features (slim_ep_set_data_ops). */
 void slim_ep_fill_ops(uct_iface_ops_t *ops)
 {
-    ops->ep_put_short        = slim_ep_put_short;
-    ops->ep_put_bcopy        = slim_ep_put_bcopy;
-    ops->ep_put_zcopy        = slim_ep_put_zcopy;
-    ops->ep_get_short        = slim_ep_get_short;
-    ops->ep_get_bcopy        = slim_ep_get_bcopy;
-    ops->ep_get_zcopy        = slim_ep_get_zcopy;
-    ops->ep_am_short         = slim_ep_am_short;
-    ops->ep_am_short_iov     = slim_ep_am_short_iov;
-    ops->ep_am_bcopy         = slim_ep_am_bcopy;
-    ops->ep_am_zcopy         = slim_ep_am_zcopy;
-    ops->ep_atomic_cswap64   = slim_ep_atomic_cswap64;
-    ops->ep_atomic_cswap32   = slim_ep_atomic_cswap32;
-    ops->ep_atomic32_post    = slim_ep_atomic32_post;
-    ops->ep_atomic64_post    = slim_ep_atomic64_post;
-    ops->ep_atomic32_fetch   = slim_ep_atomic32_fetch;
-    ops->ep_atomic64_fetch   = slim_ep_atomic64_fetch;
     ops->ep_tag_eager_short  = slim_ep_tag_eager_short;
     ops->ep_tag_eager_bcopy  = slim_ep_tag_eager_bcopy;
     ops->ep_tag_eager_zcopy  = slim_ep_tag_eager_zcopy;
@@ -871,6 +1073,8 @@ void slim_ep_fill_ops(uct_iface_ops_t *ops)
     ops->cm_ep_conn_notify   = slim_ep_conn_notify;
     ops->ep_get_address      = slim_ep_get_address;
     ops->ep_connect_to_ep    = slim_ep_connect_to_ep;
+    /* Until an interface installs its own (slim_iface.c). */
+    slim_ep_set_data_ops(ops, SLIM_FEATURES_FULL | SLIM_FEATURE_LINGER);
 }
 
 void slim_ep_fill_internal_ops(uct_iface_internal_ops_t *ops)

@@ -335,3 +335,8 @@ ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
     }
     return UCS_OK; /* the inner transport's descriptor was never kept */
 }
+
+void slim_frame_count_unsent(const slim_frame_outcome_t *outcome)
+{
+    slim_core_frame_unsent(&outcome->info);
+}

@@ -86,24 +86,72 @@ static ucs_status_t slim_iface_check_inner(slim_iface_t *self,
     return UCS_ERR_UNSUPPORTED;
 }
 
+/* The receive trampolines, one chosen per AM id when the interface opens
+ * (slim_iface_install_trampolines): a receive is recorded in the tally,
+ * recorded from any thread, or only forwarded. */
 static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
                                        unsigned flags)
 {
     slim_am_slot_t *slot = arg;
 
-    if (ucs_likely(!slot->iface->recv_any_thread)) {
-        slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
-                          length, length, 0);
-        __atomic_store_n(&slot->iface->progress_recorded, 1, __ATOMIC_RELAXED);
-    } else {
-        slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length,
-                          length, 0);
-    }
-    if (ucs_unlikely(slot->id == SLIM_FRAME_AM_ID)) {
-        return slim_frame_receive(slot->iface, data, length, flags);
-    }
+    slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
+                      length, length, 0);
     return slim_progress_deliver_am(slot->iface, slot->id, data, length,
                                     flags);
+}
+
+static ucs_status_t slim_am_trampoline_any_thread(void *arg, void *data,
+                                                  size_t length,
+                                                  unsigned flags)
+{
+    slim_am_slot_t *slot = arg;
+
+    slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length, length,
+                      0);
+    return slim_progress_deliver_am(slot->iface, slot->id, data, length,
+                                    flags);
+}
+
+static ucs_status_t slim_am_trampoline_forward(void *arg, void *data,
+                                               size_t length, unsigned flags)
+{
+    slim_am_slot_t *slot = arg;
+
+    return slim_progress_deliver_am(slot->iface, slot->id, data, length,
+                                    flags);
+}
+
+/* Frames are rebuilt whatever this side's configuration: the sender chose
+ * to pack. */
+static ucs_status_t slim_am_trampoline_frame(void *arg, void *data,
+                                             size_t length, unsigned flags)
+{
+    slim_am_slot_t *slot = arg;
+    slim_iface_t *iface  = slot->iface;
+
+    if (!(iface->features & SLIM_FEATURE_RECORD)) {
+        /* forwarded only */
+    } else if (iface->recv_any_thread) {
+        slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length,
+                          length, 0);
+    } else {
+        slim_iface_record(iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
+                          length, length, 0);
+    }
+    return slim_frame_receive(iface, data, length, flags);
+}
+
+static uct_am_callback_t slim_am_trampoline_for(const slim_iface_t *iface,
+                                                uint8_t id)
+{
+    if (id == SLIM_FRAME_AM_ID) {
+        return slim_am_trampoline_frame;
+    }
+    if (!(iface->features & SLIM_FEATURE_RECORD)) {
+        return slim_am_trampoline_forward;
+    }
+    return iface->recv_any_thread ? slim_am_trampoline_any_thread :
+                                    slim_am_trampoline;
 }
 
 /* Endpoints are created and destroyed by the application's thread only. */
@@ -313,12 +361,12 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
                                                            UCT_CB_FLAG_ASYNC;
     /* Handlers the inner transport may run on its async thread, beside the
      * application's sends, must not use the interface's serial recorder. */
-    self->recv_any_thread   = (cb_flags == UCT_CB_FLAG_ASYNC);
-    self->progress_recorded = 0;
+    self->recv_any_thread = (cb_flags == UCT_CB_FLAG_ASYNC);
     for (id = 0; id < UCT_AM_ID_MAX; ++id) {
         self->am_slots[id].iface = self;
         self->am_slots[id].id    = id;
-        status = uct_iface_set_am_handler(self->inner, id, slim_am_trampoline,
+        status = uct_iface_set_am_handler(self->inner, id,
+                                          slim_am_trampoline_for(self, id),
                                           &self->am_slots[id], cb_flags);
         if (status != UCS_OK) {
             ucs_error("slim: failed to set AM trampoline %u on %s: %s", id,
@@ -353,6 +401,22 @@ static ucs_status_t slim_iface_check_am_alignment(const uct_iface_params_t *para
     return UCS_OK;
 }
 
+/* The features this interface's operations carry (SLIM_FEATURE_*). */
+static unsigned slim_iface_features(const char *inner_tl_name)
+{
+    unsigned features = 0;
+
+    if (!slim_core_forward_only()) {
+        features |= SLIM_FEATURE_RECORD | SLIM_FEATURE_PACK;
+    }
+    /* Only tcp's flush waits for a reply that a finalizing peer must
+     * progress to send (UCX issue #8738, slim_progress.c). */
+    if (!strcmp(inner_tl_name, "tcp")) {
+        features |= SLIM_FEATURE_LINGER;
+    }
+    return features;
+}
+
 static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -370,6 +434,9 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                                       params->stats_root : NULL)
                               UCS_STATS_ARG(SLIM_TL_NAME));
 
+    memset(&self->tally, 0, sizeof(self->tally));
+    self->features = slim_iface_features(slim_md->inner_tl.tl->name);
+    slim_ep_set_data_ops(&self->super.super.ops, self->features);
     ucs_list_head_init(&self->eps);
     self->num_eps        = 0;
     self->orphan_flushes = 0;
@@ -434,7 +501,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     }
 
     /* Before the trampolines: whatever arrives is recorded on it. */
-    self->recorder       = slim_core_recorder_open();
+    self->recorder       = (self->features & SLIM_FEATURE_RECORD) ?
+                           slim_core_recorder_open(&self->tally) : NULL;
     self->marked_regions = slim_core_marked_regions();
     status               = slim_iface_install_trampolines(self);
     if (status != UCS_OK) {
@@ -477,7 +545,9 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_frame_iface_cleanup(self);
     slim_ep_comp_pools_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
-    /* After the inner iface closed: nothing records on it any more. */
+    /* After the inner iface closed: nothing records on it any more. What
+     * it did since its last progress round still counts. */
+    slim_iface_hand_over(self);
     slim_core_recorder_close(self->recorder);
 
     if (__atomic_sub_fetch(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED) == 0) {

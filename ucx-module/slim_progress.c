@@ -218,24 +218,29 @@ static inline void slim_progress_app_leave(slim_iface_t *iface, int how)
 }
 
 /* One progress round on the application's thread: what arrived while a
- * linger thread ran first, then the inner transport (its whole worker, or
- * only the interface), then the activity mark for work no handler recorded.
- * 0 when a linger thread has the interface this round. */
+ * linger thread ran, then the inner transport (its whole worker, or only
+ * the interface), with the tally's hand-over around it (slim.h). 0 when a
+ * linger thread has the interface this round. */
 static UCS_F_ALWAYS_INLINE unsigned
 slim_progress_app_round(slim_iface_t *iface, int whole_worker)
 {
     unsigned count = 0;
     int how        = slim_progress_app_enter(iface);
+    int record     = iface->features & SLIM_FEATURE_RECORD;
+    uint64_t held  = 0;
 
     if (how) {
+        if (record) {
+            held = slim_iface_round_begin(iface);
+        }
         if (ucs_unlikely(!ucs_queue_is_empty(&iface->progress.deferred))) {
             slim_progress_deliver_deferred(iface);
         }
         count = whole_worker ?
                 uct_worker_progress(iface->progress.inner_worker) :
                 uct_iface_progress(iface->inner);
-        if (how == SLIM_PROGRESS_ALONE) {
-            slim_iface_progressed(iface, count);
+        if (record) {
+            slim_iface_round_end(iface, count, held);
         }
         slim_progress_app_leave(iface, how);
     }
@@ -287,6 +292,9 @@ static unsigned slim_progress_linger_round(slim_iface_t *iface,
     }
 
     if (slim_progress_enter(iface)) {
+        if (iface->features & SLIM_FEATURE_RECORD) {
+            slim_iface_hand_over(iface);
+        }
         /* UCP may already have disabled progress on this interface (the
          * "disables progress too early" half of the problem), so progress
          * the interface itself, and the one-shot callbacks on its worker. */
@@ -348,7 +356,8 @@ static void slim_progress_linger_start(slim_iface_t *iface)
  * quiescent (a flush completed, an endpoint was destroyed). */
 void slim_progress_maybe_linger(slim_iface_t *iface)
 {
-    if (iface->progress.linger.running || slim_unloading ||
+    if (!(iface->features & SLIM_FEATURE_LINGER) ||
+        iface->progress.linger.running || slim_unloading ||
         !slim_iface_is_quiescent(iface)) {
         return;
     }

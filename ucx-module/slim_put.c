@@ -539,3 +539,14 @@ void slim_put_receive(slim_iface_t *iface, void *data, size_t length)
     (void)slim_core_expand(iface->expander, data, length, slim_put_registered,
                            md);
 }
+
+void slim_put_count_forwarded(const slim_put_outcome_t *outcome)
+{
+    if (outcome->result == SLIM_FRAME_EDGE_ONLY) {
+        slim_core_frame_edge_sent(&outcome->info);
+    } else if (outcome->bounce_empty) {
+        slim_core_put_bounce_empty(&outcome->info);
+    } else {
+        slim_core_frame_unsent(&outcome->info);
+    }
+}

@@ -256,13 +256,13 @@ struct slim_core_recorder {
     slim::Recorder *recorder;
 };
 
-slim_core_recorder_t *slim_core_recorder_open(void)
+slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally)
 {
     slim::Engine *engine = slim::Engine::get();
     if (engine == nullptr) {
         return nullptr;
     }
-    auto *handle = new (std::nothrow) slim_core_recorder{engine, engine->open_recorder()};
+    auto *handle = new (std::nothrow) slim_core_recorder{engine, engine->open_recorder(tally)};
     if (handle != nullptr && handle->recorder == nullptr) {
         delete handle;
         return nullptr;
@@ -278,30 +278,23 @@ void slim_core_recorder_close(slim_core_recorder_t *recorder)
     }
 }
 
-void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op, slim_dir_t dir,
-                                unsigned am_id, size_t wire_bytes, size_t orig_bytes,
-                                uintptr_t peer)
+int slim_core_forward_only(void)
 {
-    recorder->engine->on_traffic(*recorder->recorder, op, dir, am_id, wire_bytes, orig_bytes,
-                                 peer);
+    const slim::Engine *engine = slim::Engine::get();
+    return engine != nullptr && engine->config().forward_only ? 1 : 0;
 }
 
-void slim_core_recorder_in_flight(slim_core_recorder_t *recorder, slim_op_t op, slim_dir_t dir,
-                                  unsigned am_id, size_t wire_bytes, size_t orig_bytes,
-                                  uintptr_t peer)
+void slim_core_tally_flush(slim_core_recorder_t *recorder, slim_core_tally_t *tally)
 {
-    recorder->engine->on_traffic(*recorder->recorder, op, dir, am_id, wire_bytes, orig_bytes,
-                                 peer, true);
-}
-
-void slim_core_recorder_completed(slim_core_recorder_t *recorder)
-{
-    recorder->engine->on_completion(*recorder->recorder);
-}
-
-void slim_core_recorder_activity(slim_core_recorder_t *recorder)
-{
-    recorder->engine->on_activity(*recorder->recorder);
+    if (recorder != nullptr) {
+        recorder->engine->flush(recorder->recorder, *tally);
+    } else if (slim::Engine *engine = slim::Engine::get()) {
+        engine->flush(nullptr, *tally);
+    } else {
+        // No engine: the counts still reach the process's totals.
+        slim::fold_counts(*tally, slim::process_traffic(), false);
+        *tally = slim_core_tally_t{};
+    }
 }
 
 volatile int slim_core_poll_wanted = 0;

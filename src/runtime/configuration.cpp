@@ -285,6 +285,7 @@ Config Config::from_ucx()
     config.link         = static_cast<LinkBackendKind>(raw.link);
     config.link_exec    = raw.link_exec;
     config.inject_delay = raw.inject_delay != 0;
+    config.forward_only = raw.forward_only != 0;
     config.policy       = static_cast<const PolicyValue *>(raw.policy)->policy;
     config.packing      = static_cast<PackingMode>(raw.packing);
     config.predictor    = static_cast<live::PredictorKind>(raw.predictor);

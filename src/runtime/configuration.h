@@ -87,6 +87,8 @@ struct Config {
     // Must contain {width}; may use {device} and {port}.
     std::string  link_exec;
     bool         inject_delay = false; // emulated: late wake-ups really wait
+    // slim only forwards: nothing recorded, packed or reported.
+    bool         forward_only = false;
     // Lossy packing rules for slim_mark() labels; the default packs nothing.
     policy::Policy policy;
     PackingMode  packing = PackingMode::automatic;

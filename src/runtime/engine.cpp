@@ -76,7 +76,14 @@ slim_status_t create_engine()
 
 } // namespace
 
-Engine::Engine(Config config) : config_(std::move(config)) { start_live(); }
+Engine::Engine(Config config) : config_(std::move(config))
+{
+    // Forward-only (UCX_SLIM_FORWARD_ONLY): nothing is recorded, so there
+    // is no loop, no drain thread and no node service to attach to.
+    if (!config_.forward_only) {
+        start_live();
+    }
+}
 
 namespace {
 
@@ -205,7 +212,7 @@ void Engine::inject_now() noexcept
     }
 }
 
-Recorder *Engine::open_recorder() noexcept
+Recorder *Engine::open_recorder(const slim_core_tally_t *tally) noexcept
 {
     Recorder *recorder = nullptr;
     try {
@@ -213,7 +220,7 @@ Recorder *Engine::open_recorder() noexcept
         if (log_) {
             recorder->ring = log_->open_serial();
         }
-        add_serial_traffic(&recorder->counts);
+        add_serial_traffic(&recorder->counts, tally);
         return recorder;
     } catch (...) {
         if (recorder != nullptr) {
@@ -237,6 +244,92 @@ void Engine::close_recorder(Recorder *recorder) noexcept
         log_->close_serial(recorder->ring);
     }
     delete recorder;
+}
+
+namespace {
+
+live::OpRecord op_record(const slim_core_op_desc_t &desc, predict::TimeNs t)
+{
+    live::OpRecord r;
+    r.t_ns       = t;
+    r.peer       = desc.peer;
+    r.wire_bytes = desc.wire_bytes;
+    r.orig_bytes = desc.orig_bytes;
+    r.op_class   = desc.op;
+    r.am_id      = desc.am_id;
+    r.send       = desc.send != 0;
+    return r;
+}
+
+} // namespace
+
+void fold_counts(slim_core_tally_t &tally, TrafficMonitor &counts, bool serial) noexcept
+{
+    for (unsigned op = 0; op < SLIM_OP_COUNT; ++op) {
+        for (unsigned dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
+            if (tally.count[op][dir] == 0) {
+                continue;
+            }
+            const auto kind = static_cast<slim_op_t>(op);
+            const auto way  = static_cast<slim_dir_t>(dir);
+            if (serial) {
+                counts.record_serial_n(kind, way, tally.count[op][dir], tally.bytes[op][dir]);
+            } else {
+                counts.record_n(kind, way, tally.count[op][dir], tally.bytes[op][dir]);
+            }
+            tally.count[op][dir] = 0;
+            tally.bytes[op][dir] = 0;
+        }
+    }
+}
+
+namespace {
+
+void clear_batch(slim_core_tally_t &tally) noexcept
+{
+    tally.ops        = 0;
+    tally.wire_bytes = 0;
+    tally.orig_bytes = 0;
+    tally.began      = 0;
+    tally.ended      = 0;
+    tally.activity   = 0;
+    tally.has_send   = 0;
+}
+
+} // namespace
+
+void Engine::flush(Recorder *recorder, slim_core_tally_t &tally) noexcept
+{
+    if (recorder == nullptr) {
+        // No serial ring: count in the process's totals, and log the
+        // operations that name bursts in the shared ring.
+        fold_counts(tally, process_traffic(), false);
+        if (log_ && tally.ops != 0) {
+            const auto now = link::steady_now_ns();
+            push(op_record(tally.first, now));
+            if (tally.has_send && tally.first.send == 0) {
+                push(op_record(tally.first_send, now));
+            }
+        }
+        clear_batch(tally);
+        return;
+    }
+    fold_counts(tally, recorder->counts, true);
+    if (recorder->ring != nullptr) {
+        live::OpBatch b;
+        b.first = op_record(tally.first, static_cast<predict::TimeNs>(log_->clock().now()));
+        b.first_send = op_record(tally.first_send, b.first.t_ns);
+        b.has_send   = tally.has_send != 0;
+        b.ops        = tally.ops;
+        b.orig       = tally.orig_bytes;
+        b.wire       = tally.wire_bytes;
+        b.began      = tally.began;
+        b.ended      = tally.ended;
+        recorder->ring->record_batch(b, log_->coalesce_ticks(), log_->split_ticks(),
+                                     log_->hold_ticks());
+        inject_if_low();
+    }
+    clear_batch(tally);
 }
 
 void Engine::on_traffic(const live::Traffic &traffic) noexcept
@@ -385,6 +478,10 @@ void Engine::report() noexcept
         }
     }
     if (config_.report.kind == ReportTarget::Kind::none) {
+        return;
+    }
+    if (config_.forward_only) {
+        logger().info("UCX_SLIM_FORWARD_ONLY=y: nothing was observed, no report");
         return;
     }
     try {

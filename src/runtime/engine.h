@@ -32,6 +32,10 @@ struct Recorder {
     live::SerialOpRing *ring = nullptr;  // null when the live loop did not start
 };
 
+// Moves a tally's counters into `counts` (serially written or shared) and
+// zeroes them.
+void fold_counts(slim_core_tally_t &tally, TrafficMonitor &counts, bool serial) noexcept;
+
 class Engine {
 public:
     // Builds the Engine once (std::call_once) from the process environment;
@@ -64,51 +68,15 @@ public:
     // A recorder for one UCT interface, or nullptr when out of memory (the
     // interface then records through on_traffic()). Interface open/close
     // only: these lock.
-    Recorder *open_recorder() noexcept;
+    Recorder *open_recorder(const slim_core_tally_t *tally = nullptr) noexcept;
     void      close_recorder(Recorder *recorder) noexcept;
 
-    // The data path of one interface: counts the operation and logs it for
-    // the live loop. A clock read and a few plain stores (a ring slot only
-    // where a run of operations starts).
-    // `in_flight`: the inner transport completes the operation later
-    // (on_completion()); until then its run goes on.
-    void on_traffic(Recorder &recorder, slim_op_t op, slim_dir_t dir, unsigned am_id,
-                    std::size_t wire_bytes, std::size_t orig_bytes, std::uintptr_t peer,
-                    bool in_flight = false) noexcept
-    {
-        recorder.counts.record_serial(op, dir, wire_bytes);
-        if (recorder.ring != nullptr) {
-            live::OpRecord r;
-            r.wire_bytes = live::OpRecord::clamp_bytes(wire_bytes);
-            r.orig_bytes = live::OpRecord::clamp_bytes(orig_bytes);
-            r.peer       = peer;
-            r.op_class   = static_cast<std::uint8_t>(op);
-            r.am_id      = static_cast<std::uint8_t>(am_id);
-            r.send       = dir == SLIM_DIR_SEND;
-            log_now(*recorder.ring, r, in_flight);
-            inject_if_low();
-        }
-    }
-    // An operation recorded in flight completed now.
-    void on_completion(Recorder &recorder) noexcept
-    {
-        if (recorder.ring != nullptr) {
-            recorder.ring->end_in_flight(static_cast<predict::TimeNs>(log_->clock().now()));
-        }
-    }
-    // The inner transport moved data that no recorded operation stands for
-    // (slim_core_recorder_activity): extends the run like an operation of
-    // no bytes, uncounted. Named live::kActivityOpClass should it start a
-    // burst.
-    void on_activity(Recorder &recorder) noexcept
-    {
-        if (recorder.ring != nullptr) {
-            live::OpRecord r;
-            r.op_class = live::kActivityOpClass;
-            r.send     = false;
-            log_now(*recorder.ring, r, false);
-        }
-    }
+    // One interface's tally (slim_core_tally_t: what it did since its last
+    // progress round): folds its counts into `recorder`'s, stamps it now
+    // and logs it for the live loop, and empties it. `recorder` null: the
+    // process's shared counters and log. Called once per progress round
+    // that has something to hand over, never per operation.
+    void flush(Recorder *recorder, slim_core_tally_t &tally) noexcept;
     // Transport progress: drains the ring only when the drain thread could
     // not start (slim_core_poll_wanted, which the transport reads itself).
     void poll() noexcept
@@ -154,15 +122,9 @@ private:
     void attach_service(live::LiveConfig &lc);
     void poll_slow() noexcept;
     void push(const live::OpRecord &record) noexcept;
-    // Stamps `r` now and logs it in `ring` with the log's gaps, all in the
-    // record clock's ticks.
-    void log_now(live::SerialOpRing &ring, live::OpRecord &r, bool in_flight) noexcept
-    {
-        r.t_ns = static_cast<predict::TimeNs>(log_->clock().now());
-        ring.record(r, log_->coalesce_ticks(), log_->split_ticks(), in_flight, log_->hold_ticks());
-    }
-    // UCX_SLIM_INJECT_DELAY: the operation that finds the link low really
-    // waits the reactivation time, once per low-power period.
+    // UCX_SLIM_INJECT_DELAY: the progress round that hands over the first
+    // operations after the link went low really waits the reactivation
+    // time, once per low-power period.
     void inject_if_low() noexcept
     {
         if (inject_pending_.load(std::memory_order_relaxed)) {

@@ -160,7 +160,10 @@ extern "C" {
 int slim_core_packing_steers(void)
 {
     const slim::Engine *engine = slim::Engine::get();
-    return engine != nullptr && engine->config().packing_steers() ? 1 : 0;
+    return engine != nullptr && !engine->config().forward_only &&
+                   engine->config().packing_steers()
+               ? 1
+               : 0;
 }
 
 const size_t *slim_core_marked_regions(void)

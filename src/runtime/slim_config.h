@@ -32,6 +32,7 @@ typedef struct slim_config {
     unsigned  link;         /* UCX_SLIM_LINK: slim_config_links */
     char     *link_exec;    /* UCX_SLIM_LINK_EXEC: checked command template */
     int       inject_delay; /* UCX_SLIM_INJECT_DELAY: UCX bool */
+    int       forward_only; /* UCX_SLIM_FORWARD_ONLY: UCX bool */
     void     *policy;       /* UCX_SLIM_POLICY: a parsed policy (slim_config_parsers.cpp) */
     unsigned  packing;      /* UCX_SLIM_PACKING: slim_config_packing_modes */
     unsigned  predictor;    /* UCX_SLIM_PREDICTOR: slim_config_predictors */

@@ -245,6 +245,12 @@ ucs_config_field_t slim_config_table[] = {
      "run's time shows the cost of a wrong prediction.",
      offsetof(slim_config_t, inject_delay), SLIM_TYPE_BOOL},
 
+    {"FORWARD_ONLY", "n",
+     "Forward every operation to the inner transport and do nothing else\n"
+     "(y|n): no recording, packing, link control or report. For measuring\n"
+     "what slim's own forwarding costs (benchmarks/compare-slim's fwd arm).",
+     offsetof(slim_config_t, forward_only), SLIM_TYPE_BOOL},
+
     {"POLICY", "",
      "Lossy packing of buffers marked with slim_mark(): rules LABEL=off,\n"
      "LABEL=keep:N[:truncate|round] (N 2..7), LABEL=rel:EPS[:truncate|round],\n"

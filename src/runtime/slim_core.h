@@ -37,43 +37,147 @@ void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);
 void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id,
                        size_t wire_bytes, size_t orig_bytes, uintptr_t peer);
 
+/* 1 with UCX_SLIM_FORWARD_ONLY=y: the transport only forwards (it opens no
+ * recorder and packs nothing). 0 before a successful slim_core_init(). */
+int slim_core_forward_only(void);
+
+/* ---- the tally: what an interface did since its last progress round ----
+ *
+ * The data path does not read the clock and does not call this library:
+ * each operation adds itself to its interface's tally with a few plain
+ * stores (the inline functions below), and the interface hands the tally
+ * over once per progress round, before it polls the inner transport
+ * (slim_core_tally_flush): the rank is waiting then, so the clock read and
+ * the call cost it nothing it would have used. Every operation of a tally
+ * is stamped with that round's time. A rank that waits in MPI polls every
+ * fraction of a microsecond, so its operations are stamped that closely;
+ * an operation issued just before a compute phase that makes no MPI call
+ * (MPI_Isend, compute, MPI_Wait) is stamped when the compute phase ends. */
+
+/* An operation as the live loop names bursts by it (op: a slim_op_t, or
+ * SLIM_OP_COUNT for an activity mark). */
+typedef struct slim_core_op_desc {
+    uintptr_t peer;
+    uint32_t  wire_bytes;
+    uint32_t  orig_bytes;
+    uint8_t   op;
+    uint8_t   am_id;
+    uint8_t   send;
+} slim_core_op_desc_t;
+
+typedef struct slim_core_tally {
+    uint64_t            ops;        /* operations and activity marks */
+    uint64_t            wire_bytes;
+    uint64_t            orig_bytes;
+    uint32_t            began;      /* zero-copy operations now in flight */
+    uint32_t            ended;      /* completions of such operations */
+    uint32_t            activity;   /* of the ops, activity marks */
+    int                 has_send;   /* first_send is set */
+    slim_core_op_desc_t first;      /* the tally's first operation */
+    slim_core_op_desc_t first_send; /* and its first send */
+    /* The report's counters, per operation kind and direction. */
+    uint64_t            count[SLIM_OP_COUNT][SLIM_DIR_COUNT];
+    uint64_t            bytes[SLIM_OP_COUNT][SLIM_DIR_COUNT];
+} slim_core_tally_t;
+
+static inline uint32_t slim_core_clamp32(size_t bytes)
+{
+    return (bytes > UINT32_MAX) ? UINT32_MAX : (uint32_t)bytes;
+}
+
+static inline void slim_core_op_desc_set(slim_core_op_desc_t *desc,
+                                         unsigned op, int send, unsigned am_id,
+                                         size_t wire_bytes, size_t orig_bytes,
+                                         uintptr_t peer)
+{
+    desc->peer       = peer;
+    desc->wire_bytes = slim_core_clamp32(wire_bytes);
+    desc->orig_bytes = slim_core_clamp32(orig_bytes);
+    desc->op         = (uint8_t)op;
+    desc->am_id      = (uint8_t)am_id;
+    desc->send       = (uint8_t)send;
+}
+
+/* One operation the inner transport accepted or delivered. `op` and `dir`
+ * are constants at every call site, so the counters are fixed addresses. */
+static inline void slim_core_tally_op(slim_core_tally_t *tally, slim_op_t op,
+                                      slim_dir_t dir, unsigned am_id,
+                                      size_t wire_bytes, size_t orig_bytes,
+                                      uintptr_t peer)
+{
+    const int send = (dir == SLIM_DIR_SEND);
+
+    if (tally->ops == 0) {
+        slim_core_op_desc_set(&tally->first, op, send, am_id, wire_bytes,
+                              orig_bytes, peer);
+    }
+    if (send && !tally->has_send) {
+        slim_core_op_desc_set(&tally->first_send, op, send, am_id, wire_bytes,
+                              orig_bytes, peer);
+        tally->has_send = 1;
+    }
+    ++tally->ops;
+    tally->wire_bytes       += wire_bytes;
+    tally->orig_bytes       += orig_bytes;
+    ++tally->count[op][dir];
+    tally->bytes[op][dir]   += wire_bytes;
+}
+
+/* A zero-copy operation the inner transport accepted with UCS_INPROGRESS:
+ * its data is on the wire until slim_core_tally_completed(), and its burst
+ * does not end before. */
+static inline void slim_core_tally_in_flight(slim_core_tally_t *tally,
+                                             slim_op_t op, slim_dir_t dir,
+                                             unsigned am_id, size_t bytes,
+                                             uintptr_t peer)
+{
+    slim_core_tally_op(tally, op, dir, am_id, bytes, bytes, peer);
+    ++tally->began;
+}
+
+static inline void slim_core_tally_completed(slim_core_tally_t *tally)
+{
+    ++tally->ended;
+}
+
+/* The inner transport's progress did work that no operation slim saw
+ * stands for (tcp receiving a put's data or sending bytes it had queued, a
+ * verbs completion): the link carried data. Traffic of no bytes, not
+ * counted in the report, so that a burst lasts while its data moves. */
+static inline void slim_core_tally_activity(slim_core_tally_t *tally)
+{
+    if (tally->ops == 0) {
+        slim_core_op_desc_set(&tally->first, SLIM_OP_COUNT, 0, 0, 0, 0, 0);
+    }
+    ++tally->ops;
+    ++tally->activity;
+}
+
+static inline int slim_core_tally_pending(const slim_core_tally_t *tally)
+{
+    return (tally->ops | tally->ended) != 0;
+}
+
 /* What one UCT interface records its operations through: its own counters
  * and ring, so that recording takes no lock and no locked instruction.
  * Calls on one recorder must not overlap (UCT's rule for one interface:
  * one thread at a time, handed over with a lock or a join). Opened after
- * slim_core_init(); NULL when that failed or memory is short: the
- * interface then records with slim_core_traffic(). Open and close lock:
- * call them on interface open and close only. Counts of a closed recorder
- * stay in the process's totals; records it logged still reach the live
- * loop. */
+ * slim_core_init(); NULL when that failed or memory is short (its tallies
+ * then go to the process's shared log). Open and close lock: call them on
+ * interface open and close only. Counts of a closed recorder stay in the
+ * process's totals; records it logged still reach the live loop. */
 typedef struct slim_core_recorder slim_core_recorder_t;
 
-slim_core_recorder_t *slim_core_recorder_open(void);
+/* `tally`: the interface's own, whose counts not yet handed over the
+ * process's totals include (slim_traffic_get(), the report). */
+slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally);
 void slim_core_recorder_close(slim_core_recorder_t *recorder);
 
-/* slim_core_traffic() through `recorder`, which must not be NULL. */
-void slim_core_recorder_traffic(slim_core_recorder_t *recorder, slim_op_t op,
-                                slim_dir_t dir, unsigned am_id,
-                                size_t wire_bytes, size_t orig_bytes,
-                                uintptr_t peer);
-
-/* slim_core_recorder_traffic() of a zero-copy operation the inner transport
- * accepted with UCS_INPROGRESS: its data is on the wire until the
- * completion, which must be reported with slim_core_recorder_completed()
- * (exactly once, on the same recorder's thread). Until then the operation's
- * burst does not end. */
-void slim_core_recorder_in_flight(slim_core_recorder_t *recorder, slim_op_t op,
-                                  slim_dir_t dir, unsigned am_id,
-                                  size_t wire_bytes, size_t orig_bytes,
-                                  uintptr_t peer);
-void slim_core_recorder_completed(slim_core_recorder_t *recorder);
-
-/* The inner transport's progress did work that no operation slim saw
- * stands for (tcp receiving a put's data or sending bytes it had queued, a
- * verbs completion): the link carried data now. Recorded as traffic of no
- * bytes, so that a burst lasts as long as its data moves, not only while
- * operations are issued. Same rules as slim_core_recorder_traffic(). */
-void slim_core_recorder_activity(slim_core_recorder_t *recorder);
+/* Stamps the tally now, hands it to the live loop and the report's
+ * counters through `recorder` (NULL: the process's shared log), and empties
+ * it. Call it where the rank waits: at the start of a progress round. */
+void slim_core_tally_flush(slim_core_recorder_t *recorder,
+                           slim_core_tally_t *tally);
 
 /* The live loop's timer, called from the transport's progress when
  * slim_core_poll_wanted is set: closes a burst whose gap has passed, wakes

@@ -14,10 +14,27 @@ namespace {
 // initialization-order hazard for callers in other translation units.
 TrafficMonitor g_process_traffic;
 
-struct SerialMonitors {
-    std::mutex                          mutex;
-    std::vector<const TrafficMonitor *> live;
+struct SerialMonitor {
+    const TrafficMonitor    *monitor;
+    const slim_core_tally_t *pending;  // may be null
 };
+
+struct SerialMonitors {
+    std::mutex                 mutex;
+    std::vector<SerialMonitor> live;
+};
+
+// What `tally` counted and has not handed over yet. Its interface's thread
+// writes it with plain stores; aligned words read whole.
+void accumulate_pending(slim_traffic_t &sum, const slim_core_tally_t &tally) noexcept
+{
+    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+        for (int dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
+            sum.op[op][dir].count += __atomic_load_n(&tally.count[op][dir], __ATOMIC_RELAXED);
+            sum.op[op][dir].bytes += __atomic_load_n(&tally.bytes[op][dir], __ATOMIC_RELAXED);
+        }
+    }
+}
 
 // Never destroyed: UCX may close an interface after static destructors.
 SerialMonitors &serial_monitors()
@@ -50,18 +67,19 @@ void TrafficMonitor::add(const TrafficMonitor &other) noexcept
     }
 }
 
-void add_serial_traffic(const TrafficMonitor *monitor)
+void add_serial_traffic(const TrafficMonitor *monitor, const slim_core_tally_t *pending)
 {
     SerialMonitors &m = serial_monitors();
     const std::lock_guard<std::mutex> lock(m.mutex);
-    m.live.push_back(monitor);
+    m.live.push_back(SerialMonitor{monitor, pending});
 }
 
 void remove_serial_traffic(const TrafficMonitor *monitor) noexcept
 {
     SerialMonitors &m = serial_monitors();
     const std::lock_guard<std::mutex> lock(m.mutex);
-    const auto it = std::find(m.live.begin(), m.live.end(), monitor);
+    const auto it = std::find_if(m.live.begin(), m.live.end(),
+                                 [monitor](const SerialMonitor &s) { return s.monitor == monitor; });
     if (it != m.live.end()) {
         // Under the lock, so a snapshot counts it exactly once.
         g_process_traffic.add(*monitor);
@@ -74,8 +92,11 @@ slim_traffic_t process_traffic_snapshot() noexcept
     SerialMonitors &m = serial_monitors();
     const std::lock_guard<std::mutex> lock(m.mutex);
     slim_traffic_t sum = g_process_traffic.snapshot();
-    for (const TrafficMonitor *monitor : m.live) {
-        accumulate(sum, monitor->snapshot());
+    for (const SerialMonitor &s : m.live) {
+        accumulate(sum, s.monitor->snapshot());
+        if (s.pending != nullptr) {
+            accumulate_pending(sum, *s.pending);
+        }
     }
     return sum;
 }

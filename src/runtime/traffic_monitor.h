@@ -5,6 +5,7 @@
 #ifndef SLIM_RUNTIME_TRAFFIC_MONITOR_H
 #define SLIM_RUNTIME_TRAFFIC_MONITOR_H
 
+#include "slim_core.h"
 #include "slimlink.h"
 
 #include <atomic>
@@ -27,12 +28,18 @@ public:
     // Out-of-range kinds or directions are ignored: the data path never fails.
     void record(slim_op_t op, slim_dir_t dir, std::uint64_t bytes) noexcept
     {
+        record_n(op, dir, 1, bytes);
+    }
+    // record() of `count` operations of `bytes` in all.
+    void record_n(slim_op_t op, slim_dir_t dir, std::uint64_t count,
+                  std::uint64_t bytes) noexcept
+    {
         if (static_cast<unsigned>(op) >= SLIM_OP_COUNT ||
             static_cast<unsigned>(dir) >= SLIM_DIR_COUNT) {
             return;
         }
         Cell &cell = cells_[op][dir];
-        cell.count.fetch_add(1, std::memory_order_relaxed);
+        cell.count.fetch_add(count, std::memory_order_relaxed);
         cell.bytes.fetch_add(bytes, std::memory_order_relaxed);
     }
 
@@ -41,12 +48,19 @@ public:
     // counter, no locked instruction. Readers still see whole values.
     void record_serial(slim_op_t op, slim_dir_t dir, std::uint64_t bytes) noexcept
     {
+        record_serial_n(op, dir, 1, bytes);
+    }
+
+    // record_serial() of `count` operations of `bytes` in all.
+    void record_serial_n(slim_op_t op, slim_dir_t dir, std::uint64_t count,
+                         std::uint64_t bytes) noexcept
+    {
         if (static_cast<unsigned>(op) >= SLIM_OP_COUNT ||
             static_cast<unsigned>(dir) >= SLIM_DIR_COUNT) {
             return;
         }
         Cell &cell = cells_[op][dir];
-        cell.count.store(cell.count.load(std::memory_order_relaxed) + 1,
+        cell.count.store(cell.count.load(std::memory_order_relaxed) + count,
                          std::memory_order_relaxed);
         cell.bytes.store(cell.bytes.load(std::memory_order_relaxed) + bytes,
                          std::memory_order_relaxed);
@@ -76,7 +90,14 @@ TrafficMonitor &process_traffic() noexcept;
 // process's totals from add_serial_traffic() on; remove_serial_traffic()
 // folds their counts into process_traffic(). Both lock: interface open and
 // close, never the data path.
-void add_serial_traffic(const TrafficMonitor *monitor);
+// `pending`: the tally whose counts the monitor's interface has not handed
+// over yet (slim_core_tally_t), counted too by a snapshot; it must outlive
+// remove_serial_traffic(), and be handed over before it. A snapshot taken
+// by another thread while the interface hands it over may count a round's
+// operations twice or not at all; one taken by the interface's own thread
+// (the application's, between MPI calls) or after it closed is exact.
+void add_serial_traffic(const TrafficMonitor *monitor,
+                        const slim_core_tally_t *pending = nullptr);
 void remove_serial_traffic(const TrafficMonitor *monitor) noexcept;
 
 // The process's totals: process_traffic() and every serial monitor.

@@ -79,26 +79,44 @@ int slim_unit_child_main(const char *scenario)
         if (slim_core_init() != SLIM_OK) {
             return 3;
         }
-        slim_core_recorder_t *a = slim_core_recorder_open();
-        slim_core_recorder_t *b = slim_core_recorder_open();
+        slim_core_tally_t ta{}, tb{}, tn{};
+        slim_core_recorder_t *a = slim_core_recorder_open(&ta);
+        slim_core_recorder_t *b = slim_core_recorder_open(&tb);
         if (a == nullptr || b == nullptr) {
             return 4;
         }
+        // Tallies handed over per progress round, as the module does; one
+        // that no recorder takes goes to the process's shared log.
         for (int i = 0; i < 3; ++i) {
-            slim_core_recorder_traffic(a, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 2, 8, 8, 1);
+            slim_core_tally_op(&ta, SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 2, 8, 8, 1);
         }
-        slim_core_recorder_traffic(b, SLIM_OP_AM_ANY, SLIM_DIR_RECV, 2, 100, 100, 0);
+        slim_traffic_t before{};
+        slim_traffic_get(&before);
+        if (before.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].count != 3) {
+            return 6;  // what a tally holds counts before it is handed over
+        }
+        slim_core_tally_flush(a, &ta);
+        slim_core_tally_op(&tb, SLIM_OP_AM_ANY, SLIM_DIR_RECV, 2, 100, 100, 0);
+        slim_core_tally_flush(b, &tb);
         slim_core_recorder_close(a);  // its counts and records stay
-        slim_core_recorder_traffic(b, SLIM_OP_AM_ANY, SLIM_DIR_RECV, 2, 100, 100, 0);
+        slim_core_tally_op(&tb, SLIM_OP_AM_ANY, SLIM_DIR_RECV, 2, 100, 100, 0);
+        slim_core_tally_flush(b, &tb);
+        slim_core_tally_op(&tn, SLIM_OP_GET, SLIM_DIR_RECV, 0, 64, 64, 1);
+        slim_core_tally_flush(nullptr, &tn);
+        if (slim_core_tally_pending(&ta) || slim_core_tally_pending(&tb) ||
+            slim_core_tally_pending(&tn) || tn.count[SLIM_OP_GET][SLIM_DIR_RECV] != 0) {
+            return 5;  // a handed-over tally must be empty
+        }
         slim_core_traffic(SLIM_OP_PUT, SLIM_DIR_SEND, 0, 4096, 4096, 1);
         slim_traffic_t t{};
         slim_traffic_get(&t);
-        std::printf("short %llu %llu any %llu %llu put %llu\n",
+        std::printf("short %llu %llu any %llu %llu put %llu get %llu\n",
                     static_cast<unsigned long long>(t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].count),
                     static_cast<unsigned long long>(t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].bytes),
                     static_cast<unsigned long long>(t.op[SLIM_OP_AM_ANY][SLIM_DIR_RECV].count),
                     static_cast<unsigned long long>(t.op[SLIM_OP_AM_ANY][SLIM_DIR_RECV].bytes),
-                    static_cast<unsigned long long>(t.op[SLIM_OP_PUT][SLIM_DIR_SEND].count));
+                    static_cast<unsigned long long>(t.op[SLIM_OP_PUT][SLIM_DIR_SEND].count),
+                    static_cast<unsigned long long>(t.op[SLIM_OP_GET][SLIM_DIR_RECV].count));
         slim_core_recorder_close(b);
         return 0;
     }
@@ -321,7 +339,7 @@ TEST_CASE("each interface's recorder counts and logs its traffic, also after it 
     const std::string path = dir.path() + "/report.json";
     const ChildResult r    = run_child("recorders", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "0"}});
     REQUIRE(r.exit_code == 0);
-    CHECK(r.out == "short 3 24 any 2 200 put 1\n");
+    CHECK(r.out == "short 3 24 any 2 200 put 1 get 1\n");
 
     std::ifstream in(path);
     std::string   line;
@@ -329,8 +347,9 @@ TEST_CASE("each interface's recorder counts and logs its traffic, also after it 
     const slim_test::Json report = slim_test::parse_json(line);
     CHECK(report.at("traffic").at("am_short").at("sent").at("count").get<std::int64_t>() == 3);
     CHECK(report.at("traffic").at("am_any").at("received").at("bytes").get<std::int64_t>() == 200);
-    // Every record reached the live loop: the closed recorder's too.
-    CHECK(report.at("link").at("ops_recorded").get<std::int64_t>() == 6);
+    // Every operation reached the live loop: the closed recorder's too, and
+    // the get of the tally no recorder took.
+    CHECK(report.at("link").at("ops_recorded").get<std::int64_t>() == 7);
     CHECK(report.at("link").at("ops_dropped").get<std::int64_t>() == 0);
     // Each recorder writes a record where its run starts (and for the run's
     // first send); the rest only move its totals. One more for the shared
