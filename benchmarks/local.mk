@@ -10,7 +10,7 @@ benchmarks_slimlink_osu_like_LDADD = $(MPICH_LIBS)
 EXTRA_DIST += \
 	benchmarks/README.md \
 	benchmarks/bench_env.py \
-	benchmarks/compare-slim-tcp \
+	benchmarks/compare-slim \
 	benchmarks/compare-uct-perftest
 
 # predictor-bench: per-event cost of the pattern predictor and of one ADGT
