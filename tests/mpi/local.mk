@@ -100,6 +100,17 @@ EXTRA_DIST += \
 TESTS += tests/mpi/end-to-end.test
 EXTRA_DIST += tests/mpi/end-to-end.test tests/tools/validate-json-lines
 
+# The same programs and checks with slim wrapping UCX's posix shared memory
+# instead of tcp: each script sets SLIMLINK_TEST_INNER=posix (honoured by
+# mpi-test-lib.sh) and runs the tcp test.
+mpi_posix_tests = \
+	tests/mpi/p2p-posix.test \
+	tests/mpi/collectives-posix.test \
+	tests/mpi/packing-posix.test \
+	tests/mpi/end-to-end-posix.test
+TESTS += $(mpi_posix_tests)
+EXTRA_DIST += $(mpi_posix_tests)
+
 # Issue 11: the default live loop on a solver loop saves, hits, replays to
 # its live savings, and its send path never wakes the drain per operation.
 TESTS += tests/mpi/live-loop.test

@@ -17,6 +17,9 @@
 #   SLIMLINK_TEST_UCX_TLS   UCX_TLS for the ranks (default slim,self). Only for
 #                           developing the tests themselves: with any other
 #                           value the slim-counter checks fail, as they must.
+#   SLIMLINK_TEST_INNER     the transport slim wraps (UCX_SLIM_INNER; unset:
+#                           the module's default, tcp). The *-posix.test
+#                           scripts set it to posix and run the tcp test.
 #   SLIMLINK_TEST_BED       a tc rate (e.g. 10gbit): run_mpich starts the ranks
 #                           on two hosts of scripts/two-host-bed, one rank
 #                           per host in turn, over a wire shaped to that
@@ -70,6 +73,9 @@ export SLIMLINKD SLIMLINK_SERVICE_GRACE=${SLIMLINK_SERVICE_GRACE:-2s}
 # MPICH (NOLOCAL) and no UCX transport but slim for remote peers.
 export UCX_TLS=${SLIMLINK_TEST_UCX_TLS:-slim,self}
 export MPIR_CVAR_NOLOCAL=1
+if [ -n "${SLIMLINK_TEST_INNER:-}" ]; then
+  export UCX_SLIM_INNER=$SLIMLINK_TEST_INNER
+fi
 # Open MPI refuses to run as root without these (CI runs as root).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
@@ -94,7 +100,7 @@ run_ranks() {
   shift 2
   while [ $# -gt 0 ] && [ "$1" != -- ]; do launcher+=("$1"); shift; done
   [ $# -gt 0 ] && shift
-  echo "+ UCX_TLS=$UCX_TLS MPIR_CVAR_NOLOCAL=$MPIR_CVAR_NOLOCAL $SLIMLINK_RUN ${launcher[*]} $builddir_mpi/$program $*"
+  echo "+ UCX_TLS=$UCX_TLS${UCX_SLIM_INNER:+ UCX_SLIM_INNER=$UCX_SLIM_INNER} MPIR_CVAR_NOLOCAL=$MPIR_CVAR_NOLOCAL $SLIMLINK_RUN ${launcher[*]} $builddir_mpi/$program $*"
   "$harness" -t "$timeout_s" -p "$program" -- \
     "$SLIMLINK_RUN" "${launcher[@]}" "$builddir_mpi/$program" "$@"
 }
@@ -104,6 +110,11 @@ run_ranks() {
 bed=$abs_top_srcdir/scripts/two-host-bed
 bed_name=t$$
 if [ -n "${SLIMLINK_TEST_BED:-}" ]; then
+  # The bed's two hosts are joined by a shaped Ethernet link.
+  case ${UCX_SLIM_INNER:-tcp} in
+    tcp) ;;
+    *) skip "SLIMLINK_TEST_BED carries tcp between its hosts, not $UCX_SLIM_INNER" ;;
+  esac
   [ "$(id -u)" = 0 ] || skip "SLIMLINK_TEST_BED needs root (network namespaces, veth, tc)"
   [ -x "$bed" ] || hard_error "$bed is missing or not executable"
   bed_name=${bed_name:0:8}
