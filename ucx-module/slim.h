@@ -113,7 +113,15 @@ typedef struct slim_am_slot {
  * library no longer progresses UCX, without two threads ever running the
  * inner transport at once. */
 typedef struct slim_progress {
-    uct_worker_h       inner_worker;  /* private worker of the inner iface */
+    /* The worker the inner iface lives on: a private one with
+     * SLIM_FEATURE_LINGER, else UCP's own (`direct`), whose progress then
+     * runs the inner transport's callbacks itself, with nothing of slim's
+     * between them and UCP. */
+    uct_worker_h       inner_worker;
+    int                direct;
+    /* direct, recording: what the tally held after the previous round
+     * (slim_progress_tally_cb). */
+    uint64_t           tally_seen;
     /* While a linger thread runs, who runs the inner transport: the
      * address of that thread's token (slim_progress.c), or NULL. Taken with
      * one compare-and-swap, never waited for: each thread skips a round
