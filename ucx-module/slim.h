@@ -148,7 +148,8 @@ typedef struct slim_progress {
 /* Packing frames (slim_frame.c): the limits of the inner transport that
  * carries them, and scratch memory for building and rebuilding them. */
 typedef struct slim_frame_iface {
-    size_t   max_short;     /* inner am_short payload limit (0: none) */
+    size_t   max_short;     /* inner am_short limit, its 8-byte header
+                               included (0: none) */
     size_t   max_bcopy;     /* inner am_bcopy limit (0: none) */
     size_t   max_zcopy;     /* frames sent by zcopy from our own memory, up
                                to this size (0: never) */

@@ -83,8 +83,7 @@ ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
         }
     }
 
-    frame->tx_scratch_size = ucs_max(frame->max_short + sizeof(uint64_t),
-                                     frame->max_bcopy);
+    frame->tx_scratch_size = ucs_max(frame->max_short, frame->max_bcopy);
     frame->tx_scratch      = ucs_malloc(frame->tx_scratch_size,
                                         "slim_frame_tx_scratch");
     if (frame->tx_scratch == NULL) {
@@ -191,8 +190,9 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
     ssize_t packed;
     ucs_status_t status;
 
-    if ((length >= sizeof(header)) &&
-        (length - sizeof(header) <= frame->max_short)) {
+    /* UCT's am.max_short counts the 8-byte header (uct.h; posix checks
+     * header plus payload against it, 100 bytes). */
+    if ((length >= sizeof(header)) && (length <= frame->max_short)) {
         /* The frame's first 8 bytes ride as the AM header: the receiver
          * sees the frame contiguous, as it was built. */
         memcpy(&header, data, sizeof(header));

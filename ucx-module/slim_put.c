@@ -329,7 +329,7 @@ static ucs_status_t slim_put_advance(slim_ep_t *ep, slim_bounce_t *bounce)
     ucs_status_t status;
 
     if (bounce->stage == SLIM_PUT_STAGE_NOTICE) {
-        if (length - sizeof(header) <= frame->max_short) {
+        if ((length >= sizeof(header)) && (length <= frame->max_short)) {
             memcpy(&header, bounce->notice, sizeof(header));
             status = uct_ep_am_short(ep->inner, SLIM_FRAME_AM_ID, header,
                                      bounce->notice + sizeof(header),
