@@ -155,6 +155,9 @@ typedef struct slim_frame_iface {
                                to this size (0: never) */
     int      need_memh;     /* the inner md needs registered memory: zcopy
                                frames from bounce buffers only */
+    /* slim advertises an am_zcopy of its own, done by the inner am_bcopy
+     * (SLIM_FEATURE_ZCOPY_BY_COPY): header and payload up to this size. */
+    size_t   by_copy_max;
     uint8_t  *tx_scratch;   /* frames sent by copy (short/bcopy) */
     size_t   tx_scratch_size;
     uint8_t  *rx_scratch;   /* received frames rebuilt here */
@@ -194,7 +197,11 @@ enum {
     /* Track each endpoint's quiescence, so that a linger thread can keep
      * the inner transport progressing while the process finalizes: only
      * where the inner transport needs it (tcp, slim_progress.c). */
-    SLIM_FEATURE_LINGER = UCS_BIT(2)
+    SLIM_FEATURE_LINGER = UCS_BIT(2),
+    /* am_zcopy done by copy through the inner am_bcopy, for an inner
+     * transport without zero copy while packing steers (slim_frame.c):
+     * with SLIM_FEATURE_PACK only, and it changes am_zcopy only. */
+    SLIM_FEATURE_ZCOPY_BY_COPY = UCS_BIT(3)
 };
 
 typedef struct slim_iface {
@@ -334,6 +341,15 @@ typedef struct slim_bytes {
 } slim_bytes_t;
 
 size_t slim_frame_pack_bytes(void *dest, void *arg);   /* arg: slim_bytes_t */
+
+/* am_zcopy by copy (SLIM_FEATURE_ZCOPY_BY_COPY): header and iov go by the
+ * inner am_bcopy, done at once (UCS_OK, `comp` never called), or
+ * UCS_ERR_NO_RESOURCE; the bytes it sent in *length_p. */
+ucs_status_t slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id,
+                                         const void *header,
+                                         unsigned header_length,
+                                         const uct_iov_t *iov, size_t iovcnt,
+                                         unsigned flags, size_t *length_p);
 
 /* The outcome of offering a message to the packing path. */
 typedef struct slim_frame_outcome {

@@ -8,7 +8,8 @@
  * interface's features (SLIM_FEATURE_*, slim.h), and compiled once per
  * combination the module uses: forwarding alone, and forwarding with
  * recording and packing, each with or without the linger's quiescence
- * tracking. The interface installs one set when it opens
+ * tracking; with packing over an inner transport without zero copy, an
+ * am_zcopy done by copy besides. The interface installs one set when it opens
  * (slim_ep_set_data_ops), so what a feature costs is paid only where it is
  * on, and a forward-only slim is a configuration, not a build.
  */
@@ -22,6 +23,7 @@
 #define SLIM_F_RECORD(_feat)  ((_feat) & SLIM_FEATURE_RECORD)
 #define SLIM_F_PACK(_feat)    ((_feat) & SLIM_FEATURE_PACK)
 #define SLIM_F_LINGER(_feat)  ((_feat) & SLIM_FEATURE_LINGER)
+#define SLIM_F_BY_COPY(_feat) ((_feat) & SLIM_FEATURE_ZCOPY_BY_COPY)
 
 /* Entry of every operation that may call back into UCP later (a completion,
  * a pending callback, a received reply): with the linger, the endpoint is
@@ -350,6 +352,7 @@ slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
     slim_zcopy_comp_t *zcomp;
     uct_completion_t *inner_comp;
     ucs_status_t status;
+    size_t length;
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
     /* A frame is a copy: done at once for UCP, `comp` is not called. */
@@ -357,6 +360,16 @@ slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
                       feat);
     if (outcome.handled) {
         return slim_record_frame(tl_ep, id, &outcome, feat);
+    }
+
+    if (SLIM_F_BY_COPY(feat)) {
+        /* The inner transport has no am_zcopy: a copy, done at once too. */
+        status = slim_frame_am_zcopy_by_copy(slim_ep(tl_ep), id, header,
+                                             header_length, iov, iovcnt,
+                                             flags, &length);
+        slim_frame_forwarded(&outcome, status);
+        return slim_record_op(tl_ep, status, SLIM_OP_AM_BCOPY, SLIM_DIR_SEND,
+                              id, length, length, feat);
     }
 
     inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp,
@@ -593,6 +606,16 @@ slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
 
 /* ---- one set of data operations per combination of features ------------ */
 
+#define SLIM_EP_AM_ZCOPY_OP(_name, _feat) \
+    static ucs_status_t slim_ep_am_zcopy_##_name( \
+            uct_ep_h ep, uint8_t id, const void *header, \
+            unsigned header_length, const uct_iov_t *iov, size_t iovcnt, \
+            unsigned flags, uct_completion_t *comp) \
+    { \
+        return slim_ep_am_zcopy_impl(ep, id, header, header_length, iov, \
+                                     iovcnt, flags, comp, _feat); \
+    }
+
 /* Defines the data operations of one feature combination, `_feat` a
  * constant, as slim_ep_<op>_<_name>, and slim_ep_fill_data_ops_<_name>(). */
 #define SLIM_EP_DATA_OPS(_name, _feat) \
@@ -613,14 +636,7 @@ slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
     { \
         return slim_ep_am_bcopy_impl(ep, id, pack_cb, arg, flags, _feat); \
     } \
-    static ucs_status_t slim_ep_am_zcopy_##_name( \
-            uct_ep_h ep, uint8_t id, const void *header, \
-            unsigned header_length, const uct_iov_t *iov, size_t iovcnt, \
-            unsigned flags, uct_completion_t *comp) \
-    { \
-        return slim_ep_am_zcopy_impl(ep, id, header, header_length, iov, \
-                                     iovcnt, flags, comp, _feat); \
-    } \
+    SLIM_EP_AM_ZCOPY_OP(_name, _feat) \
     static ucs_status_t slim_ep_put_short_##_name( \
             uct_ep_h ep, const void *buffer, unsigned length, \
             uint64_t remote_addr, uct_rkey_t rkey) \
@@ -735,6 +751,14 @@ SLIM_EP_DATA_OPS(forward_linger, SLIM_FEATURE_LINGER)
 SLIM_EP_DATA_OPS(full, SLIM_FEATURES_FULL)
 SLIM_EP_DATA_OPS(full_linger, SLIM_FEATURES_FULL | SLIM_FEATURE_LINGER)
 
+/* am_zcopy by copy changes that operation alone: the other operations of
+ * these sets are the full sets'. */
+#define SLIM_FEATURES_BY_COPY (SLIM_FEATURES_FULL | SLIM_FEATURE_ZCOPY_BY_COPY)
+
+SLIM_EP_AM_ZCOPY_OP(full_bycopy, SLIM_FEATURES_BY_COPY)
+SLIM_EP_AM_ZCOPY_OP(full_bycopy_linger,
+                    SLIM_FEATURES_BY_COPY | SLIM_FEATURE_LINGER)
+
 void slim_ep_set_data_ops(uct_iface_ops_t *ops, unsigned features)
 {
     switch (features) {
@@ -749,6 +773,14 @@ void slim_ep_set_data_ops(uct_iface_ops_t *ops, unsigned features)
         break;
     case SLIM_FEATURES_FULL | SLIM_FEATURE_LINGER:
         slim_ep_fill_data_ops_full_linger(ops);
+        break;
+    case SLIM_FEATURES_BY_COPY:
+        slim_ep_fill_data_ops_full(ops);
+        ops->ep_am_zcopy = slim_ep_am_zcopy_full_bycopy;
+        break;
+    case SLIM_FEATURES_BY_COPY | SLIM_FEATURE_LINGER:
+        slim_ep_fill_data_ops_full_linger(ops);
+        ops->ep_am_zcopy = slim_ep_am_zcopy_full_bycopy_linger;
         break;
     default:
         ucs_fatal("slim: no operations for features 0x%x", features);

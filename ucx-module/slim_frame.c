@@ -25,12 +25,32 @@
  * every advertised am_zcopy small enough for its frame, and reports zero
  * registration cost so that UCP's automatic zero-copy threshold sends medium
  * messages by zcopy too.
+ *
+ * An inner transport without any zero copy (UCX's shared-memory posix and
+ * sysv: am_short up to ~100 B, am_bcopy up to 8 KiB, no am/put/get zcopy)
+ * would leave UCP nothing but am_bcopy for every larger message, and the
+ * buffer out of slim's sight. While packing steers over such a transport,
+ * slim advertises an am_zcopy of its own (SLIM_FEATURE_ZCOPY_BY_COPY): the
+ * header and the iov go by the inner am_bcopy, gathered by its pack
+ * callback, and the operation is complete at once; a marked message goes
+ * as a frame instead. UCP's zero-copy paths need nothing more from such an
+ * inner md: UCP 1.13 registers memory for an am_zcopy only where the md
+ * sets UCT_MD_FLAG_NEED_MEMH (ucp_request_send_buffer_reg_lane_check,
+ * ucp_request.inl; ucp_ep_config_init_attrs and, for the v2 protocols,
+ * ucp_proto_common_find_lanes_internal refuse zcopy only on an md that
+ * needs a handle and cannot register), and posix's md needs none. Nor may
+ * slim claim UCT_MD_FLAG_REG there: UCP would then pick the lane for
+ * rendezvous by remote key (wireup/select.c, the rkey_ptr and rma_bw
+ * lanes) and pack keys of memory the inner md never registered. Large
+ * messages go by UCP's active-message rendezvous (RNDV_DATA fragments,
+ * rndv.c), by this same am_zcopy.
  */
 #include "slim.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
+#include <uct/base/uct_iov.inl>
 #include <string.h>
 
 /* A frame sent by zero-copy from memory of our own. */
@@ -83,6 +103,18 @@ ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
         }
     }
 
+    /* am_zcopy by copy: header and payload leave room in the inner am_bcopy
+     * for a frame's header and table (SLIM_FRAME_ZCOPY_SLACK), so that a
+     * marked message of any size UCP sends by it fits one frame. Over posix
+     * that is 6208 of 8256 bytes: while packing steers, a large transfer
+     * takes a third more messages than by UCP's own am_bcopy. */
+    if ((iface->features & SLIM_FEATURE_PACK) && slim_core_packing_steers() &&
+        (attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY) &&
+        !(attr.cap.flags & UCT_IFACE_FLAG_AM_ZCOPY) &&
+        (frame->max_bcopy > SLIM_FRAME_ZCOPY_SLACK)) {
+        frame->by_copy_max = frame->max_bcopy - SLIM_FRAME_ZCOPY_SLACK;
+    }
+
     frame->tx_scratch_size = ucs_max(frame->max_short, frame->max_bcopy);
     frame->tx_scratch      = ucs_malloc(frame->tx_scratch_size,
                                         "slim_frame_tx_scratch");
@@ -112,6 +144,21 @@ void slim_frame_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
     }
 
     slim_put_steer_caps(iface, iface_attr);
+    if (frame->by_copy_max > 0) {
+        /* Our own am_zcopy (slim_frame_am_zcopy_by_copy). UCP counts its
+         * header in max_zcopy (ucp_do_am_zcopy_multi sends max_zcopy minus
+         * the header's size; rndv.c checks length plus header against it),
+         * as the check in slim_frame_am_zcopy_by_copy does. It copies, so
+         * no alignment helps it. */
+        iface_attr->cap.flags             |= UCT_IFACE_FLAG_AM_ZCOPY;
+        iface_attr->cap.am.min_zcopy       = 0;
+        iface_attr->cap.am.max_zcopy       = frame->by_copy_max;
+        iface_attr->cap.am.max_hdr         = frame->by_copy_max;
+        iface_attr->cap.am.max_iov         = SLIM_EP_MAX_IOV;
+        iface_attr->cap.am.opt_zcopy_align = 1;
+        iface_attr->cap.am.align_mtu       = 1;
+        return;
+    }
     if (!(iface_attr->cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
         return;
     }
@@ -175,6 +222,61 @@ size_t slim_frame_pack_bytes(void *dest, void *arg)
 
     memcpy(dest, bytes->data, bytes->length);
     return bytes->length;
+}
+
+/* What an am_zcopy done by copy sends: its header, then its iov. */
+typedef struct slim_frame_gather {
+    const void      *header;
+    unsigned        header_length;
+    const uct_iov_t *iov;
+    size_t          iovcnt;
+} slim_frame_gather_t;
+
+static size_t slim_frame_pack_gather(void *dest, void *arg)
+{
+    const slim_frame_gather_t *gather = arg;
+    uint8_t *out                      = dest;
+    const uct_iov_t *iov;
+    size_t i, block;
+
+    memcpy(out, gather->header, gather->header_length);
+    out += gather->header_length;
+    for (i = 0; i < gather->iovcnt; ++i) {
+        iov = &gather->iov[i];
+        for (block = 0; block < iov->count; ++block) {
+            memcpy(out, UCS_PTR_BYTE_OFFSET(iov->buffer, block * iov->stride),
+                   iov->length);
+            out += iov->length;
+        }
+    }
+    return UCS_PTR_BYTE_DIFF(dest, out);
+}
+
+ucs_status_t slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id,
+                                         const void *header,
+                                         unsigned header_length,
+                                         const uct_iov_t *iov, size_t iovcnt,
+                                         unsigned flags, size_t *length_p)
+{
+    size_t limit = slim_iface(ep->super.super.iface)->frame.by_copy_max;
+    size_t length = header_length + uct_iov_total_length(iov, iovcnt);
+    slim_frame_gather_t gather = {header, header_length, iov, iovcnt};
+    ssize_t packed;
+
+    *length_p = 0;
+    /* The inner transport's segment holds no more: never copy past it. */
+    if (ucs_unlikely(length > limit)) {
+        ucs_error("slim: am_zcopy of %zu bytes exceeds the %zu advertised",
+                  length, limit);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    packed = uct_ep_am_bcopy(ep->inner, id, slim_frame_pack_gather, &gather,
+                             flags);
+    if (packed < 0) {
+        return (ucs_status_t)packed;
+    }
+    *length_p = packed;
+    return UCS_OK;
 }
 
 /* Sends a built frame; UCS_ERR_EXCEEDS_LIMIT when nothing can carry it. */

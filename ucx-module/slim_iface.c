@@ -436,7 +436,6 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 
     memset(&self->tally, 0, sizeof(self->tally));
     self->features = slim_iface_features(slim_md->inner_tl.tl->name);
-    slim_ep_set_data_ops(&self->super.super.ops, self->features);
     ucs_list_head_init(&self->eps);
     self->num_eps        = 0;
     self->orphan_flushes = 0;
@@ -499,6 +498,13 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     if (status != UCS_OK) {
         goto err_put;
     }
+
+    /* The data operations, once the inner transport's capabilities told
+     * whether am_zcopy is done by copy. */
+    if (self->frame.by_copy_max > 0) {
+        self->features |= SLIM_FEATURE_ZCOPY_BY_COPY;
+    }
+    slim_ep_set_data_ops(&self->super.super.ops, self->features);
 
     /* Before the trampolines: whatever arrives is recorded on it. */
     self->recorder       = (self->features & SLIM_FEATURE_RECORD) ?
