@@ -157,6 +157,15 @@ void slim_frame_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
         iface_attr->cap.am.max_iov         = SLIM_EP_MAX_IOV;
         iface_attr->cap.am.opt_zcopy_align = 1;
         iface_attr->cap.am.align_mtu       = 1;
+        /* am_bcopy no larger: UCP's v2 protocols (UCX_PROTO_ENABLE=y) price
+         * a multi-fragment send by its fragments' receive overhead, so with
+         * 8256-byte bcopy fragments beside 6208-byte zcopy ones they sent
+         * every tagged message from 2147614 bytes by am_bcopy, out of our
+         * sight (posix, UCX_PROTO_INFO=y). With fragments of one size the
+         * zcopy send, which copies nothing in UCP's model, is never the
+         * slower one, and large messages go by it too. */
+        iface_attr->cap.am.max_bcopy = ucs_min(iface_attr->cap.am.max_bcopy,
+                                               frame->by_copy_max);
         return;
     }
     if (!(iface_attr->cap.flags & UCT_IFACE_FLAG_AM_ZCOPY)) {
