@@ -11,6 +11,7 @@ EXTRA_DIST += \
 	benchmarks/README.md \
 	benchmarks/bench_env.py \
 	benchmarks/compare-slim \
+	benchmarks/compare-wall \
 	benchmarks/compare-uct-perftest
 
 # predictor-bench: per-event cost of the pattern predictor and of one ADGT
