@@ -256,10 +256,9 @@ slim_progress_app_round(slim_iface_t *iface, int whole_worker)
  * transport's count is not seen here, so there are no activity marks: the
  * transports that need no linger (shared memory, verbs) move no data
  * without an operation slim records, or its completion. */
-static unsigned slim_progress_tally_cb(void *arg)
+static UCS_F_ALWAYS_INLINE void slim_progress_tally_round(slim_iface_t *iface)
 {
-    slim_iface_t *iface = arg;
-    uint64_t held       = iface->tally.ops + iface->tally.ended;
+    uint64_t held = iface->tally.ops + iface->tally.ended;
 
     if (held == iface->progress.tally_seen) {
         if (held != 0) {
@@ -270,12 +269,21 @@ static unsigned slim_progress_tally_cb(void *arg)
         held = slim_iface_round_begin(iface);
     }
     iface->progress.tally_seen = held;
+}
 
-    /* The live loop's timer, only when its drain thread could not start:
-     * one load otherwise. */
-    if (ucs_unlikely(slim_core_poll_wanted)) {
-        slim_core_poll();
-    }
+static unsigned slim_progress_tally_cb(void *arg)
+{
+    slim_progress_tally_round(arg);
+    return 0;
+}
+
+/* The same, where the live loop's drain thread could not start and
+ * progress must run its timer (slim_core_poll_wanted, decided before any
+ * interface opens). */
+static unsigned slim_progress_tally_poll_cb(void *arg)
+{
+    slim_progress_tally_round(arg);
+    slim_core_poll();
     return 0;
 }
 
@@ -300,7 +308,7 @@ unsigned slim_progress_iface(slim_iface_t *iface)
     }
     count = uct_iface_progress(iface->inner);
     if (iface->features & SLIM_FEATURE_RECORD) {
-        slim_progress_tally_cb(iface);
+        slim_progress_tally_round(iface);
     }
     return count;
 }
@@ -470,7 +478,10 @@ void slim_progress_enable(slim_iface_t *iface, unsigned flags)
     } else if (iface->features & SLIM_FEATURE_RECORD) {
         /* After the inner transport's, which the caller enabled first. */
         uct_base_iface_progress_enable_cb(&iface->super,
-                                          slim_progress_tally_cb, flags);
+                                          slim_core_poll_wanted ?
+                                          slim_progress_tally_poll_cb :
+                                          slim_progress_tally_cb,
+                                          flags);
     }
 }
 

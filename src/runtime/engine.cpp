@@ -318,7 +318,8 @@ void Engine::flush(Recorder *recorder, slim_core_tally_t &tally) noexcept
     if (recorder->ring != nullptr) {
         live::OpBatch b;
         b.first = op_record(tally.first, static_cast<predict::TimeNs>(log_->clock().now()));
-        b.first_send = op_record(tally.first_send, b.first.t_ns);
+        b.first_send = op_record(tally.first.send ? tally.first : tally.first_send,
+                                 b.first.t_ns);
         b.has_send   = tally.has_send != 0;
         b.ops        = tally.ops;
         b.orig       = tally.orig_bytes;

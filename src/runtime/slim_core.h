@@ -72,7 +72,9 @@ typedef struct slim_core_tally {
     uint32_t            began;      /* zero-copy operations now in flight */
     uint32_t            ended;      /* completions of such operations */
     uint32_t            activity;   /* of the ops, activity marks */
-    int                 has_send;   /* first_send is set */
+    int                 has_send;   /* a send was tallied: the first one
+                                       is `first` when that is a send,
+                                       else `first_send` */
     slim_core_op_desc_t first;      /* the tally's first operation */
     slim_core_op_desc_t first_send; /* and its first send */
     /* The report's counters, per operation kind and direction. */
@@ -110,8 +112,8 @@ static inline void slim_core_tally_op(slim_core_tally_t *tally, slim_op_t op,
     if (tally->ops == 0) {
         slim_core_op_desc_set(&tally->first, op, send, am_id, wire_bytes,
                               orig_bytes, peer);
-    }
-    if (send && !tally->has_send) {
+        tally->has_send = send;
+    } else if (send && !tally->has_send) {
         slim_core_op_desc_set(&tally->first_send, op, send, am_id, wire_bytes,
                               orig_bytes, peer);
         tally->has_send = 1;
