@@ -146,7 +146,7 @@ static void slim_zcopy_comp_done(uct_completion_t *self)
     uct_completion_t *user   = zcomp->user;
     ucs_status_t status      = self->status;
 
-    slim_core_tally_completed(&zcomp->iface->tally);
+    slim_iface_completed(zcomp->iface);
     ucs_mpool_put_inline(zcomp);
     if (user != NULL) {
         uct_invoke_completion(user, status);
@@ -187,6 +187,7 @@ slim_record_zcopy(uct_ep_h tl_ep, slim_zcopy_comp_t *zcomp,
         if (status == UCS_INPROGRESS) {
             slim_core_tally_in_flight(&zcomp->iface->tally, op, dir, am_id,
                                       bytes, (uintptr_t)tl_ep);
+            ++zcomp->iface->in_flight;
             return status;
         }
         ucs_mpool_put_inline(zcomp);

@@ -271,8 +271,10 @@ static void slim_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
 {
     slim_iface_t *iface = slim_iface(tl_iface);
 
-    uct_iface_progress_enable(iface->inner, flags);
+    /* slim's round callback, where there is one beside the inner
+     * transport's, runs before it: at the start of each round. */
     slim_progress_enable(iface, flags);
+    uct_iface_progress_enable(iface->inner, flags);
 }
 
 static void slim_iface_progress_disable(uct_iface_h tl_iface, unsigned flags)
@@ -435,6 +437,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                               UCS_STATS_ARG(SLIM_TL_NAME));
 
     memset(&self->tally, 0, sizeof(self->tally));
+    self->in_flight = 0;
     self->features = slim_iface_features(slim_md->inner_tl.tl->name);
     ucs_list_head_init(&self->eps);
     self->num_eps        = 0;

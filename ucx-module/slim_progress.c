@@ -248,27 +248,15 @@ slim_progress_app_round(slim_iface_t *iface, int whole_worker)
 }
 
 /* An interface whose inner iface lives on UCP's worker (`direct`) and
- * records: this callback runs right after the inner transport's own in each
- * round of UCP's worker (slim_progress_enable adds it after the inner's).
- * A round in which nothing was recorded is where the rank waits: the tally
- * is handed over then (one round late, so a send is not delayed by it). A
- * tally that grew large goes at once (slim_iface_round_begin). The inner
- * transport's count is not seen here, so there are no activity marks: the
- * transports that need no linger (shared memory, verbs) move no data
- * without an operation slim records, or its completion. */
+ * records: this callback runs right before the inner transport's own in
+ * each round of UCP's worker (slim_iface_progress_enable adds it first),
+ * and hands the tally over (slim_iface_round_begin). The inner transport's
+ * count is not seen here, so there are no activity marks: the transports
+ * that need no linger (shared memory, verbs) move no data without an
+ * operation slim records, or its completion. */
 static UCS_F_ALWAYS_INLINE void slim_progress_tally_round(slim_iface_t *iface)
 {
-    uint64_t held = iface->tally.ops + iface->tally.ended;
-
-    if (held == iface->progress.tally_seen) {
-        if (held != 0) {
-            slim_core_tally_flush(iface->recorder, &iface->tally);
-        }
-        held = 0;
-    } else {
-        held = slim_iface_round_begin(iface);
-    }
-    iface->progress.tally_seen = held;
+    slim_iface_hand_over(iface);
 }
 
 static unsigned slim_progress_tally_cb(void *arg)
@@ -301,16 +289,13 @@ static unsigned slim_progress_outer_cb(void *arg)
 
 unsigned slim_progress_iface(slim_iface_t *iface)
 {
-    unsigned count;
-
     if (!iface->progress.direct) {
         return slim_progress_app_round(iface, 0);
     }
-    count = uct_iface_progress(iface->inner);
     if (iface->features & SLIM_FEATURE_RECORD) {
         slim_progress_tally_round(iface);
     }
-    return count;
+    return uct_iface_progress(iface->inner);
 }
 
 /* The linger thread can only run beside a worker whose async context is a
@@ -438,7 +423,6 @@ ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
      * otherwise the wrapper's own round (about as long as a shared-memory
      * poll: 16 % of a posix ping-pong's samples) is not paid at all. */
     iface->progress.direct     = !(iface->features & SLIM_FEATURE_LINGER);
-    iface->progress.tally_seen = 0;
     if (iface->progress.direct) {
         iface->progress.inner_worker = worker;
     } else {
@@ -476,7 +460,7 @@ void slim_progress_enable(slim_iface_t *iface, unsigned flags)
         uct_base_iface_progress_enable_cb(&iface->super,
                                           slim_progress_outer_cb, flags);
     } else if (iface->features & SLIM_FEATURE_RECORD) {
-        /* After the inner transport's, which the caller enabled first. */
+        /* Before the inner transport's, which the caller enables next. */
         uct_base_iface_progress_enable_cb(&iface->super,
                                           slim_core_poll_wanted ?
                                           slim_progress_tally_poll_cb :
