@@ -188,6 +188,10 @@ slim_record_zcopy(uct_ep_h tl_ep, slim_zcopy_comp_t *zcomp,
             slim_core_tally_in_flight(&zcomp->iface->tally, op, dir, am_id,
                                       bytes, (uintptr_t)tl_ep);
             ++zcomp->iface->in_flight;
+            if (ucs_unlikely(zcomp->iface->tally.wire_bytes >=
+                             SLIM_TALLY_MAX_BYTES)) {
+                slim_iface_hand_over_sent(zcomp->iface);
+            }
             return status;
         }
         ucs_mpool_put_inline(zcomp);

@@ -403,6 +403,11 @@ static ucs_status_t slim_iface_check_am_alignment(const uct_iface_params_t *para
     return UCS_OK;
 }
 
+void slim_iface_hand_over_sent(slim_iface_t *iface)
+{
+    slim_core_tally_flush(iface->recorder, &iface->tally);
+}
+
 /* The features this interface's operations carry (SLIM_FEATURE_*). */
 static unsigned slim_iface_features(const char *inner_tl_name)
 {
