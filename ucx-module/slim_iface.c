@@ -442,7 +442,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                               UCS_STATS_ARG(SLIM_TL_NAME));
 
     memset(&self->tally, 0, sizeof(self->tally));
-    self->in_flight = 0;
+    self->in_flight  = 0;
+    self->round_seen = 0;
     self->features = slim_iface_features(slim_md->inner_tl.tl->name);
     ucs_list_head_init(&self->eps);
     self->num_eps        = 0;

@@ -250,13 +250,14 @@ slim_progress_app_round(slim_iface_t *iface, int whole_worker)
 /* An interface whose inner iface lives on UCP's worker (`direct`) and
  * records: this callback runs right before the inner transport's own in
  * each round of UCP's worker (slim_iface_progress_enable adds it first),
- * and hands the tally over (slim_iface_round_begin). The inner transport's
+ * and hands the tally over as such a round's start does
+ * (slim_iface_round_begin_fast). The inner transport's
  * count is not seen here, so there are no activity marks: the transports
  * that need no linger (shared memory, verbs) move no data without an
  * operation slim records, or its completion. */
 static UCS_F_ALWAYS_INLINE void slim_progress_tally_round(slim_iface_t *iface)
 {
-    slim_iface_hand_over(iface);
+    slim_iface_round_begin_fast(iface);
 }
 
 static unsigned slim_progress_tally_cb(void *arg)
