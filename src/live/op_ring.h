@@ -242,30 +242,26 @@ public:
     void record(const OpRecord& op, TimeNs coalesce_gap, TimeNs split_gap,
                 bool in_flight = false, TimeNs hold_gap = kInFlightHoldNs) noexcept
     {
-        const TimeNs gap     = op.t_ns - own_.last_t;
-        const bool   busy    = own_.in_flight() != 0 && gap <= hold_gap;
-        const bool   new_run = (gap > coalesce_gap && !busy) || own_.ops == 0;
-        if (new_run || (op.send && !run_has_send_)) {
-            // Before the totals move: a consumer that sees totals including
-            // this operation finds its record in the ring too.
-            push(SerialRecord{op, own_});
-            run_has_send_ = new_run ? op.send : true;
-        } else if (gap > split_gap && !busy) {
-            ++own_.splits;
-        }
-        own_.add(op);
-        own_.began += in_flight ? 1 : 0;
-        publish();
+        OpBatch b;
+        b.first      = op;
+        b.first_send = op;
+        b.has_send   = op.send;
+        b.ops        = 1;
+        b.orig       = op.orig_bytes;
+        b.wire       = op.wire_bytes;
+        b.began      = in_flight ? 1 : 0;
+        record_batch(b, coalesce_gap, split_gap, hold_gap);
     }
     void record(const OpRecord& op, TimeNs coalesce_gap) noexcept
     {
         record(op, coalesce_gap, coalesce_gap);
     }
 
-    // The producer: a batch of operations stamped at one time, as if each
-    // had been record()ed at that time in turn and its completions
-    // end_in_flight()ed after them: at most two slots (the run's start and
-    // its first send), one publication.
+    // The producer: a batch of operations stamped at one time, as each of
+    // them recorded on its own at that time, in turn, and its completions
+    // after them would have been: at most two slots (the run's start and
+    // its first send), one publication. record() and end_in_flight() are
+    // batches of one.
     void record_batch(const OpBatch& b, TimeNs coalesce_gap, TimeNs split_gap,
                       TimeNs hold_gap = kInFlightHoldNs) noexcept
     {
@@ -314,12 +310,10 @@ public:
     // began is ignored.
     void end_in_flight(TimeNs t) noexcept
     {
-        if (own_.in_flight() == 0) {
-            return;
-        }
-        own_.ended += 1;
-        own_.last_t = std::max(own_.last_t, t);
-        publish();
+        OpBatch b;
+        b.first.t_ns = t;
+        b.ended      = 1;
+        record_batch(b, 0, 0);
     }
 
     // The producer: appends a record as it is. False when the ring is full
