@@ -14,6 +14,8 @@
 #include <optional>
 #include <string_view>
 
+#include <pthread.h>
+
 namespace slim {
 bool (*release_hooks_probe)() noexcept = nullptr;
 }  // namespace slim
@@ -49,6 +51,81 @@ void check_release_hooks()
     }
 }
 
+// The calling thread's stack ends (its highest address, exclusive) here, as
+// pthread_getattr_np says; 0 when it could not say. Asked once per thread:
+// for the main thread glibc reads /proc/self/maps, far too slow for every
+// mark (a program may mark a million slices).
+struct StackTop {
+    std::uintptr_t top     = 0;
+    std::uintptr_t lowest  = 0;   // the attribute's low end (see on_own_stack)
+    bool           queried = false;
+};
+
+StackTop query_stack_top() noexcept
+{
+    StackTop st;
+    st.queried = true;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return st;
+    }
+    void       *addr = nullptr;
+    std::size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr != nullptr) {
+        st.lowest = reinterpret_cast<std::uintptr_t>(addr);
+        st.top    = st.lowest + size;
+    }
+    pthread_attr_destroy(&attr);
+    return st;
+}
+
+// Whether [ptr, ptr+bytes) overlaps the live part of the calling thread's
+// stack: from this function's own frame up to the stack's top, which holds
+// every frame of its callers (the stack grows down). Such a mark outlives
+// the frame that owns the memory unless the caller unmarks it before
+// returning, and the next frames put other data there: marked, it would be
+// packed. Below the current frame nothing is live, so the stack's low end
+// does not matter; that end is also the unreliable one for the main thread,
+// whose attribute size is only RLIMIT_STACK (or the gap to the next mapping
+// when that is unlimited), not what is mapped. When this frame is not
+// inside the thread's stack (a signal handler on sigaltstack, a coroutine
+// or user-level thread on a stack of its own) nothing is checked.
+bool on_own_stack(const void *ptr, std::size_t bytes) noexcept
+{
+    thread_local StackTop stack;
+    if (!stack.queried) {
+        stack = query_stack_top();
+    }
+    const char     here = 0;
+    const auto     sp   = reinterpret_cast<std::uintptr_t>(&here);
+    if (stack.top == 0 || sp < stack.lowest || sp >= stack.top) {
+        return false;
+    }
+    const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
+    return begin < stack.top && begin + bytes > sp;
+}
+
+// Refuses a mark on the caller's stack (see on_own_stack), with a warning
+// naming the address: the first ones, then one in a thousand, since a
+// program marking locals in a loop would flood the log. The status code
+// says it every time.
+bool refuse_stack_mark(const void *ptr, std::size_t bytes)
+{
+    if (!on_own_stack(ptr, bytes)) {
+        return false;
+    }
+    static std::atomic<std::uint64_t> refused{0};
+    const std::uint64_t n = refused.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n <= 10 || n % 1000 == 0) {
+        slim::logger().warn("slim_mark of {} bytes at {} refused: the memory is on the calling "
+                            "thread's stack, where the mark would outlive the frame that owns "
+                            "it and pack whatever later frames put there; mark heap or static "
+                            "memory ({} such mark(s) refused so far)",
+                            bytes, ptr, n);
+    }
+    return true;
+}
+
 // Marks with `precision` on the process Engine, creating it if needed.
 slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precision precision,
                              std::string_view label = {})
@@ -56,6 +133,9 @@ slim_status_t mark_on_engine(const void *ptr, size_t bytes, slim::pack::Precisio
     const slim_status_t status = slim::Engine::init();
     if (status != SLIM_OK) {
         return status;
+    }
+    if (refuse_stack_mark(ptr, bytes)) {
+        return SLIM_ERR_INVALID;
     }
     check_release_hooks();
     slim::Engine *engine = slim::Engine::get();
@@ -142,6 +222,11 @@ slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
         const slim_status_t status = slim::Engine::init();
         if (status != SLIM_OK) {
             return status;
+        }
+        // Refused whatever the policy says, so the mistake shows even while
+        // the label's rule is off.
+        if (refuse_stack_mark(ptr, bytes)) {
+            return SLIM_ERR_INVALID;
         }
         const std::optional<slim::pack::Precision> precision =
                 slim::Engine::get()->policy().lookup(label);
