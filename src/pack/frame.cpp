@@ -119,6 +119,22 @@ private:
     std::size_t     offset_ = 0;
 };
 
+// Writes the patches that fall in the raw stretch [at, at + len) of the
+// payload, now at dst, over it; `next` walks the patches in order.
+void apply_patches(const FrameRequest& rq, std::size_t& next, std::uint64_t at,
+                   std::uint64_t len, std::uint8_t* dst)
+{
+    while (next < rq.patch_count) {
+        const EdgePatch& p = rq.patches[next];
+        if (p.offset >= at + len) return;
+        const std::uint64_t lo = std::max(p.offset, at);
+        const std::uint64_t hi = std::min<std::uint64_t>(p.offset + p.length, at + len);
+        if (lo < hi) std::memcpy(dst + (lo - at), p.bytes + (lo - p.offset), hi - lo);
+        if (p.offset + p.length > at + len) return;   // goes on in the next raw stretch
+        ++next;
+    }
+}
+
 void write_segment_data(const PlannedSegment& seg, PieceCursor& cursor,
                         std::uint8_t* dst)
 {
@@ -139,6 +155,37 @@ void write_segment_data(const PlannedSegment& seg, PieceCursor& cursor,
 }
 
 }  // namespace
+
+std::size_t edge_patches(const MarkedRun& run, std::uintptr_t piece, std::size_t piece_len,
+                         std::uint64_t piece_offset, EdgePatch* out)
+{
+    if (!valid_precision(run.precision) || run.end <= run.begin) return 0;
+    const std::uintptr_t piece_end = piece + piece_len;
+    // Elements start at region_base + 8k; wrap-around in the subtraction
+    // keeps the low three bits right.
+    const std::uintptr_t head = run.begin - ((run.begin - run.region_base) & 7u);
+    const std::uintptr_t tail = (run.end - 1) - ((run.end - 1 - run.region_base) & 7u);
+    std::size_t count = 0;
+    for (const std::uintptr_t element : {head, tail}) {
+        if (count > 0 && element == head) break;   // one element holds both edges
+        const bool cut = element < piece || element + 8 > piece_end || element + 8 < element;
+        const bool whole = element >= run.region_begin && element + 8 > element &&
+                           element + 8 <= run.region_end;
+        if (!cut || !whole) continue;
+        const std::uintptr_t lo = std::max(element, run.begin);
+        const std::uintptr_t hi = std::min(element + 8, run.end);
+        if (lo >= hi) continue;
+        double value;
+        std::memcpy(&value, reinterpret_cast<const void*>(element), 8);
+        const double q = round_trip(value, run.precision);
+        EdgePatch& p = out[count++];
+        p.offset = piece_offset + (lo - piece);
+        p.length = static_cast<std::uint8_t>(hi - lo);
+        std::memcpy(p.bytes, reinterpret_cast<const std::uint8_t*>(&q) + (lo - element),
+                    hi - lo);
+    }
+    return count;
+}
 
 const char* frame_error_message(FrameError error)
 {
@@ -234,6 +281,8 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
     std::uint8_t* entry = out + table_at;
     std::uint8_t* data = out + data_at;
     PieceCursor cursor(rq.pieces, rq.piece_count);
+    std::uint64_t at = 0;           // payload offset of the segment
+    std::size_t   next_patch = 0;
     plan_segments(rq, payload_len, [&](const PlannedSegment& seg) {
         const bool packed = seg.kind == SegmentKind::packed;
         entry[0] = static_cast<std::uint8_t>(seg.kind);
@@ -244,6 +293,8 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
         entry += kFrameSegmentSize;
 
         write_segment_data(seg, cursor, data);
+        if (!packed) apply_patches(rq, next_patch, at, seg.orig_len, data);
+        at += seg.orig_len;
         data += wire_len_of(seg.kind, seg.precision.keep_bytes, seg.orig_len);
         if (packed) {
             result.stats.packed_elements += seg.orig_len / 8;

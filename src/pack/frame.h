@@ -106,6 +106,27 @@ struct ByteSpan {
     std::size_t         size = 0;
 };
 
+// A whole marked element that the payload's edge cuts (UCP split the
+// message into fragments at a byte inside it): its bytes inside the payload
+// travel raw, at full width, but hold the element's quantized value, so
+// that the receiver gets slim_quantize()'s value whichever way the message
+// was fragmented. Elements cut by their region's own edge are not whole
+// marked elements and travel exact.
+struct EdgePatch {
+    std::uint64_t offset = 0;   // payload offset of the first byte it replaces
+    std::uint8_t  length = 0;   // 1..7 bytes
+    std::uint8_t  bytes[8] = {};
+};
+
+// The patches (0, 1 or 2) for the run `run`, found for the payload piece
+// [piece, piece + piece_len) at `piece_offset` in the payload: an element at
+// the piece's first or last byte that lies wholly inside the run's region
+// but not inside the piece. Reads the element's 8 bytes from memory,
+// outside the piece too: marked memory is the caller's while it is marked.
+// `run` is in the address space of the memory (not shifted).
+std::size_t edge_patches(const MarkedRun& run, std::uintptr_t piece, std::size_t piece_len,
+                         std::uint64_t piece_offset, EdgePatch* out);
+
 // What to send. The payload is the concatenation of `pieces` (one piece for
 // a contiguous buffer; am_zcopy/put_zcopy pass their iov). Its bytes occupy
 // the address range [payload_addr, payload_addr + total size) in the address
@@ -124,6 +145,10 @@ struct FrameRequest {
     std::uintptr_t   payload_addr = 0;
     const MarkedRun* runs        = nullptr;  // address order, non-overlapping
     std::size_t      run_count   = 0;
+    // Written over the raw bytes they cover; in payload order, each inside
+    // a raw stretch (edge_patches() only makes such).
+    const EdgePatch* patches     = nullptr;
+    std::size_t      patch_count = 0;
 };
 
 struct FrameStats {
@@ -142,7 +167,7 @@ struct FrameEncodeResult {
 // Writes the frame for `request` into out[0, capacity). Element boundaries
 // come from each run's region_base, so a payload that starts or ends inside
 // an element (a multi-rail fragment split at any byte) sends the partial
-// elements raw and still rebuilds exactly. Adjacent raw pieces merge into one
+// elements raw, with the request's edge patches written over them. Adjacent raw pieces merge into one
 // segment, as do adjacent packed runs of equal precision. Runs outside the
 // payload are clipped away; a run whose precision is not keep 2..7 is sent
 // raw. Every whole marked element is packed, even when its table entries cost

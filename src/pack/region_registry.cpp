@@ -862,7 +862,7 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
          node = node->next(0).load(std::memory_order_acquire)) {
         if (count < max_runs && runs != nullptr) {
             runs[count] = MarkedRun{std::max(node->begin, q_begin), std::min(node->end, q_end),
-                                    node->base, node->precision()};
+                                    node->base, node->precision(), node->begin, node->end};
         }
         ++count;
     }

@@ -20,6 +20,10 @@ struct MarkedRun {
     std::uintptr_t end         = 0;
     std::uintptr_t region_base = 0;   // element boundaries are relative to this
     Precision      precision;
+    // The whole region, not clipped: whether an element cut by the queried
+    // range's edge is still a whole marked element (frame.h, EdgePatch).
+    std::uintptr_t region_begin = 0;
+    std::uintptr_t region_end   = 0;
 };
 
 class RegionRegistry {

@@ -88,6 +88,12 @@ struct MarkedPayload {
     union {
         ByteSpan pieces[kMaxPieces];
     };
+    // At most one at each end of each piece (a run in the middle of a
+    // piece is not cut by it).
+    union {
+        pack::EdgePatch patches[2 * kMaxPieces];
+    };
+    std::size_t patch_count = 0;
     std::size_t run_count   = 0;
     std::size_t marked      = 0;
     std::size_t payload_len = 0;
@@ -111,12 +117,26 @@ void find_marked(const pack::RegionRegistry &regions, const slim_frame_piece_t *
             out.overflow = true;
             out.marked += count_marked(regions, data, piece.length);
         } else {
+            // Elements cut by this piece's edges (fragment boundaries) are
+            // sent quantized: found in memory coordinates, before the shift.
+            if (found > 0) {
+                out.patch_count += pack::edge_patches(out.runs[out.run_count], addr,
+                                                      piece.length, offset,
+                                                      out.patches + out.patch_count);
+            }
+            if (found > 1) {
+                out.patch_count += pack::edge_patches(out.runs[out.run_count + found - 1], addr,
+                                                      piece.length, offset,
+                                                      out.patches + out.patch_count);
+            }
             for (std::size_t r = out.run_count; r < out.run_count + found; ++r) {
                 MarkedRun &run = out.runs[r];
                 out.marked += run.end - run.begin;
                 run.begin       = run.begin - addr + offset;
                 run.end         = run.end - addr + offset;
                 run.region_base = run.region_base - addr + offset;   // mod 2^64
+                run.region_begin = run.region_begin - addr + offset;
+                run.region_end   = run.region_end - addr + offset;
             }
             out.run_count += found;
         }
@@ -218,6 +238,8 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
     rq.payload_addr = 0;
     rq.runs         = payload.runs;
     rq.run_count    = payload.run_count;
+    rq.patches      = payload.patches;
+    rq.patch_count  = payload.patch_count;
     const pack::FrameEncodeResult result = pack::encode_frame(rq, out, max_size);
     if (!result.ok()) {
         return unframed(info, payload.marked);
@@ -331,6 +353,8 @@ slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *
     rq.source.payload_addr = 0;
     rq.source.runs         = payload.runs;
     rq.source.run_count    = payload.run_count;
+    rq.source.patches      = payload.patches;
+    rq.source.patch_count  = payload.patch_count;
     rq.remote_addr         = request->remote_addr;
     rq.stream              = request->stream;
     rq.seq                 = request->seq;
@@ -340,9 +364,10 @@ slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *
     if (!result.ok()) {
         return unframed(&info->frame, payload.marked);
     }
-    if (result.stats.packed_elements == 0) {
-        // Only parts of values, cut where UCP split the message into puts:
-        // edge bytes, as in a frame; a notice would only cost a round trip.
+    if (result.stats.packed_elements == 0 && payload.patch_count == 0) {
+        // Only parts of values that no mark holds whole: edge bytes that
+        // travel exact, as in a frame; a notice would only cost a round
+        // trip. (Parts of whole marked values go packed, quantized.)
         info->frame.marked_bytes = payload.marked;
         return SLIM_FRAME_EDGE_ONLY;
     }

@@ -152,6 +152,24 @@ tests_mpi_free_probe_LDFLAGS = -no-install
 TESTS += tests/mpi/freed-mark.test
 EXTRA_DIST += tests/mpi/freed-mark.test
 
+# Marked values arrive quantized whatever the fragment edges.
+check_PROGRAMS += tests/mpi/packing-edges
+tests_mpi_packing_edges_SOURCES = tests/mpi/packing-edges.c tests/mpi/mpi_test_util.h
+tests_mpi_packing_edges_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_packing_edges_LDADD = src/libslimlink.la $(MPICH_LIBS)
+tests_mpi_packing_edges_LDFLAGS = -no-install
+TESTS += tests/mpi/packing-edges.test
+EXTRA_DIST += tests/mpi/packing-edges.test
+
+# Marks on the calling thread's stack are refused.
+check_PROGRAMS += tests/mpi/stack-mark
+tests_mpi_stack_mark_SOURCES = tests/mpi/stack-mark.c tests/mpi/mpi_test_util.h
+tests_mpi_stack_mark_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_stack_mark_LDADD = src/libslimlink.la $(MPICH_LIBS) -lpthread
+tests_mpi_stack_mark_LDFLAGS = -no-install
+TESTS += tests/mpi/stack-mark.test
+EXTRA_DIST += tests/mpi/stack-mark.test
+
 # Issue 16: traces without a report are complete; missing directories and
 # planted symbolic links are refused and said.
 TESTS += tests/mpi/trace-files.test

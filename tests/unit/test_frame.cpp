@@ -740,3 +740,74 @@ TEST_CASE("write the frame fuzzer seed corpus", "[.frame-corpus]")
     write("put-packed", encode(rq).frame);
     write("empty", encode(am_request(nullptr, 0, 0, {})).frame);
 }
+
+TEST_CASE("elements cut by fragment edges arrive quantized, however the message is cut",
+          "[frame][edge]")
+{
+    std::mt19937_64 rng(11);
+    Buffer buf(64, rng);
+    RegionRegistry reg;
+    const Precision prec{3, Rounding::nearest_even};
+    // The region starts 8 bytes in, so element 0 is not marked, and ends 3
+    // bytes into element 63: that element is cut by the mark itself.
+    REQUIRE(reg.mark(buf.bytes() + 8, 8 * 62 + 3, prec));
+
+    // What the receiver must see for the whole buffer, whichever fragments
+    // carried it: every whole marked element quantized, all else exact.
+    Bytes whole(buf.bytes(), buf.bytes() + buf.size());
+    for (std::size_t k = 1; k < 63; ++k) {
+        double d;
+        std::memcpy(&d, buf.bytes() + 8 * k, 8);
+        d = slim::pack::round_trip(d, prec);
+        std::memcpy(whole.data() + 8 * k, &d, 8);
+    }
+
+    for (const std::size_t cut : {1u, 7u, 8u, 9u, 13u, 100u, 251u, 500u, 506u, 507u}) {
+        CAPTURE(cut);
+        Bytes received;
+        std::size_t edge_patch_count = 0;
+        for (const auto& [from, to] : {std::pair<std::size_t, std::size_t>{0, cut},
+                                       {cut, buf.size()}}) {
+            std::uint8_t* p = buf.bytes() + from;
+            const std::size_t n = to - from;
+            const auto runs = find_runs(reg, p, n);
+            std::vector<slim::pack::EdgePatch> patches(2 * runs.size());
+            std::size_t count = 0;
+            for (const MarkedRun& run : runs) {
+                count += slim::pack::edge_patches(run, addr_of(p), n, 0, patches.data() + count);
+            }
+            edge_patch_count += count;
+            const ByteSpan piece{p, n};
+            FrameRequest rq = am_request(&piece, 1, addr_of(p), runs);
+            rq.patches = patches.data();
+            rq.patch_count = count;
+            const Bytes got = decode(encode(rq).frame);
+            received.insert(received.end(), got.begin(), got.end());
+        }
+        CHECK(received == whole);
+        // A cut inside a marked element patches both of its parts; one on an
+        // element boundary or outside the region none.
+        const bool inside = cut % 8 != 0 && cut > 8 && cut < 8 * 63;
+        CHECK(edge_patch_count == (inside ? 2u : 0u));
+    }
+}
+
+TEST_CASE("a piece inside one marked element is patched once", "[frame][edge]")
+{
+    std::mt19937_64 rng(12);
+    Buffer buf(4, rng);
+    RegionRegistry reg;
+    const Precision prec{2, Rounding::truncate};
+    REQUIRE(reg.mark(buf.bytes(), buf.size(), prec));
+    std::uint8_t* p = buf.bytes() + 10;   // bytes 2..5 of element 1
+    const auto runs = find_runs(reg, p, 4);
+    REQUIRE(runs.size() == 1);
+    slim::pack::EdgePatch patches[2];
+    REQUIRE(slim::pack::edge_patches(runs[0], addr_of(p), 4, 0, patches) == 1);
+    CHECK(patches[0].offset == 0);
+    CHECK(patches[0].length == 4);
+    double d;
+    std::memcpy(&d, buf.bytes() + 8, 8);
+    d = slim::pack::round_trip(d, prec);
+    CHECK(std::memcmp(patches[0].bytes, reinterpret_cast<const std::uint8_t*>(&d) + 2, 4) == 0);
+}
