@@ -333,6 +333,31 @@ slim_ep_am_short_iov_impl(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
                           uct_iov_total_length(iov, iovcnt), feat);
 }
 
+/* UCP's eager-sync active messages (UCP_AM_ID_EAGER_SYNC_ONLY and _FIRST,
+ * ucp_types.h): the first fragment of a synchronous tagged send. */
+#define SLIM_UCP_AM_ID_EAGER_SYNC_ONLY  6
+#define SLIM_UCP_AM_ID_EAGER_SYNC_FIRST 7
+
+/* UCX 1.13's v2 protocols (UCX_PROTO_ENABLE=y) have one way to send a
+ * synchronous tagged message (MPI_Ssend, MPI_Issend): egrsnc/multi/bcopy,
+ * at every size, which copies the user's buffer in UCP's pack callback,
+ * where slim never learns its address. Marked data in it can be neither
+ * packed nor counted, so this is said once, when marks exist. */
+static UCS_F_NOINLINE void slim_ep_sync_bcopy_unseen(void)
+{
+    /* Two threads may both say it: no locked instruction for a warning. */
+    static volatile int said = 0;
+
+    if (!said) {
+        said = 1;
+        ucs_warn("slim: a synchronous send (MPI_Ssend, MPI_Issend) went by "
+                 "am_bcopy, which copies the buffer out of slim's sight, as "
+                 "UCX's v2 protocols (UCX_PROTO_ENABLE=y) send every one: "
+                 "marked data in such sends travels exact and is not "
+                 "counted; unset UCX_PROTO_ENABLE to pack them");
+    }
+}
+
 static UCS_F_ALWAYS_INLINE ssize_t
 slim_ep_am_bcopy_impl(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
                       void *arg, unsigned flags, unsigned feat)
@@ -340,6 +365,12 @@ slim_ep_am_bcopy_impl(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
     uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t, feat);
+    if (SLIM_F_PACK(feat) &&
+        ucs_unlikely(((id == SLIM_UCP_AM_ID_EAGER_SYNC_FIRST) ||
+                      (id == SLIM_UCP_AM_ID_EAGER_SYNC_ONLY)) &&
+                     slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
+        slim_ep_sync_bcopy_unseen();
+    }
     return slim_record_packed(tl_ep,
                               uct_ep_am_bcopy(inner, id, pack_cb, arg, flags),
                               SLIM_OP_AM_BCOPY, id, feat);
