@@ -84,6 +84,17 @@ const char *slim_op_name(slim_op_t op);
  * released otherwise (munmap, a custom allocator's own pool) must be
  * unmarked first.
  *
+ * Stack memory is refused: a mark overlapping the live part of the calling
+ * thread's stack (from the marking call's own frame up to the stack's top,
+ * as pthread_getattr_np gives it, asked once per thread) returns
+ * SLIM_ERR_INVALID, marks nothing, and is logged with its address (the
+ * first ten, then one in a thousand). Such a mark would outlive the frame
+ * that owns the memory, and whatever later frames put there would be
+ * packed. Not checked: another thread's stack, and marks made while running
+ * on a stack the thread's attributes do not describe (a signal handler on
+ * sigaltstack, a coroutine or user-level thread with a stack of its own);
+ * such memory must be unmarked before its frame returns.
+ *
  * The first marking call initializes slimlink from the UCX_SLIM_* variables
  * (like the transport does); when that configuration is invalid these calls
  * return SLIM_ERR_CONFIG and nothing is packed. */
@@ -99,12 +110,14 @@ typedef enum slim_round {
  * not pack (an `off` rule, or no rule and no `*`) returns SLIM_OK and marks
  * nothing, so applications can mark unconditionally and let the policy
  * decide. SLIM_ERR_INVALID for a NULL ptr or label, bytes == 0, a range that
- * wraps around the address space, or a label that is not [A-Za-z0-9_.-]+. */
+ * wraps around the address space, a label that is not [A-Za-z0-9_.-]+, or
+ * memory on the calling thread's stack (whatever the policy says). */
 slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label);
 
 /* Marks [ptr, ptr+bytes) keeping `keep_bytes` (2..7) bytes of each float64,
  * regardless of the policy. SLIM_ERR_INVALID for a NULL ptr, bytes == 0,
- * keep_bytes outside 2..7, or an unknown mode. */
+ * keep_bytes outside 2..7, an unknown mode, or memory on the calling
+ * thread's stack. */
 slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
                                   slim_round_t mode);
 
@@ -123,17 +136,27 @@ slim_status_t slim_quantize(const double *in, double *out, size_t n,
 
 /* Lossy packing as the `slim` transport performed it in this process, in
  * bytes of the original messages unless noted. Every marked byte that left
- * through `slim` is counted once:
- *   marked_bytes = packed_bytes + edge_bytes + missed_bytes. */
+ * through `slim` where `slim` saw the sender's buffer is counted once:
+ *   marked_bytes = packed_bytes + edge_bytes + missed_bytes.
+ * UCP shows the buffer for short and zero-copy sends and puts, not for
+ * am_bcopy, where UCP copies the data itself: marked data sent that way
+ * travels exact and is counted nowhere. Steering keeps UCP off am_bcopy
+ * for marked data, except for synchronous sends (MPI_Ssend, MPI_Issend)
+ * under UCX 1.13's v2 protocols (UCX_PROTO_ENABLE=y), which go by am_bcopy
+ * at every size; `slim` warns the first time it sees one while something is
+ * marked. */
 typedef struct slim_packing_stats {
     uint64_t frames_sent;     /* messages sent as packing frames */
     uint64_t payload_bytes;   /* their original size (AM header + payload) */
     uint64_t wire_bytes;      /* the size of the frames that replaced them */
     uint64_t marked_bytes;    /* payload bytes inside marked regions */
     uint64_t packed_bytes;    /* ... sent packed (whole float64 elements) */
-    uint64_t edge_bytes;      /* ... sent raw: elements cut by a fragment
-                                 edge, by design (inside a frame, or a put
-                                 holding no whole element) */
+    uint64_t edge_bytes;      /* ... sent at full width: parts of elements
+                                 cut by a fragment edge (UCP split the
+                                 message inside them), their value already
+                                 quantized as marked, so what arrives does
+                                 not depend on the fragmenting; and parts of
+                                 elements the mark itself cuts, exact */
     uint64_t missed_bytes;    /* ... sent unpacked: the message could not be
                                  framed (UCX_SLIM_PACKING=off, a put, too
                                  many marked runs, larger than the inner
