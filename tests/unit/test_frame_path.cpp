@@ -147,14 +147,15 @@ TEST_CASE("iov pieces cut at odd offsets keep element boundaries of the region")
     auto *q = reinterpret_cast<const std::uint8_t *>(quantized.data());
     for (std::size_t i = 0; i < 320; ++i) {
         const std::size_t at = 13 + i;
-        // Elements 2..11 and 13..40 lie whole inside a piece: element 2
-        // starts at 16, element 40 ends at 328. Elements cut by the
-        // fragment's ends (1, 41) or by the piece boundary at 101 (12, bytes
-        // 96..103) go raw.
-        const bool whole = (at >= 16 && at < 96) || (at >= 104 && at < 328);
+        // Elements 2..11 and 13..40 lie whole inside a piece and go packed.
+        // Those cut by the fragment's ends (1, 41) or by the piece boundary
+        // at 101 (12, bytes 96..103) go at full width, but quantized: every
+        // byte is the quantized value's.
         INFO("byte " << at);
-        REQUIRE(out[i] == (whole ? q[at] : bytes[at]));
+        REQUIRE(out[i] == q[at]);
     }
+    CHECK(info.packed_bytes == 8 * (10 + 28));
+    CHECK(info.marked_bytes == 320);
 }
 
 TEST_CASE("a marked message that cannot be framed is counted as missed")
@@ -182,14 +183,19 @@ TEST_CASE("a marked message that cannot be framed is counted as missed")
     CHECK(after.frames_sent == before.frames_sent);
 }
 
-TEST_CASE("a put holding only parts of marked values goes as it is, counted as edge bytes")
+TEST_CASE("a put holding only parts of marked values goes quantized, or as it is when the mark cuts them")
 {
     // UCP splits a rendezvous into puts wherever its lanes' shares end: a
-    // marked region at an odd offset leaves a put with the tail of one
-    // value and nothing whole. That is an edge, as in a frame, not a miss.
+    // put may hold the tail of one value and nothing whole. When the value
+    // is marked whole, its part goes in a packed put at full width but
+    // quantized, as the put holding the rest will send its part; when the
+    // mark itself cuts the value, the part goes as it is. Both are edge
+    // bytes, not misses.
     REQUIRE(slim_core_init() == SLIM_OK);
     std::vector<double> data = random_doubles(16, 5);
     const Mark mark(data.data(), 128, 4, SLIM_ROUND_TRUNCATE);
+    std::vector<double> part = random_doubles(4, 6);
+    const Mark part_mark(part.data(), 12, 4, SLIM_ROUND_TRUNCATE);   // value 1 cut by the mark
     std::vector<std::uint8_t> wire(4096 + SLIM_PUT_SLACK);
     std::vector<std::uint8_t> notice(SLIM_EXPAND_NOTICE_MAX);
     const auto *bytes = reinterpret_cast<const std::uint8_t *>(data.data());
@@ -199,9 +205,22 @@ TEST_CASE("a put holding only parts of marked values goes as it is, counted as e
     const slim_put_request_t cut_rq{&cut, 1, 0x10000, 7, 1};
     slim_put_info_t info;
     REQUIRE(slim_core_put_pack(&cut_rq, wire.data(), wire.size(), notice.data(), &info) ==
-            SLIM_FRAME_EDGE_ONLY);
+            SLIM_FRAME_READY);
     CHECK(info.frame.marked_bytes == 6);
+    CHECK(info.frame.packed_bytes == 0);
     CHECK(info.frame.payload_length == 6);
+    double q0;
+    slim_quantize(data.data(), &q0, 1, 4, SLIM_ROUND_TRUNCATE);
+    CHECK(info.frame.frame_length == 6);
+    CHECK(std::memcmp(wire.data() + info.wire_offset,
+                      reinterpret_cast<const std::uint8_t *>(&q0) + 2, 6) == 0);
+    slim_core_frame_sent(&info.frame);
+
+    const slim_frame_piece_t by_mark{reinterpret_cast<const std::uint8_t *>(part.data()) + 8, 4};
+    const slim_put_request_t by_mark_rq{&by_mark, 1, 0x30000, 7, 2};
+    REQUIRE(slim_core_put_pack(&by_mark_rq, wire.data(), wire.size(), notice.data(), &info) ==
+            SLIM_FRAME_EDGE_ONLY);
+    CHECK(info.frame.marked_bytes == 4);
     slim_core_frame_edge_sent(&info.frame);
 
     // Beside it, a put with whole values is packed.
@@ -212,8 +231,8 @@ TEST_CASE("a put holding only parts of marked values goes as it is, counted as e
     CHECK(info.frame.packed_bytes == 64);
 
     const slim_packing_stats_t after = packing();
-    CHECK(after.edge_bytes - before.edge_bytes == 6);
-    CHECK(after.marked_bytes - before.marked_bytes == 6);
+    CHECK(after.edge_bytes - before.edge_bytes == 10);
+    CHECK(after.marked_bytes - before.marked_bytes == 10);
     CHECK(after.missed_bytes == before.missed_bytes);
 }
 
