@@ -185,17 +185,51 @@ PortService::Client* PortService::find(std::uint32_t client) const
     return it == clients_.end() ? nullptr : it->second.get();
 }
 
+namespace {
+
+// A job is its key *and* its user. The key is a claim (a launcher's pid
+// and start time, readable by anyone in /proc); the uid comes from the
+// socket's credentials and cannot be forged. Keyed by both, a client of
+// another user that names a victim's key starts a job of its own, and never
+// joins, reports for, or receives the victim's. Root is one uid among the
+// others here: a root rank joins only root's jobs.
+std::string job_id(const ClientInfo& info)
+{
+    return "uid " + std::to_string(info.uid) + ": " + info.job_key;
+}
+
+}  // namespace
+
 PortService::Job* PortService::job_of(const Client& client) const
 {
-    const auto it = jobs_.find(client.info.job_key);
+    const auto it = jobs_.find(job_id(client.info));
     if (it == jobs_.end() || it->second->serial != client.job_serial) {
         return nullptr;
     }
     return it->second.get();
 }
 
-std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now)
+std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::string* why)
 {
+    const std::string id = job_id(info);
+    if (const auto it = jobs_.find(id); it != jobs_.end() && info.local_rank >= 0) {
+        // Two live clients claiming one local rank would hide each other in
+        // the report (only the latest is listed): the second is refused.
+        // A rank that died or left may come back (a fresh connection).
+        for (const std::uint32_t member : it->second->members) {
+            const Client* other = find(member);
+            if (other && !other->dropped && other->info.local_rank == info.local_rank) {
+                if (why) {
+                    *why = "local rank " + std::to_string(info.local_rank) + " of job '" +
+                           info.job_key + "' (uid " + std::to_string(info.uid) +
+                           ") is attached already, as client " + std::to_string(other->id) +
+                           " (pid " + std::to_string(other->info.pid) +
+                           "); one client per local rank and job";
+                }
+                return 0;
+            }
+        }
+    }
     auto client        = std::make_unique<Client>();
     client->id         = next_id_++;
     client->info       = info;
@@ -203,10 +237,10 @@ std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now)
     client->through_ns = now;
     client->width      = full_;
 
-    auto& job = jobs_[info.job_key];
+    auto& job = jobs_[id];
     if (!job) {
         job         = std::make_unique<Job>();
-        job->key    = info.job_key;
+        job->key    = id;
         job->serial = next_job_serial_++;
     }
     job->members.push_back(client->id);
@@ -222,8 +256,11 @@ std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now)
 }
 
 bool PortService::publish(std::uint32_t id, const service::DemandRecord* records, std::size_t count,
-                          TimeNs through_ns, std::string* why)
+                          TimeNs through_ns, std::string* why, bool* queue_full)
 {
+    if (queue_full) {
+        *queue_full = false;
+    }
     const auto refuse = [why](std::string message) {
         if (why) {
             *why = std::move(message);
@@ -274,6 +311,21 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
         }
         has_last = true;
         last_t   = r.t_ns;
+    }
+    // Records wait in the queue until the horizon (the slowest live client)
+    // passes them. A client that publishes while another holds the horizon
+    // back would grow it without end (future-dated records, or a flood at
+    // any time): past the bound it is dropped (by the caller) rather than
+    // take the node's memory.
+    if (!client->overflow_requested && count > kMaxQueuedRecords - client->queue.size()) {
+        if (queue_full) {
+            *queue_full = true;
+        }
+        return refuse(std::to_string(client->queue.size() + count) +
+                      " records waiting for the merge horizon (at " +
+                      std::to_string(horizon().value_or(*replay_now_)) +
+                      " ns), more than the " + std::to_string(kMaxQueuedRecords) +
+                      " a client may queue ahead of the other clients");
     }
 
     client->through_ns = through_ns;
@@ -362,6 +414,8 @@ void PortService::drop(std::uint32_t id, TimeNs now, bool died)
     while (!client->queue.empty() && client->queue.back().record.t_ns > leave) {
         client->queue.pop_back();
     }
+    // A client dropped with a long queue (flooded) gives the memory back.
+    client->queue.shrink_to_fit();
     if (client->overflow_ns && *client->overflow_ns > leave) {
         client->overflow_ns.reset();
     }
@@ -1023,6 +1077,12 @@ std::vector<service::StatusClient> PortService::clients() const
         list.push_back(s);
     }
     return list;
+}
+
+std::size_t PortService::queued(std::uint32_t id) const
+{
+    const Client* client = find(id);
+    return client ? client->queue.size() : 0;
 }
 
 std::uint64_t PortService::late_wakeups(std::uint32_t id) const

@@ -98,16 +98,34 @@ public:
     // act_on_deadlines(now) at `now`. Starts at 0.
     Clock replay_clock();
 
-    // A client joins with demand full width from `now` on. Returns its id.
-    std::uint32_t attach(const ClientInfo& info, TimeNs now);
+    // A client joins with demand full width from `now` on. Returns its id,
+    // or 0 (with the reason in `why`) when another live client of its job
+    // holds the same local rank. A job is its key and its uid together: a
+    // client never joins a job of another uid, whatever key it names.
+    std::uint32_t attach(const ClientInfo& info, TimeNs now, std::string* why = nullptr);
 
     // Records the client published (copied out of its ring), and its new
     // through_ns. Returns false (and takes nothing) for garbage: a width
     // outside 1..full_width, a time before its previous record or before its
     // through_ns, until_ns set but not after t_ns, through_ns going back.
     // The caller then drops the client (drop()).
+    // Also false when the client's records waiting for the horizon would
+    // exceed kMaxQueuedRecords (`queue_full` then says so): the caller drops
+    // it as well.
     bool publish(std::uint32_t client, const service::DemandRecord* records, std::size_t count,
-                 TimeNs through_ns, std::string* why = nullptr);
+                 TimeNs through_ns, std::string* why = nullptr, bool* queue_full = nullptr);
+
+    // Records one client may have waiting for the merge horizon. A busy
+    // rank publishes a few records per idle interval it forms (a width, a
+    // "low until", a traffic mark): about 3,000 a second in the ping-pong
+    // tests at 1 ms gaps, and the horizon normally trails by a drain round
+    // (up to 16 ms) and the service's 50 ms tick, so a few hundred wait.
+    // 65,536 (16 ring-fulls, 2 MiB of queue) is 20 s of such a rank with
+    // the horizon held still, and bounds what a flooding client can make
+    // the service hold.
+    static constexpr std::size_t kMaxQueuedRecords = 1u << 16;
+    // Records of the client waiting for the horizon (0: unknown client).
+    std::size_t queued(std::uint32_t client) const;
 
     // The client could not publish (its ring overflowed): full width for it
     // from its last record on, for good. Its later records are checked but

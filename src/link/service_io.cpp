@@ -193,6 +193,50 @@ std::string check_header(const void* message, std::size_t bytes, MessageHeader& 
     return {};
 }
 
+std::string check_attach(const std::uint8_t* payload, std::size_t bytes, unsigned full_width,
+                         const std::string& port, service::AttachRequest& req)
+{
+    if (bytes != sizeof(service::AttachRequest)) {
+        return "an attach request of " + std::to_string(bytes) + " bytes; " +
+               std::to_string(sizeof(service::AttachRequest)) + " are expected";
+    }
+    std::memcpy(&req, payload, sizeof req);
+    if (std::memchr(req.job_key, '\0', sizeof req.job_key) == nullptr) {
+        return "a job key that is not NUL-terminated within " +
+               std::to_string(service::kJobKeyBytes) + " bytes";
+    }
+    if (req.full_width != full_width) {
+        return "the client expects a port of " + std::to_string(req.full_width) +
+               " lanes (its UCX_SLIM_LINK L=) but slimlinkd's port " + port + " has " +
+               std::to_string(full_width);
+    }
+    if (req.local_size < 0 || req.local_size > kMaxLocalSize ||
+        (req.local_size > 0 && (req.local_rank < 0 || req.local_rank >= req.local_size))) {
+        return "local rank " + std::to_string(req.local_rank) + " of local size " +
+               std::to_string(req.local_size) + " (accepted: size 0 to " +
+               std::to_string(kMaxLocalSize) + ", rank below the size)";
+    }
+    return {};
+}
+
+std::string check_deposit(const std::uint8_t* payload, std::size_t bytes, service::Deposit& d)
+{
+    if (bytes < sizeof d) {
+        return "a deposit of " + std::to_string(bytes) + " bytes, shorter than its " +
+               std::to_string(sizeof d) + "-byte header";
+    }
+    std::memcpy(&d, payload, sizeof d);
+    if (d.record_bytes != bytes - sizeof d) {
+        return "a deposit announcing " + std::to_string(d.record_bytes) +
+               " record bytes in a payload of " + std::to_string(bytes);
+    }
+    if (d.wait_ns < 0 || d.wait_ns > kMaxReportWaitNs) {
+        return "a report wait of " + std::to_string(d.wait_ns) + " ns (accepted: 0 to " +
+               std::to_string(kMaxReportWaitNs / 1'000'000'000) + " s)";
+    }
+    return {};
+}
+
 std::string mode_string(unsigned mode)
 {
     char text[8];

@@ -51,6 +51,23 @@ Received receive_wait(int fd, void* buf, std::size_t capacity, std::chrono::mill
 // matching the message, known type. Empty when good, else why not.
 std::string check_header(const void* message, std::size_t bytes, service::MessageHeader& header);
 
+// An attach request's payload of `bytes` bytes, checked and copied into
+// `request` for a port of `full_width` lanes named `port`: its size, a
+// NUL-terminated job key, the client's lanes, its local rank and size.
+// Empty when good, else the reason for the refusal.
+std::string check_attach(const std::uint8_t* payload, std::size_t bytes, unsigned full_width,
+                         const std::string& port, service::AttachRequest& request);
+
+// A deposit's payload, checked: its header, record bytes matching the
+// payload, a report wait within 0..kMaxReportWaitNs. The record follows
+// the Deposit header in the payload.
+std::string check_deposit(const std::uint8_t* payload, std::size_t bytes, service::Deposit& deposit);
+
+// Bounds on what a client says: ranks of a job on one node, and the
+// longest report wait (ns).
+inline constexpr std::int32_t kMaxLocalSize    = 1 << 16;
+inline constexpr std::int64_t kMaxReportWaitNs = 3600LL * 1'000'000'000;
+
 // "0755"
 std::string mode_string(unsigned mode);
 

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -22,6 +23,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <map>
 #include <new>
 #include <optional>
@@ -41,10 +45,82 @@ using io::kReceiveBytes;
 constexpr TimeNs kTickNs = 50'000'000;
 // A client that does not read its replies for this long is dropped.
 constexpr std::chrono::milliseconds kSendTimeout{1000};
-// Longest report wait a client may ask for.
-constexpr TimeNs kMaxWaitNs = 3600LL * 1'000'000'000;
-// Bounds on what a client says about its job (ranks per node).
-constexpr std::int32_t kMaxLocalSize = 1 << 16;
+// Out of descriptors (EMFILE, ENFILE): the listening socket stays readable
+// and accept keeps failing, so the loop would spin and log each turn. The
+// listener is left alone this long instead; connections wait in the
+// backlog meanwhile.
+constexpr TimeNs kAcceptPauseNs = 250'000'000;
+// Connections taken per wake: one user connecting as fast as it can must
+// not keep the loop from the others' messages.
+constexpr int kAcceptsPerWake = 64;
+// Descriptors the service needs besides its clients' sockets (standard
+// streams, log, listener, epoll, timer, lock, a ring's memfd being sent).
+constexpr rlim_t kReservedDescriptors = 16;
+
+// Repeated log lines of one kind (refusals, accept errors, timeouts) are
+// limited to a burst per window; what was left out is counted and said
+// once the window has passed. A hostile client must not be able to fill
+// the disk or spin the loop on logging.
+class LogThrottle {
+public:
+    bool allow(const char* kind, TimeNs now)
+    {
+        State& s = kinds_[kind];
+        roll(kind, s, now);
+        if (s.lines < kBurst) {
+            ++s.lines;
+            return true;
+        }
+        ++s.suppressed;
+        return false;
+    }
+    // Says what was left out in windows that have ended.
+    void flush(TimeNs now)
+    {
+        for (auto& [kind, s] : kinds_) {
+            roll(kind, s, now);
+        }
+    }
+
+private:
+    static constexpr unsigned kBurst    = 10;
+    static constexpr TimeNs   kWindowNs = 10'000'000'000;
+    struct State {
+        TimeNs        start      = 0;
+        unsigned      lines      = 0;
+        std::uint64_t suppressed = 0;
+    };
+    static void roll(const std::string& kind, State& s, TimeNs now)
+    {
+        if (now - s.start < kWindowNs) {
+            return;
+        }
+        if (s.suppressed > 0) {
+            logger().warn("slimlinkd: {} more '{}' messages left out of the log in the last {} s",
+                          s.suppressed, kind, (now - s.start) / 1'000'000'000);
+        }
+        s = State{now, 0, 0};
+    }
+    std::map<std::string, State> kinds_;
+};
+
+// The descriptor limit, the soft one raised to the hard one: a system
+// instance holds a socket per rank of every user on the node.
+rlim_t raise_descriptor_limit()
+{
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        return 1024;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlimit raised = rl;
+        raised.rlim_cur = rl.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+            rl = raised;
+        }
+    }
+    return rl.rlim_cur;
+}
 
 
 // Creates the socket's folder, or checks the one that is there: a per-user
@@ -130,6 +206,7 @@ struct ServiceServer::Impl {
         TimeNs        through  = 0;        // last through_ns passed on
         bool          overflow_seen = false;
         std::int32_t  rank = -1;
+        TimeNs        accepted_ns = 0;
     };
 
     PortService&         service;
@@ -147,6 +224,24 @@ struct ServiceServer::Impl {
     bool                 ever_attached = false;
     TimeNs               started_ns    = 0;
     TimeNs               last_left_ns  = 0;
+    std::map<std::int32_t, unsigned> per_uid;  // open connections by uid
+    unsigned             max_per_uid   = 0;
+    std::optional<TimeNs> accept_paused_until;  // out of descriptors
+    LogThrottle          throttle;
+    bool                 trim_pending = false;  // a long queue was let go
+
+    // Memory a dropped client's queue held goes back to the system, not
+    // only to malloc: the service may run for months.
+    void trim_memory()
+    {
+        if (!trim_pending) {
+            return;
+        }
+        trim_pending = false;
+#if defined(__GLIBC__)
+        ::malloc_trim(0);
+#endif
+    }
 
     Impl(PortService& s, const ServerOptions& o) : service(s), options(o) {}
     ~Impl();
@@ -154,6 +249,10 @@ struct ServiceServer::Impl {
     void        bind_socket();
     std::size_t attached_count() const;
     void        accept_all(TimeNs now);
+    void        pause_accepting(int err, TimeNs now);
+    // Resumes accepting after a pause; closes connections that never
+    // attached in time. Returns the next time either is due.
+    std::optional<TimeNs> expire(TimeNs now);
     void        on_readable(int fd, TimeNs now);
     void        handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t* payload,
                        TimeNs now);
@@ -258,6 +357,19 @@ void ServiceServer::Impl::bind_socket()
             throw ServiceError("slimlinkd: epoll_ctl: " + errno_text(errno));
         }
     }
+
+    const rlim_t limit  = raise_descriptor_limit();
+    const rlim_t usable = limit > kReservedDescriptors ? limit - kReservedDescriptors : 1;
+    // A system instance keeps three quarters of its descriptors for other
+    // users than any one; a per-user instance has one user.
+    const rlim_t cap = options.system ? std::max<rlim_t>(1, limit / 4) : usable;
+    max_per_uid      = static_cast<unsigned>(
+            std::min<rlim_t>(std::max(options.max_connections_per_uid, 1u), cap));
+    if (max_per_uid < options.max_connections_per_uid) {
+        logger().warn("slimlinkd: at most {} connections per uid, not {}: the descriptor limit is "
+                      "{} (raise it, e.g. LimitNOFILE= in the systemd unit)",
+                      max_per_uid, options.max_connections_per_uid, static_cast<std::uint64_t>(limit));
+    }
 }
 
 std::string ServiceServer::Impl::who(const Conn& c) const
@@ -281,51 +393,127 @@ std::size_t ServiceServer::Impl::attached_count() const
 
 void ServiceServer::Impl::accept_all(TimeNs now)
 {
-    for (;;) {
+    for (int taken = 0; taken < kAcceptsPerWake; ++taken) {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) {
+            const int err = errno;
+            if (err == EINTR || err == ECONNABORTED) {
                 continue;
             }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                logger().warn("slimlinkd: accept on {}: {}", options.socket_path,
-                              errno_text(errno));
+            if (err == EAGAIN || err == EWOULDBLOCK) {
+                return;
+            }
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                return pause_accepting(err, now);
+            }
+            if (throttle.allow("accept", now)) {
+                logger().warn("slimlinkd: accept on {}: {}", options.socket_path, errno_text(err));
             }
             return;
         }
         ucred     cred{};
         socklen_t len = sizeof cred;
         if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-            logger().warn("slimlinkd: SO_PEERCRED: {}; connection closed", errno_text(errno));
+            if (throttle.allow("accept", now)) {
+                logger().warn("slimlinkd: SO_PEERCRED: {}; connection closed", errno_text(errno));
+            }
             ::close(fd);
             continue;
         }
         Conn c;
-        c.fd  = fd;
-        c.uid = static_cast<std::int32_t>(cred.uid);
-        c.pid = cred.pid;
+        c.fd          = fd;
+        c.uid         = static_cast<std::int32_t>(cred.uid);
+        c.pid         = cred.pid;
+        c.accepted_ns = now;
         epoll_event ev{};
         ev.events  = EPOLLIN | EPOLLRDHUP;
         ev.data.fd = fd;
         if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            logger().warn("slimlinkd: epoll_ctl: {}; connection closed", errno_text(errno));
+            if (throttle.allow("accept", now)) {
+                logger().warn("slimlinkd: epoll_ctl: {}; connection closed", errno_text(errno));
+            }
             ::close(fd);
             continue;
         }
-        Conn& added = conns.emplace(fd, c).first->second;
+        Conn&          added = conns.emplace(fd, c).first->second;
+        const unsigned held  = ++per_uid[c.uid];
         if (!options.system && cred.uid != ::geteuid()) {
             refuse(added,
                    "this slimlinkd serves uid " + std::to_string(::geteuid()) +
                            " only (a per-user service); uid " + std::to_string(cred.uid) +
                            " is refused",
                    now);
+        } else if (held > max_per_uid) {
+            refuse(added,
+                   "uid " + std::to_string(c.uid) + " has " + std::to_string(held - 1) +
+                           " connections to this slimlinkd already; at most " +
+                           std::to_string(max_per_uid) +
+                           " per uid are accepted (slimlinkd --max-connections-per-uid)",
+                   now);
         }
     }
 }
 
+void ServiceServer::Impl::pause_accepting(int err, TimeNs now)
+{
+    epoll_event ev{};
+    ev.events  = 0;
+    ev.data.fd = listen_fd;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &ev);
+    accept_paused_until = now + kAcceptPauseNs;
+    if (throttle.allow("accept", now)) {
+        logger().warn("slimlinkd: accept on {}: {}; not accepting for {} ms ({} connections open, "
+                      "at most {} per uid)",
+                      options.socket_path, errno_text(err), kAcceptPauseNs / 1'000'000,
+                      conns.size(), max_per_uid);
+    }
+}
+
+std::optional<TimeNs> ServiceServer::Impl::expire(TimeNs now)
+{
+    std::optional<TimeNs> next;
+    if (accept_paused_until) {
+        if (now >= *accept_paused_until) {
+            epoll_event ev{};
+            ev.events  = EPOLLIN;
+            ev.data.fd = listen_fd;
+            ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &ev);
+            accept_paused_until.reset();
+        } else {
+            next = accept_paused_until;
+        }
+    }
+    const TimeNs timeout_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options.attach_timeout).count();
+    std::vector<int> late;
+    for (const auto& [fd, c] : conns) {
+        if (c.attached) {
+            continue;
+        }
+        const TimeNs due = c.accepted_ns + timeout_ns;
+        if (now >= due) {
+            late.push_back(fd);
+        } else if (!next || due < *next) {
+            next = due;
+        }
+    }
+    for (const int fd : late) {
+        const Conn& c = conns.at(fd);
+        if (throttle.allow("timeout", now)) {
+            logger().info("slimlinkd: {} did not attach within {} ms: closed", who(c),
+                          options.attach_timeout.count());
+        }
+        close_conn(fd, false, now);
+    }
+    throttle.flush(now);
+    return next;
+}
+
 void ServiceServer::Impl::refuse(Conn& c, const std::string& reason, TimeNs now)
 {
-    logger().warn("slimlinkd: refused {}: {}", who(c), reason);
+    if (throttle.allow("refused", now)) {
+        logger().warn("slimlinkd: refused {}: {}", who(c), reason);
+    }
     ++dropped;
     svc::Refusal r;
     io::set_text(r.reason, reason);
@@ -352,11 +540,16 @@ void ServiceServer::Impl::close_conn(int fd, bool died, TimeNs now)
     }
     Conn& c = it->second;
     if (c.attached) {
+        const bool long_queue = service.queued(c.id) > svc::kRingCapacity;
         service.drop(c.id, now, died);
         c.ring->closed.store(1, std::memory_order_release);
         ::munmap(c.ring, sizeof(svc::DemandRing));
         by_id.erase(c.id);
         last_left_ns = now;
+        trim_pending = trim_pending || long_queue;
+    }
+    if (const auto held = per_uid.find(c.uid); held != per_uid.end() && --held->second == 0) {
+        per_uid.erase(held);
     }
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
     ::close(fd);
@@ -476,34 +669,11 @@ void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std
 void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size_t bytes,
                                  TimeNs now)
 {
-    if (bytes != sizeof(svc::AttachRequest)) {
-        return refuse(c,
-                      "an attach request of " + std::to_string(bytes) + " bytes; " +
-                              std::to_string(sizeof(svc::AttachRequest)) + " are expected",
-                      now);
-    }
     svc::AttachRequest req;
-    std::memcpy(&req, payload, sizeof req);
-    if (std::memchr(req.job_key, '\0', sizeof req.job_key) == nullptr) {
-        return refuse(c, "a job key that is not NUL-terminated within " +
-                                 std::to_string(svc::kJobKeyBytes) + " bytes",
-                      now);
-    }
-    const unsigned full = service.full_width();
-    if (req.full_width != full) {
-        return refuse(c,
-                      "the client expects a port of " + std::to_string(req.full_width) +
-                              " lanes (its UCX_SLIM_LINK L=) but slimlinkd's port " +
-                              service.port_name() + " has " + std::to_string(full),
-                      now);
-    }
-    if (req.local_size < 0 || req.local_size > kMaxLocalSize ||
-        (req.local_size > 0 && (req.local_rank < 0 || req.local_rank >= req.local_size))) {
-        return refuse(c,
-                      "local rank " + std::to_string(req.local_rank) + " of local size " +
-                              std::to_string(req.local_size) + " (accepted: size 0 to " +
-                              std::to_string(kMaxLocalSize) + ", rank below the size)",
-                      now);
+    const unsigned     full = service.full_width();
+    if (std::string bad = io::check_attach(payload, bytes, full, service.port_name(), req);
+        !bad.empty()) {
+        return refuse(c, bad, now);
     }
 
     // The ring lives in a memfd this service made: the client can write
@@ -537,9 +707,15 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
     info.local_rank = req.local_rank;
     info.local_size = req.local_size;
     info.pid        = c.pid;  // SO_PEERCRED, not what the client says
-    info.uid        = c.uid;
+    info.uid        = c.uid;  // with the key, the job: see PortService::attach
     info.job_key    = req.job_key;
-    c.id            = service.attach(info, now);
+    std::string why;
+    c.id = service.attach(info, now, &why);
+    if (c.id == 0) {
+        ::munmap(mem, sizeof(svc::DemandRing));
+        ::close(memfd);
+        return refuse(c, why, now);
+    }
     c.attached      = true;
     c.ring          = ring;
     c.rank          = req.rank;
@@ -593,21 +769,8 @@ void ServiceServer::Impl::deposit(Conn& c, const std::uint8_t* payload, std::siz
                                   TimeNs now)
 {
     svc::Deposit d;
-    if (bytes < sizeof d) {
-        return refuse(c, "a deposit of " + std::to_string(bytes) + " bytes, shorter than its " +
-                                 std::to_string(sizeof d) + "-byte header",
-                      now);
-    }
-    std::memcpy(&d, payload, sizeof d);
-    if (d.record_bytes != bytes - sizeof d) {
-        return refuse(c, "a deposit announcing " + std::to_string(d.record_bytes) +
-                                 " record bytes in a payload of " + std::to_string(bytes),
-                      now);
-    }
-    if (d.wait_ns < 0 || d.wait_ns > kMaxWaitNs) {
-        return refuse(c, "a report wait of " + std::to_string(d.wait_ns) +
-                                 " ns (accepted: 0 to 3600 s)",
-                      now);
+    if (std::string bad = io::check_deposit(payload, bytes, d); !bad.empty()) {
+        return refuse(c, bad, now);
     }
     // Its demand up to now counts in its job's report.
     if (!consume(c, now)) {
@@ -656,8 +819,9 @@ bool ServiceServer::Impl::consume(Conn& c, TimeNs now)
     std::memcpy(scratch.data(), &ring.records[first], part * sizeof(svc::DemandRecord));
     std::memcpy(scratch.data() + part, &ring.records[0], (n - part) * sizeof(svc::DemandRecord));
     std::string why;
-    if (!service.publish(c.id, scratch.data(), n, through, &why)) {
-        refuse(c, "garbage in the ring: " + why, now);
+    bool        queue_full = false;
+    if (!service.publish(c.id, scratch.data(), n, through, &why, &queue_full)) {
+        refuse(c, queue_full ? why : "garbage in the ring: " + why, now);
         return false;
     }
     c.consumed = head;
@@ -775,6 +939,7 @@ int ServiceServer::run(const std::atomic<bool>& stop)
         TimeNs now = steady_now_ns();
         s.consume_all(now);
         service_.advance();
+        s.trim_memory();
         std::optional<TimeNs> wake;
         auto earliest = [&wake](std::optional<TimeNs> t) {
             if (t && (!wake || *t < *wake)) {
@@ -787,6 +952,7 @@ int ServiceServer::run(const std::atomic<bool>& stop)
         s.publish_widths();
         s.send_reports(now);
         earliest(service_.next_report_deadline());
+        earliest(s.expire(now));
 
         const std::size_t attached = s.attached_count();
         if (attached > 0) {

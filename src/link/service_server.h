@@ -22,6 +22,18 @@ struct ServerOptions {
     // The port's model as told to clients in AttachReply (low width, tau,
     // watts per lane); its lanes are the service's full width.
     LinkConfig  link;
+    // Connections one uid may hold at once (ranks, status queries): a
+    // system instance's descriptors are shared by every user, and one user
+    // must not take them all. Capped at start to what the descriptor limit
+    // allows (a quarter of it for a system instance).
+    unsigned    max_connections_per_uid = kDefaultMaxConnectionsPerUid;
+    // A connection that has not attached within this time is closed (a
+    // status query is answered at once; ranks attach at once).
+    std::chrono::milliseconds attach_timeout{5000};
+
+    // Ranks of one user on one node, with room: the largest nodes run a few
+    // hundred ranks.
+    static constexpr unsigned kDefaultMaxConnectionsPerUid = 1024;
 };
 
 class ServiceServer {

@@ -62,6 +62,14 @@ tests_service_service_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_C
 tests_service_service_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 TESTS += tests/service/slimlinkd.test
 EXTRA_DIST += tests/service/slimlinkd.test
+# Hostile clients (a job key of another user, a flood of queued records,
+# idle connections), for tests/service/slimlinkd-hostile.test.
+check_PROGRAMS += tests/service/service-hostile
+tests_service_service_hostile_SOURCES = tests/service/service_hostile.cpp
+tests_service_service_hostile_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS)
+tests_service_service_hostile_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+TESTS += tests/service/slimlinkd-hostile.test
+EXTRA_DIST += tests/service/slimlinkd-hostile.test
 
 # slim-plot: figures of slim-replay's results and of JSON reports
 # (README.md, "Figures: slim-plot"). Made like slimlink-run, so that it carries the

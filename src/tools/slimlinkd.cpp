@@ -75,6 +75,7 @@ struct Options {
     link::LinkConfig          link;
     std::chrono::milliseconds grace{5000};
     std::chrono::milliseconds first_client_wait{60000};
+    unsigned                  max_connections_per_uid = link::ServerOptions::kDefaultMaxConnectionsPerUid;
     slim::LogLevel            log_level = slim::LogLevel::info;
     std::string               log_file;
     bool                      detach = false;
@@ -172,6 +173,17 @@ Options parse_options(int argc, char** argv)
                },
                "exit when no client came within this long, 0ns to 86400s (a day); 0: never (default 60s)")
             ->type_name("DURATION");
+    app.add_option_function<std::string>(
+               "--max-connections-per-uid",
+               [&](const std::string& v) {
+                   o.max_connections_per_uid = static_cast<unsigned>(parse::integer(
+                           "--max-connections-per-uid",
+                           value_of("--max-connections-per-uid", "N", v), 1, 1'000'000));
+               },
+               "connections one uid may hold at once, 1 to 1000000 (default " +
+                       std::to_string(link::ServerOptions::kDefaultMaxConnectionsPerUid) +
+                       "; lowered to what the descriptor limit allows)")
+            ->type_name("N");
     app.add_option_function<std::string>(
                "--log-level",
                [&](const std::string& v) {
@@ -405,6 +417,7 @@ int serve(const Options& o, int ready)
     server_options.system            = o.system;
     server_options.grace             = o.grace;
     server_options.first_client_wait = o.first_client_wait;
+    server_options.max_connections_per_uid = o.max_connections_per_uid;
     server_options.link              = o.link;
     std::unique_ptr<link::ServiceServer> server;
     try {

@@ -2,12 +2,18 @@
 # tests/fuzz — libFuzzer targets, built straight from the sources they need
 # with clang++ -fsanitize=fuzzer,address (configure: HAVE_CLANG_FUZZER).
 # frame-fuzz.test runs the frame fuzzer for a bounded time and skips (77)
-# when clang's fuzzer runtime is not available.
+# when clang's fuzzer runtime is not available; service-fuzz.test the same
+# for slimlinkd's socket messages and rings.
 TESTS += tests/fuzz/frame-fuzz.test
 EXTRA_DIST += \
 	tests/fuzz/frame-fuzz.test \
 	tests/fuzz/frame_fuzzer.cpp \
 	tests/fuzz/corpus
+TESTS += tests/fuzz/service-fuzz.test
+EXTRA_DIST += \
+	tests/fuzz/service-fuzz.test \
+	tests/fuzz/service_fuzzer.cpp \
+	tests/fuzz/service-corpus
 
 if HAVE_CLANG_FUZZER
 frame_fuzzer_sources = \
@@ -29,4 +35,33 @@ tests/fuzz/frame-fuzzer: $(frame_fuzzer_sources) $(frame_fuzzer_headers)
 	$(AM_V_GEN)$(CLANGXX) -std=c++17 -g -O1 -Wall -Wextra \
 		-fsanitize=fuzzer,address -fno-omit-frame-pointer \
 		-I$(srcdir)/src -o $@ $(frame_fuzzer_sources)
+endif
+
+if HAVE_CLANG_FUZZER
+service_fuzzer_sources = \
+	$(srcdir)/tests/fuzz/service_fuzzer.cpp \
+	$(srcdir)/src/link/port_service.cpp \
+	$(srcdir)/src/link/service_io.cpp \
+	$(srcdir)/src/link/backend.cpp \
+	$(srcdir)/src/link/backend_emulated.cpp \
+	$(srcdir)/src/link/backend_exec.cpp \
+	$(srcdir)/src/link/backend_ibmad.cpp \
+	$(srcdir)/src/link/link_model.cpp \
+	$(srcdir)/src/base/log.cpp \
+	$(srcdir)/src/base/parse.cpp
+service_fuzzer_headers = \
+	$(srcdir)/src/link/port_service.h \
+	$(srcdir)/src/link/service_io.h \
+	$(srcdir)/src/link/service_protocol.h \
+	$(srcdir)/src/link/backend.h \
+	$(srcdir)/src/link/link_model.h
+
+check_SCRIPTS += tests/fuzz/service-fuzzer
+CLEANFILES += tests/fuzz/service-fuzzer
+tests/fuzz/service-fuzzer: $(service_fuzzer_sources) $(service_fuzzer_headers)
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(CLANGXX) -std=c++17 -g -O1 -Wall -Wextra \
+		-fsanitize=fuzzer,address -fno-omit-frame-pointer \
+		-I. -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS) -o $@ $(service_fuzzer_sources) \
+		$(SPDLOG_LIBS) $(IBMAD_LIBS) -lrt -lpthread
 endif

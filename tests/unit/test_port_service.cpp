@@ -671,3 +671,122 @@ TEST_CASE("a client whose ring overflowed needs full width from its last record,
     REQUIRE(replay_now(*service) == 30 * kUs);
     check_same(port_stats(*service), port.stats_at(30 * kUs));
 }
+
+// ------------------------------------------------------------ hostile clients
+
+namespace {
+
+ClientInfo of_uid(ClientInfo info, std::int32_t uid)
+{
+    info.uid = uid;
+    return info;
+}
+
+bool has_record(const JobReport& report, const std::vector<std::uint8_t>& record)
+{
+    for (const auto& e : report.entries) {
+        if (e.record == record) {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("a client of another uid naming a job's key starts a job of its own and never "
+          "receives the job's records",
+          "[port_service][security]")
+{
+    // The key is readable from /proc by anyone; the uid comes from the
+    // socket. The intruder attaches first as local rank 0 and deposits
+    // first, as a hijacker would.
+    auto service = emulated_service();
+    const auto intruder = service->attach(of_uid(rank(0, 0, 2, "hydra-42-7"), 4242), 0);
+    const auto v0       = service->attach(of_uid(rank(0, 0, 2, "hydra-42-7"), 65534), 0);
+    const auto v1       = service->attach(of_uid(rank(1, 1, 2, "hydra-42-7"), 65534), 0);
+    REQUIRE(intruder != 0);
+    REQUIRE(v0 != 0);  // its local rank 0 is not the intruder's
+    REQUIRE(v1 != 0);
+    for (const auto id : {intruder, v0, v1}) {
+        publish(*service, id, {}, 100 * kUs);
+    }
+    CHECK(service->deposit(intruder, 1, {0xee}, 100 * kUs, 1000 * kUs));  // its own job's
+    CHECK(service->deposit(v1, 1, {1}, 110 * kUs, 1000 * kUs));  // the victim's reporter
+    CHECK_FALSE(service->deposit(v0, 1, {0}, 120 * kUs, 1000 * kUs));
+
+    auto reports = service->ready_reports(130 * kUs);
+    REQUIRE(reports.size() == 1);  // the victim's job is complete; the intruder's waits
+    CHECK(reports[0].first == v1);
+    CHECK(has_record(reports[0].second, {0}));
+    CHECK(has_record(reports[0].second, {1}));
+    CHECK_FALSE(has_record(reports[0].second, {0xee}));
+
+    // The intruder's own report, at its deadline: its record and a rank 1
+    // that never came; nothing of the victim's.
+    reports = service->ready_reports(1100 * kUs);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].first == intruder);
+    const JobReport& own = reports[0].second;
+    REQUIRE(own.entries.size() == 2);
+    CHECK(own.entries[0].record == std::vector<std::uint8_t>{0xee});
+    CHECK(own.entries[1].entry.state == static_cast<std::uint32_t>(EntryState::never_started));
+}
+
+TEST_CASE("a second live client claiming a local rank of its job is refused, naming both",
+          "[port_service][security]")
+{
+    auto service = emulated_service();
+    const auto first = service->attach(of_uid(rank(0, 0, 2), 1000), 0);
+    REQUIRE(first != 0);
+    std::string why;
+    CHECK(service->attach(of_uid(rank(5, 0, 2), 1000), 10 * kUs, &why) == 0);
+    CHECK_THAT(why, Contains("local rank 0 of job 'job'") && Contains("attached already") &&
+                            Contains("client " + std::to_string(first)));
+    // Another job, or another uid, may use local rank 0.
+    CHECK(service->attach(of_uid(rank(0, 0, 2, "other"), 1000), 10 * kUs) != 0);
+    CHECK(service->attach(of_uid(rank(0, 0, 2), 2000), 10 * kUs) != 0);
+    // Once the first is gone, its local rank may come back.
+    service->drop(first, 20 * kUs, true);
+    CHECK(service->attach(of_uid(rank(0, 0, 2), 1000), 30 * kUs) != 0);
+}
+
+TEST_CASE("a client flooding its queue while another holds the horizon is refused at the "
+          "bound, and its queue is let go",
+          "[port_service][security]")
+{
+    auto service = emulated_service();
+    const auto silent = service->attach(rank(0, 0), 0);
+    const auto flood  = service->attach(rank(1, 1), 0);
+    (void)silent;
+    const TimeNs ahead = 1000LL * 1'000'000'000;  // 1000 s in the future
+    std::vector<DemandRecord> batch(service::kRingCapacity);
+    std::size_t published = 0;
+    std::string why;
+    bool        queue_full = false;
+    for (;;) {
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            batch[i] = needs(ahead + static_cast<TimeNs>(published + i), 1 + (i & 3));
+        }
+        const TimeNs through = ahead + static_cast<TimeNs>(published + batch.size());
+        if (!service->publish(flood, batch.data(), batch.size(), through, &why, &queue_full)) {
+            break;
+        }
+        published += batch.size();
+        service->advance();
+        REQUIRE(published <= PortService::kMaxQueuedRecords);
+    }
+    CHECK(queue_full);
+    CHECK(published == PortService::kMaxQueuedRecords);
+    CHECK(service->queued(flood) == PortService::kMaxQueuedRecords);
+    CHECK_THAT(why, Contains("more than the " + std::to_string(PortService::kMaxQueuedRecords)));
+    // Garbage is still garbage, not a full queue.
+    const DemandRecord bad = needs(ahead * 2, 9);
+    CHECK_FALSE(service->publish(flood, &bad, 1, ahead * 2, &why, &queue_full));
+    CHECK_FALSE(queue_full);
+
+    service->drop(flood, 1'000'000, false);  // the caller drops it
+    CHECK(service->queued(flood) == 0);      // its future records are gone
+    CHECK(service->width() >= 1);
+    CHECK(service->width() <= 4);
+}
