@@ -58,6 +58,10 @@ constexpr int         exit_failure = 1;
 constexpr int         exit_usage   = 2;
 
 constexpr std::chrono::nanoseconds grace_max = 24h;
+// --status runs before every job slimlink-run starts: each step (connect,
+// request, answer) is bounded, so a service that does not answer delays
+// the job by seconds, not for ever.
+constexpr std::chrono::milliseconds status_step_timeout{2000};
 constexpr std::chrono::nanoseconds wait_max  = 24h;
 
 using slim::tools::link_forms;
@@ -235,22 +239,30 @@ int print_status(const Options& o)
                      o.socket.c_str(), sizeof addr.sun_path - 1);
         return exit_usage;
     }
-    o.socket.copy(addr.sun_path, o.socket.size());
-    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        const int err = errno;
-        std::fprintf(stderr, "%s: no slimlinkd is listening on %s (%s)\n", program,
-                     o.socket.c_str(), std::strerror(err));
-        if (fd >= 0) {
-            ::close(fd);
-        }
+    // The ranks' rules: a socket root owns is a system instance and trusted
+    // as one; any other must be this user's, in a folder of this user's with
+    // mode 0700. A listener another user planted in a folder they made
+    // (the default folder, when it does not exist yet) could hold us in
+    // connect() or answer for a service.
+    bool        system = o.system;
+    struct stat st{};
+    if (!system && ::geteuid() != 0 && ::stat(o.socket.c_str(), &st) == 0 && st.st_uid == 0) {
+        system = true;
+    }
+    int fd = -1;
+    try {
+        link::check_service_socket(o.socket, system);
+        fd = link::connect_service_socket(o.socket, status_step_timeout);
+    } catch (const link::ServiceError& e) {
+        std::fprintf(stderr, "%s: %s\n", program, e.what());
         return exit_failure;
     }
-    std::vector<std::uint8_t> buf(sizeof(svc::MessageHeader) + svc::kMaxMessageBytes);
-    int                       err = io::send_message(fd, svc::MessageType::status, nullptr, 0);
-    io::Received              r;
+    std::vector<std::uint8_t> buf(io::kReceiveBytes);
+    int err = io::send_message_wait(fd, svc::MessageType::status, nullptr, 0, nullptr, 0,
+                                    status_step_timeout);
+    io::Received r;
     if (err == 0) {
-        r = io::receive_wait(fd, buf.data(), buf.size(), 2000ms);
+        r   = io::receive_wait(fd, buf.data(), buf.size(), status_step_timeout);
         err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
     }
     ::close(fd);
@@ -258,12 +270,19 @@ int print_status(const Options& o)
         ::close(r.fd);
     }
     if (err != 0) {
-        std::fprintf(stderr, "%s: the slimlinkd on %s did not answer the status request (%s)\n",
-                     program, o.socket.c_str(), std::strerror(err));
+        const std::string why = err == ETIMEDOUT
+                                        ? "within " + std::to_string(status_step_timeout.count()) +
+                                                  " ms"
+                                        : "(" + std::string(std::strerror(err)) + ")";
+        std::fprintf(stderr, "%s: the slimlinkd on %s did not answer the status request %s\n",
+                     program, o.socket.c_str(), why.c_str());
         return exit_failure;
     }
     svc::MessageHeader h;
-    std::string        bad = io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), h);
+    std::string        bad = r.truncated ? "a message larger than the protocol's " +
+                                               std::to_string(buf.size()) + " bytes"
+                                         : io::check_header(buf.data(),
+                                                            static_cast<std::size_t>(r.bytes), h);
     if (bad.empty() && (h.type != static_cast<std::uint16_t>(svc::MessageType::status_reply) ||
                         h.length < sizeof(svc::StatusReply) ||
                         (h.length - sizeof(svc::StatusReply)) % sizeof(svc::StatusClient) != 0)) {
