@@ -25,17 +25,21 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -370,6 +374,41 @@ bool redirect_std(const std::string& log_file, std::string& why)
     return true;
 }
 
+// A service outlives the command that started it, so a descriptor it
+// inherited above standard error (a test harness's pipe, make's jobserver,
+// a launcher's lock) would stay open for the service's life, and whoever
+// waits for that pipe's end would wait for the service. It needs none.
+void close_inherited_descriptors()
+{
+    if (::close_range(3, ~0U, 0) == 0) {
+        return;
+    }
+    // A kernel before 5.9: the ones /proc lists, else all up to the limit.
+    if (DIR* const dir = ::opendir("/proc/self/fd")) {
+        std::vector<int> open;
+        const int        own = ::dirfd(dir);
+        while (const dirent* const e = ::readdir(dir)) {
+            char*      end = nullptr;
+            const long fd  = std::strtol(e->d_name, &end, 10);
+            if (end != e->d_name && *end == '\0' && fd > 2 && fd != own) {
+                open.push_back(static_cast<int>(fd));
+            }
+        }
+        ::closedir(dir);
+        for (const int fd : open) {
+            ::close(fd);
+        }
+        return;
+    }
+    rlimit limit{};
+    const rlim_t max = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                               ? std::min<rlim_t>(limit.rlim_cur, 1 << 20)
+                               : 1 << 16;
+    for (rlim_t fd = 3; fd < max; ++fd) {
+        ::close(static_cast<int>(fd));
+    }
+}
+
 // The service until it stops. `ready` (>= 0 with --detach): a pipe to the
 // waiting parent, told "pid\n" once the socket listens or "!message" when
 // the service cannot start.
@@ -516,6 +555,7 @@ int main(int argc, char** argv)
     if (options.status) {
         return print_status(options);
     }
+    close_inherited_descriptors();
     slim::set_log_label_source(log_label);
     slim::set_log_level(options.log_level);
     install_signals();
