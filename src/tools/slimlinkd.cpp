@@ -12,6 +12,7 @@
 // 2 bad command line, 1 anything else (a backend that cannot start, a
 // socket in use, --status with no service listening).
 #include "base/log.h"
+#include "base/output_file.h"
 #include "base/parse.h"
 #include "link/backend.h"
 #include "link/link_model.h"
@@ -355,15 +356,29 @@ std::string log_label()
 }
 
 // Points standard input at /dev/null and standard output and error at
-// the log file (or /dev/null).
+// the log file (or /dev/null). The log file gets the policy of traces and
+// reports: it is often put in a shared folder, where another user could
+// plant a link to a file of ours (the service, as root, would append to
+// it) or something that is not a regular file.
 bool redirect_std(const std::string& log_file, std::string& why)
 {
+    int out = -1;
+    if (log_file.empty()) {
+        out = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    } else {
+        try {
+            out = slim::base::open_output_file(log_file, slim::base::ExistingFile::append, 0600);
+        } catch (const slim::base::OutputFileError& e) {
+            why = std::string("--log-file ") + e.what();
+            return false;
+        }
+    }
     const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const int out = log_file.empty()
-                            ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
-                            : ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (in < 0 || out < 0) {
-        why = "--log-file " + log_file + ": " + std::strerror(errno);
+        why = "/dev/null: " + std::string(std::strerror(errno));
+        if (out >= 0) {
+            ::close(out);
+        }
         return false;
     }
     ::dup2(in, STDIN_FILENO);
