@@ -62,6 +62,10 @@ tests_service_service_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_C
 tests_service_service_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 TESTS += tests/service/slimlinkd.test
 EXTRA_DIST += tests/service/slimlinkd.test
+# slimlink-run's start lock, --status, inherited descriptors and --log-file
+# against what another user can plant.
+TESTS += tests/service/launcher-security.test
+EXTRA_DIST += tests/service/launcher-security.test
 
 # slim-plot: figures of slim-replay's results and of JSON reports
 # (README.md, "Figures: slim-plot"). Made like slimlink-run, so that it carries the
