@@ -33,11 +33,9 @@ using io::kReceiveBytes;
 constexpr std::chrono::milliseconds kAckTimeout{2000};
 constexpr std::chrono::milliseconds kReportMargin{2000};
 
+}  // namespace
 
-// A socket file and its folder must belong to whoever the caller trusts
-// (this user, or root for a system service) before anything is sent: a
-// socket another user planted would receive our demand and our records.
-void check_ownership(const std::string& path, bool system)
+void check_service_socket(const std::string& path, bool system)
 {
     const std::string folder = folder_of(path);
     const uid_t       me     = ::geteuid();
@@ -79,9 +77,7 @@ void check_ownership(const std::string& path, bool system)
     }
 }
 
-// A non-blocking connect: AF_UNIX answers at once, or EAGAIN while the
-// service's backlog is full, which is retried until the timeout.
-int connect_socket(const std::string& path, std::chrono::milliseconds timeout)
+int connect_service_socket(const std::string& path, std::chrono::milliseconds timeout)
 {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -109,6 +105,11 @@ int connect_socket(const std::string& path, std::chrono::milliseconds timeout)
             continue;
         }
         ::close(fd);
+        if (err == EAGAIN || err == EINPROGRESS) {
+            throw ServiceError("slimlinkd at " + path + " did not accept the connection within " +
+                               std::to_string(timeout.count()) +
+                               " ms (its backlog is full: nothing accepts on it)");
+        }
         if (err == ECONNREFUSED || err == ENOENT) {
             throw ServiceError("no slimlinkd is listening on " + path + " (" + errno_text(err) +
                                ")");
@@ -116,6 +117,8 @@ int connect_socket(const std::string& path, std::chrono::milliseconds timeout)
         throw ServiceError("cannot connect to slimlinkd at " + path + ": " + errno_text(err));
     }
 }
+
+namespace {
 
 // Closes a descriptor when leaving scope (connect's error paths).
 struct FdGuard {
@@ -222,8 +225,8 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
                                                       const svc::AttachRequest& request,
                                                       std::chrono::milliseconds timeout)
 {
-    check_ownership(socket_path, system);
-    FdGuard sock{connect_socket(socket_path, timeout)};
+    check_service_socket(socket_path, system);
+    FdGuard sock{connect_service_socket(socket_path, timeout)};
 
     int err = io::send_message_wait(sock.fd, svc::MessageType::attach, &request, sizeof request,
                                     nullptr, 0, timeout);

@@ -38,6 +38,19 @@ std::string user_socket_path(const std::string& port_name);
 // clients (owner and mode).
 std::string user_socket_dir();
 
+// Before anything is sent to `socket_path`: it must be a socket, and it and
+// its folder must belong to whoever the caller trusts. `system`: root, the
+// folder not writable by group or others; otherwise this user, folder mode
+// 0700. A socket another user planted would receive our demand and records,
+// or hold us in connect(). Throws ServiceError naming the path and why.
+void check_service_socket(const std::string& socket_path, bool system);
+
+// Connects without blocking: AF_UNIX answers at once, or EAGAIN while the
+// listener's backlog is full (a service that does not accept), retried
+// until `timeout`. Returns a non-blocking, close-on-exec descriptor; throws
+// ServiceError naming the path and why.
+int connect_service_socket(const std::string& socket_path, std::chrono::milliseconds timeout);
+
 // What a reporting client receives at the end of its job.
 struct ReceivedReport {
     service::PortSection port;

@@ -71,6 +71,11 @@ tests_service_service_hostile_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 TESTS += tests/service/slimlinkd-hostile.test
 EXTRA_DIST += tests/service/slimlinkd-hostile.test
 
+# slimlink-run's start lock, --status, inherited descriptors and --log-file
+# against what another user can plant.
+TESTS += tests/service/launcher-security.test
+EXTRA_DIST += tests/service/launcher-security.test
+
 # slim-plot: figures of slim-replay's results and of JSON reports
 # (README.md, "Figures: slim-plot"). Made like slimlink-run, so that it carries the
 # version and sits next to slim-replay in the build tree, where it looks

@@ -12,6 +12,7 @@
 // 2 bad command line, 1 anything else (a backend that cannot start, a
 // socket in use, --status with no service listening).
 #include "base/log.h"
+#include "base/output_file.h"
 #include "base/parse.h"
 #include "link/backend.h"
 #include "link/link_model.h"
@@ -25,17 +26,21 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -58,6 +63,10 @@ constexpr int         exit_failure = 1;
 constexpr int         exit_usage   = 2;
 
 constexpr std::chrono::nanoseconds grace_max = 24h;
+// --status runs before every job slimlink-run starts: each step (connect,
+// request, answer) is bounded, so a service that does not answer delays
+// the job by seconds, not for ever.
+constexpr std::chrono::milliseconds status_step_timeout{2000};
 constexpr std::chrono::nanoseconds wait_max  = 24h;
 
 using slim::tools::link_forms;
@@ -247,22 +256,30 @@ int print_status(const Options& o)
                      o.socket.c_str(), sizeof addr.sun_path - 1);
         return exit_usage;
     }
-    o.socket.copy(addr.sun_path, o.socket.size());
-    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        const int err = errno;
-        std::fprintf(stderr, "%s: no slimlinkd is listening on %s (%s)\n", program,
-                     o.socket.c_str(), std::strerror(err));
-        if (fd >= 0) {
-            ::close(fd);
-        }
+    // The ranks' rules: a socket root owns is a system instance and trusted
+    // as one; any other must be this user's, in a folder of this user's with
+    // mode 0700. A listener another user planted in a folder they made
+    // (the default folder, when it does not exist yet) could hold us in
+    // connect() or answer for a service.
+    bool        system = o.system;
+    struct stat st{};
+    if (!system && ::geteuid() != 0 && ::stat(o.socket.c_str(), &st) == 0 && st.st_uid == 0) {
+        system = true;
+    }
+    int fd = -1;
+    try {
+        link::check_service_socket(o.socket, system);
+        fd = link::connect_service_socket(o.socket, status_step_timeout);
+    } catch (const link::ServiceError& e) {
+        std::fprintf(stderr, "%s: %s\n", program, e.what());
         return exit_failure;
     }
-    std::vector<std::uint8_t> buf(sizeof(svc::MessageHeader) + svc::kMaxMessageBytes);
-    int                       err = io::send_message(fd, svc::MessageType::status, nullptr, 0);
-    io::Received              r;
+    std::vector<std::uint8_t> buf(io::kReceiveBytes);
+    int err = io::send_message_wait(fd, svc::MessageType::status, nullptr, 0, nullptr, 0,
+                                    status_step_timeout);
+    io::Received r;
     if (err == 0) {
-        r = io::receive_wait(fd, buf.data(), buf.size(), 2000ms);
+        r   = io::receive_wait(fd, buf.data(), buf.size(), status_step_timeout);
         err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
     }
     ::close(fd);
@@ -270,12 +287,19 @@ int print_status(const Options& o)
         ::close(r.fd);
     }
     if (err != 0) {
-        std::fprintf(stderr, "%s: the slimlinkd on %s did not answer the status request (%s)\n",
-                     program, o.socket.c_str(), std::strerror(err));
+        const std::string why = err == ETIMEDOUT
+                                        ? "within " + std::to_string(status_step_timeout.count()) +
+                                                  " ms"
+                                        : "(" + std::string(std::strerror(err)) + ")";
+        std::fprintf(stderr, "%s: the slimlinkd on %s did not answer the status request %s\n",
+                     program, o.socket.c_str(), why.c_str());
         return exit_failure;
     }
     svc::MessageHeader h;
-    std::string        bad = io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), h);
+    std::string        bad = r.truncated ? "a message larger than the protocol's " +
+                                               std::to_string(buf.size()) + " bytes"
+                                         : io::check_header(buf.data(),
+                                                            static_cast<std::size_t>(r.bytes), h);
     if (bad.empty() && (h.type != static_cast<std::uint16_t>(svc::MessageType::status_reply) ||
                         h.length < sizeof(svc::StatusReply) ||
                         (h.length - sizeof(svc::StatusReply)) % sizeof(svc::StatusClient) != 0)) {
@@ -344,15 +368,29 @@ std::string log_label()
 }
 
 // Points standard input at /dev/null and standard output and error at
-// the log file (or /dev/null).
+// the log file (or /dev/null). The log file gets the policy of traces and
+// reports: it is often put in a shared folder, where another user could
+// plant a link to a file of ours (the service, as root, would append to
+// it) or something that is not a regular file.
 bool redirect_std(const std::string& log_file, std::string& why)
 {
+    int out = -1;
+    if (log_file.empty()) {
+        out = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    } else {
+        try {
+            out = slim::base::open_output_file(log_file, slim::base::ExistingFile::append, 0600);
+        } catch (const slim::base::OutputFileError& e) {
+            why = std::string("--log-file ") + e.what();
+            return false;
+        }
+    }
     const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    const int out = log_file.empty()
-                            ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
-                            : ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (in < 0 || out < 0) {
-        why = "--log-file " + log_file + ": " + std::strerror(errno);
+        why = "/dev/null: " + std::string(std::strerror(errno));
+        if (out >= 0) {
+            ::close(out);
+        }
         return false;
     }
     ::dup2(in, STDIN_FILENO);
@@ -361,6 +399,41 @@ bool redirect_std(const std::string& log_file, std::string& why)
     ::close(in);
     ::close(out);
     return true;
+}
+
+// A service outlives the command that started it, so a descriptor it
+// inherited above standard error (a test harness's pipe, make's jobserver,
+// a launcher's lock) would stay open for the service's life, and whoever
+// waits for that pipe's end would wait for the service. It needs none.
+void close_inherited_descriptors()
+{
+    if (::close_range(3, ~0U, 0) == 0) {
+        return;
+    }
+    // A kernel before 5.9: the ones /proc lists, else all up to the limit.
+    if (DIR* const dir = ::opendir("/proc/self/fd")) {
+        std::vector<int> open;
+        const int        own = ::dirfd(dir);
+        while (const dirent* const e = ::readdir(dir)) {
+            char*      end = nullptr;
+            const long fd  = std::strtol(e->d_name, &end, 10);
+            if (end != e->d_name && *end == '\0' && fd > 2 && fd != own) {
+                open.push_back(static_cast<int>(fd));
+            }
+        }
+        ::closedir(dir);
+        for (const int fd : open) {
+            ::close(fd);
+        }
+        return;
+    }
+    rlimit limit{};
+    const rlim_t max = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                               ? std::min<rlim_t>(limit.rlim_cur, 1 << 20)
+                               : 1 << 16;
+    for (rlim_t fd = 3; fd < max; ++fd) {
+        ::close(static_cast<int>(fd));
+    }
 }
 
 // The service until it stops. `ready` (>= 0 with --detach): a pipe to the
@@ -510,6 +583,7 @@ int main(int argc, char** argv)
     if (options.status) {
         return print_status(options);
     }
+    close_inherited_descriptors();
     slim::set_log_label_source(log_label);
     slim::set_log_level(options.log_level);
     install_signals();
