@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,17 @@ public:
 
     // Emulated accounting (nullptr for backends without a model).
     virtual const LinkStats* stats() { return nullptr; }
+
+    // What the port confirmed, for backends whose commands finish later
+    // than set_width returns (exec): a command started is not a width
+    // applied, and a report must count only what the port did. nullopt:
+    // each command is done when set_width returns success.
+    struct Confirmed {
+        std::uint64_t changes  = 0;     // commands that ended well and changed the width
+        unsigned      width    = 0;     // of the last one that ended well; 0: none yet
+        bool          in_flight = false; // a command is running or waiting to run
+    };
+    virtual std::optional<Confirmed> confirmed() const { return std::nullopt; }
 };
 
 struct BackendResult {

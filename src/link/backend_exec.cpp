@@ -230,7 +230,8 @@ public:
             }
             kill_and_reap(pid);
             inflight_pid_.store(0);
-            pending_width_ = 0;
+            pending_width_   = 0;
+            confirmed_.width = 0;  // killed half-way: the port's width is unknown
             return Status::error("exec link backend: '" + inflight_text_ + "' did not end within " +
                                  std::to_string(timeout_.count()) + " ms and was killed");
         }
@@ -243,11 +244,20 @@ public:
                                                    std::strerror(errno));
         }
         if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
-            pending_width_ = 0;
+            pending_width_   = 0;
+            confirmed_.width = 0;
             return Status::error("exec link backend: '" + inflight_text_ + "' " +
                                  describe_wait_status(wait_status));
         }
+        confirm(last_width_);
         return start_pending();
+    }
+
+    std::optional<Confirmed> confirmed() const override
+    {
+        Confirmed c = confirmed_;
+        c.in_flight = inflight_pid_.load() > 0 || pending_width_ != 0;
+        return c;
     }
 
     Status drain() override
@@ -271,6 +281,7 @@ public:
         const pid_t inflight = inflight_pid_.exchange(0);
         if (inflight > 0) {
             kill_and_reap(inflight);   // a lower width, now moot: never raced
+            confirmed_.width = 0;
         }
         pending_width_ = 0;
         const Status spawned = spawn(lanes_);
@@ -282,6 +293,14 @@ public:
     }
 
 private:
+    void confirm(unsigned width)
+    {
+        if (width != confirmed_.width && confirmed_.width != 0) {
+            ++confirmed_.changes;
+        }
+        confirmed_.width = width;
+    }
+
     void build_argv(unsigned width, Argv& argv) const
     {
         argv.words.clear();
@@ -359,6 +378,9 @@ private:
     SteadyClock::time_point started_{};
     unsigned               pending_width_ = 0; // 0: none
     unsigned               last_width_    = 0; // of the last command started; 0: none yet
+    // Only commands that exited 0: one that hung or failed applied nothing
+    // we know of.
+    Confirmed              confirmed_;
 };
 
 }  // namespace

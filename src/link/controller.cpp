@@ -92,12 +92,12 @@ Status Controller::restore_full_width()
     applied_            = full_;
     if (!status) {
         // Said as it is: the port's width is not known to be full.
-        if (!failed_) {
-            failed_ = true;
-            error_  = status.message();
-        }
-        report("restoring link " + backend_->name() + " to full width (" + std::to_string(full_) +
-               " lanes) failed: " + status.message() + "; the port's width is unknown");
+        const std::string what = "restoring link " + backend_->name() + " to full width (" +
+                                 std::to_string(full_) + " lanes) failed: the port's width is "
+                                 "unknown (" + status.message() + ")";
+        error_ += (failed_ ? "; at exit: " : "") + what;
+        failed_ = true;
+        report(what);
     }
     return status;
 }
@@ -165,10 +165,13 @@ void Controller::fail(const Status& status)
     // waited for (bounded), so that the message says what happened.
     const Status restored = backend_->restore_full_width();
     applied_              = full_;
-    report(error_ + "; link " + backend_->name() +
-           (restored ? " set to full width (" + std::to_string(full_) + " lanes)"
-                     : " not known to be at full width: restoring failed too: " +
-                               restored.message()));
+    // Said as confirmed: a restore that failed (or a node service that is
+    // gone) leaves the width unknown, not "full".
+    error_ += restored ? "; link " + backend_->name() + " set to full width (" +
+                                 std::to_string(full_) + " lanes)"
+                       : "; link " + backend_->name() + ": the port's width is unknown (" +
+                                 restored.message() + ")";
+    report(error_);
 }
 
 void Controller::report(const std::string& message)

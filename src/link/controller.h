@@ -75,6 +75,8 @@ public:
     std::optional<TimeNs> low_until() const { return low_until_; }
     unsigned full_width() const { return full_; }
     bool failed() const { return failed_; }
+    // Why it failed, and the port's width as far as it was confirmed
+    // ("set to full width", or unknown and why).
     const std::string& error() const { return error_; }
     LinkBackend& backend() { return *backend_; }
 

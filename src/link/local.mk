@@ -41,6 +41,7 @@ tests_unit_slim_unit_tests_SOURCES += \
 # The node service's decisions (issue 13): pure, driven on a manual clock in tests.
 src_libslimcore_la_SOURCES += src/link/port_service.h src/link/port_service.cpp src/link/service_protocol.h
 tests_unit_slim_unit_tests_SOURCES += tests/unit/test_port_service.cpp
+tests_unit_slim_unit_tests_SOURCES += tests/unit/test_port_service_reports.cpp
 
 # slimlinkd (issue 13): the rank's client and ServiceBackend, and the
 # service's socket loop around the PortService.

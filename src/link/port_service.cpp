@@ -12,8 +12,14 @@
 #include "link/port_service.h"
 
 #include "base/log.h"
+#include "base/output_file.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <deque>
 #include <limits>
 #include <stdexcept>
@@ -38,7 +44,10 @@ TimeNs saturating_add(TimeNs a, TimeNs b)
 struct PortService::Snapshot {
     TimeNs        at = 0;
     LinkStats     stats;
-    std::uint64_t commands = 0;
+    std::uint64_t commands = 0;     // width changes the backend confirmed
+    std::uint64_t late_records = 0;
+    std::uint64_t stalls = 0;
+    std::uint32_t stalled_now = 0;
 };
 
 // A client's lifetime [from, to): kept beyond the client for the reports'
@@ -94,6 +103,10 @@ struct PortService::Client {
 
     std::uint64_t late_wakeups = 0;
     TimeNs        delay_ns     = 0;
+
+    // Fell more than kMaxHorizonLag behind: no longer holds the horizon.
+    bool          stalled      = false;
+    std::uint64_t late_records = 0;
 
     bool                      deposited = false;
     std::uint32_t             record_version = 0;
@@ -168,7 +181,125 @@ PortService::~PortService()
         logger().error("slimlinkd: could not restore port {} to full width: {}; the port's "
                        "width is unknown",
                        options_.port_name, status.message());
+        write_state("restoring full width at exit failed: " + status.message());
+        return;
     }
+    remove_state();
+}
+
+// ------------------------------------------------------------- state file
+
+// Reads only a regular file of ours: the folder is the socket's (checked
+// by the server), but a state file that is anything else was not written by
+// a service of ours.
+std::optional<std::string> read_state_file(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) {
+            logger().warn("slimlinkd: state file {}: {}; ignored", path, std::strerror(errno));
+        }
+        return std::nullopt;
+    }
+    struct stat st{};
+    std::string text;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+        logger().warn("slimlinkd: state file {} is not a regular file of uid {}; ignored", path,
+                      ::geteuid());
+        ::close(fd);
+        return std::nullopt;
+    }
+    char buf[service::kTextBytes];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n > 0) {
+        text.assign(buf, static_cast<std::size_t>(n));
+    }
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+        text.pop_back();
+    }
+    for (char& c : text) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            c = '?';  // it goes into logs and reports
+        }
+    }
+    return text.empty() ? std::string("no reason recorded") : text;
+}
+
+void PortService::write_state(const std::string& text)
+{
+    if (state_path_.empty() || has_stats_) {
+        return;  // the emulated port has no state beyond this process
+    }
+    try {
+        const int fd = base::open_output_file(state_path_, base::ExistingFile::truncate, 0600);
+        const std::string line = text + "\n";
+        const ssize_t n = ::write(fd, line.data(), line.size());
+        const int err = n < 0 ? errno : 0;
+        ::close(fd);
+        if (n != static_cast<ssize_t>(line.size())) {
+            logger().warn("slimlinkd: writing state file {}: {}", state_path_,
+                          err != 0 ? std::strerror(err) : "short write");
+            return;
+        }
+        state_written_ = true;
+    } catch (const std::exception& e) {
+        logger().warn("slimlinkd: cannot write the port's state file: {}", e.what());
+    }
+}
+
+void PortService::remove_state()
+{
+    if (state_path_.empty()) {
+        return;
+    }
+    if (::unlink(state_path_.c_str()) != 0 && errno != ENOENT) {
+        logger().warn("slimlinkd: removing state file {}: {}", state_path_, std::strerror(errno));
+    }
+    state_written_ = false;
+}
+
+void PortService::use_state_file(const std::string& path)
+{
+    state_path_ = path;
+    if (path.empty()) {
+        return;
+    }
+    const std::optional<std::string> left = read_state_file(path);
+    if (!left) {
+        return;
+    }
+    if (has_stats_) {
+        remove_state();  // an emulated port starts afresh with its service
+        return;
+    }
+    logger().warn("slimlinkd: port {} ({}): the previous slimlinkd left it possibly not at full "
+                  "width ({}); restoring full width",
+                  options_.port_name, backend_->name(), *left);
+    const std::string previous = "a previous slimlinkd left the port possibly narrow (" + *left + ")";
+    if (failed_) {
+        // start()'s full-width command failed already (fail() logged it).
+        width_unknown_ = true;
+        width_note_    = previous + "; " + (width_note_.empty() ? failure_ : width_note_);
+        return;
+    }
+    width_unknown_   = true;
+    state_origin_    = previous;
+    width_note_      = previous + "; full width not confirmed yet";
+    restore_pending_ = true;
+    poll_backend();
+}
+
+std::string PortService::problem() const
+{
+    std::string text = failed_ ? failure_ : std::string();
+    if (width_unknown_ && !failure_.empty() && width_note_.find(failure_) != std::string::npos) {
+        return width_note_;  // says it already
+    }
+    if (width_unknown_ && !width_note_.empty()) {
+        text += (text.empty() ? "" : "; ") + width_note_;
+    }
+    return text;
 }
 
 Clock PortService::replay_clock()
@@ -363,12 +494,7 @@ void PortService::raise_ahead(Client& client, const service::DemandRecord& lates
     client.forced_seq   = client.latest_seq;
     client.forced_width = std::max(client.forced ? client.forced_width : 0u, latest.width);
     recount(client);
-    ++commands_;
-    applied_            = latest.width;
-    const Status status = backend_->set_width(latest.width);
-    if (!status) {
-        fail(status);
-    }
+    command(latest.width, std::nullopt);
 }
 
 void PortService::overflowed(std::uint32_t id)
@@ -391,6 +517,7 @@ void PortService::overflowed(std::uint32_t id)
 
 void PortService::drop(std::uint32_t id, TimeNs now, bool died)
 {
+    see(now);
     Client* client = find(id);
     if (!client || client->dropped) {
         return;
@@ -501,7 +628,9 @@ std::optional<TimeNs> PortService::horizon() const
 {
     std::optional<TimeNs> h;
     for (const auto& [id, client] : clients_) {
-        if (client->dropped || client->overflow_requested) {
+        // A client that deposited its record has finished: its last record
+        // is in, and it must not hold its own job's report back.
+        if (client->dropped || client->overflow_requested || client->deposited) {
             continue;
         }
         TimeNs complete = client->through_ns;
@@ -512,16 +641,48 @@ std::optional<TimeNs> PortService::horizon() const
             h = complete;
         }
     }
+    // A stalled client holds everyone back only so long.
+    if (h && now_ > kMaxHorizonLag) {
+        h = std::max(*h, now_ - kMaxHorizonLag);
+    }
     return h;
+}
+
+void PortService::note_stalls(std::optional<TimeNs> h)
+{
+    for (auto& [id, client] : clients_) {
+        const bool counts = !client->dropped && !client->overflow_requested && !client->deposited;
+        TimeNs complete = client->through_ns;
+        if (client->has_record) {
+            complete = std::max(complete, client->last_t);
+        }
+        const bool behind = counts && h && complete < *h;
+        if (behind && !client->stalled) {
+            client->stalled = true;
+            ++stalls_;
+            ++stalled_now_;
+            logger().warn("slimlinkd: client {} (rank {}, pid {}, job '{}') has published "
+                          "nothing for more than {} ms; the port's accounting goes on without "
+                          "it, and its later records count as late",
+                          id, client->info.rank, client->info.pid, client->info.job_key,
+                          kMaxHorizonLag / 1'000'000);
+        } else if (!behind && client->stalled) {
+            client->stalled = false;
+            --stalled_now_;
+            if (counts) {
+                logger().info("slimlinkd: client {} (rank {}, pid {}) caught up; {} of its "
+                              "records were applied late",
+                              id, client->info.rank, client->info.pid, client->late_records);
+            }
+        }
+    }
 }
 
 TimeNs PortService::advance()
 {
-    const Status polled = backend_->poll();
-    if (!polled) {
-        fail(polled);
-    }
+    poll_backend();
     const std::optional<TimeNs> h = horizon();
+    note_stalls(h);
     apply_until(h);
     return h ? std::max(*h, *replay_now_) : *replay_now_;
 }
@@ -536,8 +697,11 @@ void PortService::apply_until(std::optional<TimeNs> h)
         if (h && t >= *h) {
             break;
         }
-        snapshot_job_ends(t);  // jobs whose end lies before this instant
-        *replay_now_ = std::max(*replay_now_, t);
+        // An event before the point the merge has passed (a stalled
+        // client's) happens now, late: the port cannot act in the past.
+        const TimeNs at = std::max(t, floor_);
+        snapshot_job_ends(at);  // jobs whose end lies before this instant
+        *replay_now_ = std::max(*replay_now_, at);
 
         batch.clear();
         for (auto it = schedule_.begin(); it != schedule_.end() && it->first == t; ++it) {
@@ -546,7 +710,7 @@ void PortService::apply_until(std::optional<TimeNs> h)
         traffic.clear();
         for (const std::uint32_t id : batch) {
             Client& client = *clients_.at(id);
-            apply_client_at(client, t, traffic);
+            apply_client_at(client, t, at, traffic);
             recount(client);
             reschedule(client);
             if (client.left && !job_of(client)) {
@@ -555,7 +719,7 @@ void PortService::apply_until(std::optional<TimeNs> h)
         }
         const unsigned width = target();
         if (width != applied_) {
-            set_port(width, t);
+            set_port(width, at);
         }
         for (const auto& [client, needs] : traffic) {
             const TimeNs wait = backend_->traffic(needs);
@@ -568,13 +732,14 @@ void PortService::apply_until(std::optional<TimeNs> h)
     // Jobs ending before the horizon; with no live client everything is
     // applied, so every end is reached.
     snapshot_job_ends(h ? h : std::optional<TimeNs>(kNever));
+    floor_ = std::max(floor_, h ? *h : *replay_now_);
     for (const std::uint32_t id : gone) {
         clients_.erase(id);
     }
     prune_history();
 }
 
-void PortService::apply_client_at(Client& client, TimeNs t,
+void PortService::apply_client_at(Client& client, TimeNs t, TimeNs at,
                                   std::vector<std::pair<Client*, unsigned>>& traffic)
 {
     Job* job = job_of(client);
@@ -582,20 +747,29 @@ void PortService::apply_client_at(Client& client, TimeNs t,
         client.joined = true;
         client.width  = full_;
         if (job && !job->start) {
-            job->start = take_snapshot(t);
+            job->start = take_snapshot(at);
         }
     }
     while (!client.queue.empty() && client.queue.front().record.t_ns == t) {
         const Client::Pending p = client.queue.front();
         client.queue.pop_front();
         if (job && !job->start_from_record) {
-            job->start             = take_snapshot(t);
+            job->start             = take_snapshot(at);
             job->start_from_record = true;
         }
         client.width       = p.record.width;
         client.applied_seq = p.seq;
         client.expiry_ns   = p.record.until_ns != 0 ? std::optional<TimeNs>(p.record.until_ns)
                                                     : std::nullopt;
+        if (t < at) {
+            ++late_records_;
+            ++client.late_records;
+            if (client.expiry_ns && *client.expiry_ns <= at) {
+                // Its "low until" lies in the past too: nothing of it is left.
+                client.width = full_;
+                client.expiry_ns.reset();
+            }
+        }
         if (client.forced && p.seq > client.forced_seq) {
             client.forced = false;
         }
@@ -625,11 +799,72 @@ void PortService::set_port(unsigned width, TimeNs t)
     if (failed_) {
         return;
     }
+    command(width, t);
+}
+
+Status PortService::command(unsigned width, std::optional<TimeNs> at)
+{
     ++commands_;
-    applied_            = width;
-    const Status status = backend_->set_width_at(width, t);
+    const unsigned before = applied_;
+    applied_              = width;
+    const Status status   = at ? backend_->set_width_at(width, *at) : backend_->set_width(width);
     if (!status) {
         fail(status);
+        return status;
+    }
+    sync_changes_ += width != before ? 1 : 0;
+    if (width < full_ && !state_written_) {
+        // Should this service die now, the next one learns that the port
+        // may be narrow (use_state_file).
+        write_state("slimlinkd pid " + std::to_string(::getpid()) + " drove port " +
+                    options_.port_name + " (" + backend_->name() + ") below full width");
+    }
+    return status;
+}
+
+std::uint64_t PortService::confirmed_changes() const
+{
+    const std::optional<LinkBackend::Confirmed> c = backend_->confirmed();
+    return c ? c->changes : sync_changes_;
+}
+
+void PortService::poll_backend()
+{
+    const Status polled = backend_->poll();
+    if (!polled) {
+        if (restore_pending_) {
+            restore_failed(polled);
+        } else {
+            fail(polled);
+        }
+        return;
+    }
+    if (restore_pending_) {
+        check_restored();
+    }
+}
+
+void PortService::check_restored()
+{
+    const std::optional<LinkBackend::Confirmed> c = backend_->confirmed();
+    if (c && c->in_flight) {
+        return;  // not yet
+    }
+    if (c && c->width != full_) {
+        return restore_failed(Status::error("the backend did not confirm full width"));
+    }
+    restore_pending_ = false;
+    if (width_unknown_) {
+        logger().info("slimlinkd: port {} ({}) is back at full width ({} lanes), as the backend "
+                      "confirmed",
+                      options_.port_name, backend_->name(), full_);
+    }
+    width_unknown_ = false;
+    width_note_.clear();
+    state_origin_.clear();
+    // A failed backend drives the port no more: nothing is narrow now.
+    if (failed_ || !state_written_) {
+        remove_state();
     }
 }
 
@@ -637,57 +872,58 @@ void PortService::fail(const Status& status)
 {
     ++backend_errors_;
     if (!failed_) {
-        failed_ = true;
-        logger().error("slimlinkd: port {} ({}): {}; the port stays at full width from now on",
+        failed_  = true;
+        failure_ = status.message();
+        logger().error("slimlinkd: port {} ({}): {}; the service stops driving the port and "
+                       "restores full width",
                        options_.port_name, backend_->name(), status.message());
     }
     applied_ = full_;
+    // Unknown until the backend confirms the restore.
+    width_unknown_ = true;
+    width_note_    = "restoring full width after the failure, not confirmed yet";
     // Asked, not waited for: a hung command (exec) must not stop the loop,
     // which meanwhile sees ranks attach and die. The outcome comes from
-    // poll() in act_on_deadlines.
-    restore_polls_until_.reset();
+    // poll_backend().
     restore_pending_     = true;
     const Status restore = backend_->set_width(full_);
     if (!restore) {
         restore_failed(restore);
+        return;
     }
+    check_restored();
 }
 
 void PortService::restore_failed(const Status& status)
 {
     ++backend_errors_;
     restore_pending_ = false;
-    logger().error("slimlinkd: port {} ({}): restoring full width failed too: {}; the port's "
+    if (!failed_) {
+        failed_  = true;
+        failure_ = status.message();
+    }
+    width_unknown_ = true;
+    width_note_    = (state_origin_.empty() ? std::string() : state_origin_ + "; ") +
+                  "restoring full width failed: " + status.message() +
+                  "; the port's width is unknown";
+    logger().error("slimlinkd: port {} ({}): restoring full width failed: {}; the port's "
                    "width is unknown",
                    options_.port_name, backend_->name(), status.message());
+    write_state("restoring full width failed: " + status.message());
 }
 
 std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
 {
+    see(now);
     std::optional<TimeNs> next;
     if (!has_stats_) {
-        const Status polled = backend_->poll();
-        if (!polled) {
-            if (failed_) {
-                restore_failed(polled);
-            } else {
-                fail(polled);
-            }
-        }
+        poll_backend();
     }
     if (restore_pending_) {
-        // Polled until the backend's own timeout (2 s for exec) has surely
-        // passed: its failure is reported by poll() within it.
-        constexpr TimeNs kRestoreWatch = 3'000'000'000;
-        constexpr TimeNs kRestorePoll  = 10'000'000;
-        if (!restore_polls_until_) {
-            restore_polls_until_ = now + kRestoreWatch;
-        }
-        if (now >= *restore_polls_until_) {
-            restore_pending_ = false;
-        } else {
-            next = now + kRestorePoll;
-        }
+        // Polled until the backend confirms or fails it (exec: within its
+        // own 2 s timeout).
+        constexpr TimeNs kRestorePoll = 10'000'000;
+        next = now + kRestorePoll;
     }
     bool                  raise = false;
     for (auto& [id, client] : clients_) {
@@ -716,12 +952,7 @@ std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
     }
     if (raise) {
         *replay_now_ = std::max(*replay_now_, now);
-        ++commands_;
-        applied_            = full_;
-        const Status status = backend_->set_width(full_);
-        if (!status) {
-            fail(status);
-        }
+        command(full_, std::nullopt);
     }
     return next;
 }
@@ -732,8 +963,11 @@ PortService::Snapshot PortService::take_snapshot(TimeNs t)
 {
     *replay_now_ = std::max(*replay_now_, t);
     Snapshot s;
-    s.at       = *replay_now_;
-    s.commands = commands_;
+    s.at           = *replay_now_;
+    s.commands     = confirmed_changes();
+    s.late_records = late_records_;
+    s.stalls       = stalls_;
+    s.stalled_now  = stalled_now_;
     if (has_stats_) {
         if (const LinkStats* stats = backend_->stats()) {
             s.stats = *stats;
@@ -765,8 +999,8 @@ void PortService::snapshot_job_ends(std::optional<TimeNs> before)
     std::vector<std::pair<TimeNs, Job*>> due;
     const bool everything = !before || *before == kNever;
     for (auto& [key, job] : jobs_) {
-        // A member that holds the horizon back ends at or after it.
-        if (!everything && job->bounding > 0) {
+        // A member still publishing may move the end.
+        if (!everything && job_open(*job)) {
             continue;
         }
         const TimeNs end = job_end(*job);
@@ -810,6 +1044,31 @@ bool PortService::deposit(std::uint32_t id, std::uint32_t record_version,
     return true;
 }
 
+bool PortService::job_open(const Job& job) const
+{
+    for (const std::uint32_t id : job.members) {
+        const Client* c = find(id);
+        if (c && !c->dropped && !c->deposited) {
+            return true;
+        }
+    }
+    return false;
+}
+
+TimeNs PortService::job_start(const Job& job) const
+{
+    if (job.start) {
+        return job.start->at;
+    }
+    TimeNs first = kNever;
+    for (const std::uint32_t id : job.members) {
+        if (const Client* c = find(id)) {
+            first = std::min(first, c->attach_ns);
+        }
+    }
+    return first == kNever ? 0 : first;
+}
+
 bool PortService::job_complete(const Job& job) const
 {
     const auto done = [](const Client& c) { return c.deposited || c.dropped; };
@@ -840,7 +1099,9 @@ bool PortService::job_complete(const Job& job) const
 
 std::vector<std::pair<std::uint32_t, JobReport>> PortService::ready_reports(TimeNs now)
 {
+    see(now);
     advance();
+    const std::optional<TimeNs> h = horizon();
     std::vector<std::pair<std::uint32_t, JobReport>> ready;
     std::vector<std::string>                         forget;
     for (auto& [key, job] : jobs_) {
@@ -867,6 +1128,12 @@ std::vector<std::pair<std::uint32_t, JobReport>> PortService::ready_reports(Time
         if (!complete && now < job->deadline) {
             continue;
         }
+        // Complete: worth waiting (at most kMaxHorizonLag, whatever its
+        // deadline for missing ranks) for the merge to pass the job's end,
+        // rather than reporting a span cut short.
+        if (complete && h && *h < job_end(*job)) {
+            continue;
+        }
         ready.emplace_back(*job->reporter, make_report(*job));
         forget.push_back(key);
     }
@@ -880,8 +1147,15 @@ std::optional<TimeNs> PortService::next_report_deadline() const
 {
     std::optional<TimeNs> next;
     for (const auto& [key, job] : jobs_) {
-        if (job->reporter && (!next || job->deadline < *next)) {
-            next = job->deadline;
+        if (!job->reporter) {
+            continue;
+        }
+        TimeNs due = job->deadline;
+        if (job_complete(*job)) {
+            due = saturating_add(job_end(*job), kMaxHorizonLag);
+        }
+        if (!next || due < *next) {
+            next = due;
         }
     }
     return next;
@@ -900,25 +1174,45 @@ JobReport PortService::make_report(Job& job)
     copy_name(port.port, options_.port_name);
     port.lanes      = full_;
     port.has_energy = has_stats_ ? 1 : 0;
+    port.backend_failed = failed_ ? 1 : 0;
+    port.width_unknown  = width_unknown_ ? 1 : 0;
+    {
+        const std::string why = problem();  // cut to the field, as names are
+        const std::size_t n   = std::min(why.size(), service::kTextBytes - 1);
+        why.copy(port.problem, n);
+        port.problem[n] = '\0';
+    }
 
+    const TimeNs end   = job_end(job);
+    const TimeNs first = job_start(job);
+    port.job_span_ns   = std::max<TimeNs>(0, end - first);
     if (!job.start) {
-        job.start = take_snapshot(*replay_now_);
-    }
-    // The end as far as the horizon allows (port_service.h, ready_reports).
-    const TimeNs end = job_end(job);
-    if (!job.end || job.end->at != end) {
-        const std::optional<TimeNs> h = horizon();
-        TimeNs cut = end;
-        if (h && *h < cut) {
-            cut = *h;
+        // The merge has not reached the job's first attach: the port's
+        // numbers cover none of it. Nothing is snapshotted: that would move
+        // the replay clock past events not applied yet.
+        port.uncovered_ns = port.job_span_ns;
+        port.has_energy   = 0;
+    } else {
+        // The end as far as the horizon allows (port_service.h, ready_reports).
+        if (!job.end || job.end->at != end) {
+            const std::optional<TimeNs> h = horizon();
+            TimeNs cut = end;
+            if (h && *h < cut) {
+                cut = *h;
+            }
+            job.end = take_snapshot(std::max(cut, job.start->at));
         }
-        job.end = take_snapshot(std::max(cut, job.start->at));
     }
-    const Snapshot& a = *job.start;
-    const Snapshot& b = *job.end;
-    port.span_ns      = std::max<TimeNs>(0, b.at - a.at);
-    port.transitions  = b.commands - a.commands;
-    if (has_stats_) {
+    const Snapshot a = job.start ? *job.start : Snapshot{first, {}, 0, 0, 0, 0};
+    const Snapshot b = job.start ? *job.end : Snapshot{end, {}, 0, 0, 0, 0};
+    if (job.start) {
+        port.span_ns         = std::max<TimeNs>(0, b.at - a.at);
+        port.uncovered_ns    = std::max<TimeNs>(0, end - b.at);
+        port.transitions     = b.commands - a.commands;
+        port.late_records    = b.late_records - a.late_records;
+        port.stalled_clients = static_cast<std::uint32_t>(b.stalls - a.stalls) + a.stalled_now;
+    }
+    if (job.start && has_stats_) {
         port.energy_joules         = b.stats.energy_joules - a.stats.energy_joules;
         port.transitions           = b.stats.transitions - a.stats.transitions;
         port.late_wakeups          = b.stats.late_wakeups - a.stats.late_wakeups;

@@ -23,6 +23,20 @@
 // A real port cannot act in the past: act_on_deadlines(now) raises it at
 // a client's published `until_ns` even while the horizon lags behind.
 //
+// A stalled client (a suspended job, a rank stopped in a debugger, one that
+// attached and never published) must not hold every other job's
+// accounting back: the horizon never lags more than kMaxHorizonLag behind
+// the latest `now` the service was given. A record older than the point
+// the merge has passed is applied there, late, and counted (a real port
+// could not have acted in the past either); reports say how many, and how
+// many clients fell that far behind.
+//
+// A report states only what was confirmed: transitions are the width
+// changes the backend confirmed (an exec command that exited 0), a failed
+// backend is named, and a port whose restore to full width failed (or that
+// a previous service left narrow, see use_state_file()) has an unknown
+// width in every report until a restore succeeds.
+//
 // Not thread-safe: the server's loop owns it.
 #pragma once
 
@@ -41,6 +55,8 @@
 #include <vector>
 
 namespace slim::link {
+
+inline constexpr TimeNs kMaxHorizonLag = service::kMaxHorizonLagNs;
 
 struct PortServiceOptions {
     std::string port_name = "emulated";
@@ -78,6 +94,14 @@ struct JobReport {
 //       return make_backend_or_emulated(name, config, report);
 //   });
 using BackendMaker = std::function<std::unique_ptr<LinkBackend>(Clock replay_clock)>;
+
+// The port's state file is the socket's path with this suffix.
+inline constexpr const char* kStateFileSuffix = ".state";
+
+// A state file's text (see PortService::use_state_file), nullopt when there
+// is none or it is not a regular file of this user (never follows a link,
+// never blocks on a FIFO).
+std::optional<std::string> read_state_file(const std::string& path);
 
 class PortService {
 public:
@@ -158,17 +182,32 @@ public:
     // Reports ready by `now`: (reporting client id, report). Each is
     // returned once. Calls advance(). The port section covers the job's span
     // from the first record of any of its clients (its first attach when
-    // none published) to the latest through_ns / drop of its clients; when
-    // a live client (of another job, or the reporter's own through_ns) holds
-    // the horizon before that end, the span is cut at the horizon (span_ns
-    // says so). A job whose reporter is gone, or complete without a
-    // reporter, is dropped without a report.
+    // none published) to the latest through_ns / drop of its clients. A
+    // complete job's report waits until the horizon has passed that end
+    // (at most kMaxHorizonLag); a report due at its deadline before then
+    // is cut at the horizon and says so (uncovered_ns). A job whose
+    // reporter is gone, or complete without a reporter, is dropped without
+    // a report.
     std::vector<std::pair<std::uint32_t, JobReport>> ready_reports(TimeNs now);
     // The earliest report deadline, for the loop's timeout.
     std::optional<TimeNs> next_report_deadline() const;
 
+    // The port's state file (next to the service's socket): written when
+    // a real port first leaves full width and when a restore fails, removed
+    // once the port is confirmed back at full width at exit. A service
+    // killed while the port is narrow leaves it behind; the next service
+    // reads it here (call once its folder is checked), restores full width,
+    // logs the outcome and, until a restore succeeds, reports the port's
+    // width as unknown. Empty: none (tests, the emulated port).
+    void use_state_file(const std::string& path);
+
     // For status replies and tests.
     unsigned width() const { return applied_; }
+    bool backend_failed() const { return failed_; }
+    bool width_unknown() const { return width_unknown_; }
+    // Why (the backend's failure, the restore's), for status and reports.
+    std::string problem() const;
+    std::uint64_t late_records() const { return late_records_; }
     unsigned full_width() const;
     unsigned demand(std::uint32_t client) const;  // 0: unknown client
     std::size_t live_clients() const;
@@ -190,9 +229,18 @@ private:
                 PortServiceOptions options);
     void start();
     std::optional<TimeNs> horizon() const;
+    void see(TimeNs now) { now_ = std::max(now_, now); }
+    void note_stalls(std::optional<TimeNs> horizon);
     void apply_until(std::optional<TimeNs> horizon);
-    void apply_client_at(Client& client, TimeNs t, std::vector<std::pair<Client*, unsigned>>& traffic);
+    void apply_client_at(Client& client, TimeNs t, TimeNs at,
+                         std::vector<std::pair<Client*, unsigned>>& traffic);
     void set_port(unsigned width, TimeNs t);
+    Status command(unsigned width, std::optional<TimeNs> at);
+    std::uint64_t confirmed_changes() const;
+    void poll_backend();
+    void check_restored();
+    void write_state(const std::string& text);
+    void remove_state();
     void fail(const Status& status);
     unsigned target() const;
     void recount(Client& client);
@@ -204,6 +252,8 @@ private:
     void snapshot_job_ends(std::optional<TimeNs> before);
     Snapshot take_snapshot(TimeNs t);
     bool job_complete(const Job& job) const;
+    bool job_open(const Job& job) const;
+    TimeNs job_start(const Job& job) const;
     JobReport make_report(Job& job);
     void forget_job(const std::string& key);
     void prune_history();
@@ -215,12 +265,26 @@ private:
     unsigned applied_ = 0;
     bool has_stats_ = false;      // the backend accounts energy (emulated)
     std::uint64_t commands_ = 0;  // widths sent to the backend
+    // Width changes that returned success, for backends that confirm on
+    // return (LinkBackend::confirmed() is nullopt).
+    std::uint64_t sync_changes_ = 0;
     std::uint64_t backend_errors_ = 0;
-    bool failed_ = false;  // a backend error: full width for good
-    // The full-width command after a failure, polled (not waited for).
+    bool failed_ = false;  // a backend error: the service stops driving the port
+    std::string failure_;  // the first backend error
+    // The full-width command after a failure or at start, polled (not
+    // waited for) until the backend confirms it or fails.
     bool restore_pending_ = false;
-    std::optional<TimeNs> restore_polls_until_;
+    bool width_unknown_ = false;
+    std::string width_note_;     // why the width is unknown
+    std::string state_origin_;   // what the state file of a previous service said
+    std::string state_path_;
+    bool state_written_ = false; // this service wrote the state file
     void restore_failed(const Status& status);
+    TimeNs now_ = 0;             // the latest now given to any call
+    TimeNs floor_ = 0;           // every event before it has been applied
+    std::uint64_t late_records_ = 0;
+    std::uint64_t stalls_ = 0;   // clients that fell kMaxHorizonLag behind, ever
+    std::uint32_t stalled_now_ = 0;
     void raise_ahead(Client& client, const service::DemandRecord& latest);
     std::map<std::uint32_t, std::unique_ptr<Client>> clients_;
     std::map<std::string, std::unique_ptr<Job>> jobs_;

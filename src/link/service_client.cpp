@@ -574,13 +574,17 @@ public:
 
     Status restore_full_width() override
     {
-        // Lost service or full ring: the service holds this rank at full
-        // width (overflowed flag) or is gone; nothing is left to do here.
+        // Full ring: the service holds this rank at full width (overflowed
+        // flag). Lost service: nobody can say what the port is at.
         const TimeNs now = clock_();
         if (publish(full_width(), now, 0, 0)) {
             // Complete past it (the horizon is exclusive), and said now:
             // the last request does not wait for a drain round.
             sync(last_ + 1);
+        }
+        if (client_->service_lost()) {
+            return Status::error("the node service slimlinkd at " + client_->socket_path() +
+                                 " is gone; it restores full width at its next start");
         }
         return Status::success();
     }

@@ -55,8 +55,15 @@
 namespace slim::link::service {
 
 inline constexpr std::uint32_t kMagic           = 0x646d6c73;  // "slmd"
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::uint32_t kMaxMessageBytes = 64 * 1024;
+
+// How far the service's merge horizon may lag behind now (port_service.h):
+// a client further behind no longer holds the others' accounting back. A
+// healthy client's through_ns trails by a drain round (16 ms); this is far
+// above it, and far below the 2 s a reporting rank waits beyond
+// UCX_SLIM_REPORT_WAIT for its node report.
+inline constexpr std::int64_t kMaxHorizonLagNs = 500'000'000;
 
 // ---- socket messages -------------------------------------------------------
 
@@ -158,6 +165,27 @@ struct PortSection {
     std::int64_t  time_in_transition_ns = 0;
     std::uint32_t clients_seen  = 0;  // clients of other jobs that shared the port
     std::uint32_t other_jobs    = 0;
+    // What the numbers above do not cover. The job's own span (its first
+    // record, or first attach, to its last through_ns / leave); the part of
+    // it the port's accounting had not reached when the report was due (a
+    // stalled client of another job held the merge back); records applied
+    // late, at the merge horizon instead of their time, because their
+    // client had fallen more than the service's bound behind (they could
+    // not act in the past on a real port either); and how many clients
+    // fell that far behind during the span.
+    std::int64_t  job_span_ns     = 0;
+    std::int64_t  uncovered_ns    = 0;
+    std::uint64_t late_records    = 0;
+    std::uint32_t stalled_clients = 0;
+    // The backend failed (a command failed or hung): the service stopped
+    // driving the port, `transitions` counts only what the port confirmed.
+    std::uint32_t backend_failed  = 0;
+    // The port's width is not known: a restore to full width failed, or a
+    // previous service left the port narrow and restoring it has not
+    // succeeded yet. Not "full width".
+    std::uint32_t width_unknown   = 0;
+    std::uint32_t reserved        = 0;
+    char          problem[kTextBytes] = {};  // why (backend_failed / width_unknown)
 };
 
 enum class EntryState : std::uint32_t {
@@ -194,6 +222,9 @@ struct StatusReply {
     std::int64_t  pid          = 0;   // the service's
     std::uint64_t clients_dropped = 0; // refused or dropped for bad input
     std::uint64_t backend_errors  = 0;
+    std::uint32_t backend_failed  = 0;  // the service no longer drives the port
+    std::uint32_t width_unknown   = 0;  // see PortSection::width_unknown
+    char          problem[kTextBytes] = {};
 };
 
 struct StatusClient {

@@ -756,6 +756,9 @@ void ServiceServer::Impl::status(Conn& c)
     s.pid             = ::getpid();
     s.clients_dropped = dropped;
     s.backend_errors  = service.backend_errors();
+    s.backend_failed  = service.backend_failed() ? 1 : 0;
+    s.width_unknown   = service.width_unknown() ? 1 : 0;
+    io::set_text(s.problem, service.problem());
     std::vector<svc::StatusClient> clients = service.clients();
     const std::size_t room = (svc::kMaxMessageBytes - sizeof s) / sizeof(svc::StatusClient);
     if (clients.size() > room) {

@@ -59,6 +59,7 @@ public:
     }
     bool sync(TimeNs through_ns) override { return owner_->sync(through_ns); }
     const LinkStats* stats() override { return demand_->stats(); }
+    std::optional<Confirmed> confirmed() const override { return owner_->confirmed(); }
 
 private:
     std::unique_ptr<LinkBackend> owner_;

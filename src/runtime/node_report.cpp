@@ -191,6 +191,41 @@ std::string table_row(const std::string &label, const std::string &events,
     return line.data();
 }
 
+// What the port's numbers do not cover, or cannot be trusted for: said in
+// the report, not only in the service's log.
+std::string port_caveats(const link::service::PortSection &p)
+{
+    std::string out;
+    const auto seconds = [](std::int64_t ns) {
+        return format_fixed(static_cast<double>(ns) * 1e-9, 3) + " s";
+    };
+    if (p.uncovered_ns > 0) {
+        out += "  port numbers cut short: they cover " + seconds(p.span_ns) + " of the job's " +
+               seconds(p.job_span_ns) + "; the service's accounting had not reached the last " +
+               seconds(p.uncovered_ns) + " when the report was due (a client held it back)\n";
+    }
+    if (p.late_records > 0 || p.stalled_clients > 0) {
+        out += "  " + std::to_string(p.stalled_clients) +
+               " client(s) stalled during the job (more than " +
+               format_fixed(static_cast<double>(link::service::kMaxHorizonLagNs) * 1e-9, 1) +
+               " s behind); " +
+               u64(p.late_records) +
+               " of their demand records were applied late, when they arrived\n";
+    }
+    const std::string problem = link::service::text_of(p.problem);
+    if (p.backend_failed != 0) {
+        out += "  port backend FAILED: the service stopped driving the port" +
+               (problem.empty() ? std::string() : ": " + problem) + "\n";
+    }
+    if (p.width_unknown != 0) {
+        out += "  port width UNKNOWN" +
+               (p.backend_failed != 0 || problem.empty() ? std::string()
+                                                         : ": " + problem) +
+               "\n";
+    }
+    return out;
+}
+
 } // namespace
 
 std::string format_node_text(const NodeInfo &node, const NodeCollection &collection)
@@ -232,6 +267,8 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
     if (!any_link) {
         return out;
     }
+    // Energy the port's backend did not measure is not printed as zeros.
+    const bool measured = !collection.port || collection.port->has_energy != 0;
     if (collection.port) {
         const link::service::PortSection &p = *collection.port;
         out += "  port " + link::service::text_of(p.port) + " (" +
@@ -245,26 +282,33 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
                (p.has_energy != 0 ? "energy saved " + text_or_dash(t.energy_savings_pct, 1) +
                                             "% vs always on"
                                   : std::string("energy not measured by this backend")) +
-               ", " + u64(p.transitions) + " transitions, " + u64(p.late_wakeups) +
-               " late wake-ups (" +
+               ", " + u64(p.transitions) + " transitions, " + u64(p.late_wakeups) + " late wake-ups (" +
                format_fixed(static_cast<double>(p.wakeup_delay_ns) * 1e-3, 1) + " us)\n";
+        out += port_caveats(p);
     }
-    out += "  energy " + format_fixed(t.energy_joules, 6) + " J of " +
-           format_fixed(t.baseline_joules, 6) + " J always on; time penalty max " +
-           text_or_dash(t.time_penalty_pct_max, 2) + "%, mean " +
+    if (measured) {
+        out += "  energy " + format_fixed(t.energy_joules, 6) + " J of " +
+               format_fixed(t.baseline_joules, 6) + " J always on; ";
+    } else {
+        out += "  ";
+    }
+    out += "time penalty max " + text_or_dash(t.time_penalty_pct_max, 2) + "%, mean " +
            text_or_dash(t.time_penalty_pct_mean, 2) + "%; " + u64(t.predictions) +
            " low-power predictions, " + u64(t.hits) + " hits\n";
-    out += collection.port ? "  time at width (the port):" : "  time at width (all ranks):";
-    for (unsigned w = 1; w <= t.lanes; ++w) {
-        if (t.time_at_width_ns[w] > 0) {
-            out += " " + std::to_string(w) + "x " +
-                   format_fixed(static_cast<double>(t.time_at_width_ns[w]) * 1e-9, 3) + " s";
+    if (measured) {
+        out += collection.port ? "  time at width (the port):" : "  time at width (all ranks):";
+        for (unsigned w = 1; w <= t.lanes; ++w) {
+            if (t.time_at_width_ns[w] > 0) {
+                out += " " + std::to_string(w) + "x " +
+                       format_fixed(static_cast<double>(t.time_at_width_ns[w]) * 1e-9, 3) + " s";
+            }
         }
+        out += "\n";
     }
-    out += "\n";
     if (t.controllers_failed > 0) {
         out += "  " + std::to_string(t.controllers_failed) +
-               " rank(s) left the link at full width after a controller failure\n";
+               " rank(s) had a controller failure (see each rank's report for the port's "
+               "width as it knew it)\n";
     }
     return out;
 }
@@ -299,6 +343,15 @@ ReportJson port_json(const link::service::PortSection &p)
             {"time_in_transition_ns", p.time_in_transition_ns},
             {"other_jobs", p.other_jobs},
             {"clients_of_other_jobs", p.clients_seen},
+            {"job_span_ns", p.job_span_ns},
+            {"uncovered_ns", p.uncovered_ns},
+            {"late_records", p.late_records},
+            {"stalled_clients", p.stalled_clients},
+            {"backend_failed", p.backend_failed != 0},
+            {"width_unknown", p.width_unknown != 0},
+            {"problem", link::service::text_of(p.problem).empty()
+                                ? ReportJson(nullptr)
+                                : ReportJson(link::service::text_of(p.problem))},
     };
 }
 
@@ -320,10 +373,12 @@ std::string format_node_json(const NodeInfo &node, const NodeCollection &collect
     for (unsigned w = 1; w <= t.lanes; ++w) {
         widths[std::to_string(w)] = t.time_at_width_ns[w];
     }
+    // A port whose backend measures no energy has none to total.
+    const bool measured = !collection.port || collection.port->has_energy != 0;
     const ReportJson totals = {
             {"events", t.events},
-            {"energy_joules", json_fixed(t.energy_joules, 6)},
-            {"baseline_joules", json_fixed(t.baseline_joules, 6)},
+            {"energy_joules", measured ? json_fixed(t.energy_joules, 6) : ReportJson(nullptr)},
+            {"baseline_joules", measured ? json_fixed(t.baseline_joules, 6) : ReportJson(nullptr)},
             {"energy_savings_pct", json_fixed(t.energy_savings_pct, 4)},
             {"time_penalty_pct_max", json_fixed(t.time_penalty_pct_max, 4)},
             {"time_penalty_pct_mean", json_fixed(t.time_penalty_pct_mean, 4)},

@@ -269,7 +269,7 @@ std::string text_live(const live::LiveSummary *l)
     }
     out += "\n";
     if (l->controller_failed) {
-        out += "           controller failed, link left at full width: " + l->controller_error + "\n";
+        out += "           controller failed: " + l->controller_error + "\n";
     }
     if (!l->trace_path.empty()) {
         out += "           trace " + l->trace_path + ": " + std::to_string(l->trace_events) +
@@ -306,6 +306,8 @@ ReportJson live_json(const live::LiveSummary &l)
             {"gt_ns", l.gt_ns ? ReportJson(*l.gt_ns) : ReportJson(nullptr)},
             {"time_at_width_ns", widths},
             {"controller_failed", l.controller_failed},
+            {"controller_error",
+             l.controller_failed ? ReportJson(l.controller_error) : ReportJson(nullptr)},
             {"trace", l.trace_path.empty() ? ReportJson(nullptr) : ReportJson(l.trace_path)},
             {"trace_events", l.trace_events},
             {"policy_in_force",

@@ -76,6 +76,15 @@ EXTRA_DIST += tests/service/slimlinkd-hostile.test
 TESTS += tests/service/launcher-security.test
 EXTRA_DIST += tests/service/launcher-security.test
 
+# A one-rank probe of node reports (a silent client of another job).
+check_PROGRAMS += tests/service/report-probe
+tests_service_report_probe_SOURCES = tests/service/report_probe.cpp
+tests_service_report_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS) \
+	$(NLOHMANN_JSON_CFLAGS)
+tests_service_report_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+TESTS += tests/service/slimlinkd-reports.test
+EXTRA_DIST += tests/service/slimlinkd-reports.test
+
 # slim-plot: figures of slim-replay's results and of JSON reports
 # (README.md, "Figures: slim-plot"). Made like slimlink-run, so that it carries the
 # version and sits next to slim-replay in the build tree, where it looks

@@ -247,6 +247,19 @@ Options parse_options(int argc, char** argv)
 
 // ------------------------------------------------------------ --status
 
+// A service killed while its port was narrow leaves its state file: say so,
+// since no service is there to restore the port until the next start.
+void print_left_state(const std::string& path)
+{
+    const std::optional<std::string> left = link::read_state_file(path);
+    if (left) {
+        std::fprintf(stderr,
+                     "%s: the last slimlinkd on this socket left the port's width unknown (%s; "
+                     "state file %s); the next slimlinkd restores full width when it starts\n",
+                     program, left->c_str(), path.c_str());
+    }
+}
+
 int print_status(const Options& o)
 {
     sockaddr_un addr{};
@@ -272,6 +285,9 @@ int print_status(const Options& o)
         fd = link::connect_service_socket(o.socket, status_step_timeout);
     } catch (const link::ServiceError& e) {
         std::fprintf(stderr, "%s: %s\n", program, e.what());
+        // A service that died leaves its socket; what it could not restore
+        // is in the state file next to it (read only if it is ours).
+        print_left_state(o.socket + link::kStateFileSuffix);
         return exit_failure;
     }
     std::vector<std::uint8_t> buf(io::kReceiveBytes);
@@ -325,6 +341,9 @@ int print_status(const Options& o)
     j["live_clients"]    = s.live_clients;
     j["clients_dropped"] = s.clients_dropped;
     j["backend_errors"]  = s.backend_errors;
+    j["backend_failed"]  = s.backend_failed != 0;
+    j["width_unknown"]   = s.width_unknown != 0;
+    j["problem"]         = io::text_of(s.problem).empty() ? Json(nullptr) : Json(io::text_of(s.problem));
     Json clients         = Json::array();
     const std::size_t n  = (h.length - sizeof s) / sizeof(svc::StatusClient);
     for (std::size_t i = 0; i < n; ++i) {
@@ -499,6 +518,7 @@ int serve(const Options& o, int ready)
         return fail(e.what());
     }
     slim::logger().info("slimlinkd: {}", service->backend().describe());
+    service->use_state_file(server->socket_path() + link::kStateFileSuffix);
     if (ready >= 0) {
         const std::string m = std::to_string(::getpid()) + "\n";
         [[maybe_unused]] const ssize_t w = ::write(ready, m.data(), m.size());

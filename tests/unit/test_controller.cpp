@@ -216,6 +216,38 @@ TEST_CASE("a backend that fails sends the controller to full width and reports o
     CHECK(rec->commands.back().first == 4);
 }
 
+TEST_CASE("a node service that is gone leaves the port's width unknown, not full",
+          "[controller]")
+{
+    // What the node service's client backend does once the service died
+    // (SIGKILL): it can no longer act, and a restore cannot be confirmed.
+    class GoneBackend final : public LinkBackend {
+    public:
+        std::string name() const override { return "service:exec"; }
+        unsigned full_width() const override { return 4; }
+        Status set_width(unsigned) override { return Status::success(); }
+        bool sync(TimeNs) override { return false; }
+        Status restore_full_width() override
+        {
+            return Status::error("the node service slimlinkd at /run/x.sock is gone; it "
+                                 "restores full width at its next start");
+        }
+    };
+    ManualClock clock;
+    Errors      errors;
+    Controller  c(std::make_unique<GoneBackend>(), options(clock, errors));
+    c.low_power_until(1'000);
+    c.sync(1'000);
+    CHECK(c.failed());
+    REQUIRE(errors.list->size() == 1);
+    CHECK_THAT(c.error(), Contains("the node service is gone") &&
+                                  Contains("the port's width is unknown (the node service "
+                                           "slimlinkd at /run/x.sock is gone; it restores full "
+                                           "width at its next start)"));
+    CHECK_THAT(c.error(), !Contains("set to full width"));
+    CHECK(errors.list->front() == c.error());
+}
+
 TEST_CASE("the emulated backend accounts late wake-ups in live time", "[controller]")
 {
     ManualClock   clock;
@@ -322,6 +354,29 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
         c.wait_idle();
         CHECK(errors.list->size() == 1);
         CHECK(lines_of(log).back() == "4");
+    }
+    SECTION("only commands that exited 0 are confirmed; a killed one leaves the width unknown")
+    {
+        const std::string cmd = write_script(
+                dir.path + "/set-width", "[ $3 = 2 ] && exec sleep 30; echo $3 >> '" + log + "'");
+        auto backend = std::move(
+                make_backend("exec", exec_config(cmd, std::chrono::milliseconds(200))).backend);
+        REQUIRE(backend->confirmed());
+        CHECK(backend->confirmed()->width == 0);  // nothing confirmed yet
+        REQUIRE(backend->set_width(1));
+        CHECK(backend->confirmed()->in_flight);
+        REQUIRE(backend->drain());
+        CHECK(backend->confirmed()->width == 1);
+        CHECK(backend->confirmed()->changes == 0);  // the first width known is no change
+        REQUIRE(backend->set_width(4));
+        REQUIRE(backend->drain());
+        CHECK(backend->confirmed()->width == 4);
+        CHECK(backend->confirmed()->changes == 1);
+        REQUIRE(backend->set_width(2));  // started; hangs
+        CHECK_FALSE(backend->drain());
+        CHECK(backend->confirmed()->width == 0);    // killed half-way: unknown
+        CHECK(backend->confirmed()->changes == 1);  // requested, never confirmed
+        CHECK_FALSE(backend->confirmed()->in_flight);
     }
     SECTION("a command that hangs is killed after the timeout -> full width")
     {

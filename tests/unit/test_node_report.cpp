@@ -332,6 +332,74 @@ TEST_CASE("the service's report: the port's energy once, each rank's late wake-u
     CHECK_THAT(text, Contains("time at width (the port): 1x 1.500 s 4x 0.400 s"));
 }
 
+TEST_CASE("the service's report says what its port numbers do not cover")
+{
+    slim::link::ReceivedReport received = from_service();
+    auto &p           = received.port;
+    p.span_ns         = 300'000'000;
+    p.job_span_ns     = 800'000'000;
+    p.uncovered_ns    = 500'000'000;
+    p.late_records    = 7;
+    p.stalled_clients = 1;
+    const NodeCollection c = slim::collection_from_service(received);
+
+    const std::string text = slim::format_node_text(node(), c);
+    CHECK_THAT(text, Contains("port numbers cut short: they cover 0.300 s of the job's 0.800 s; "
+                              "the service's accounting had not reached the last 0.500 s"));
+    CHECK_THAT(text, Contains("1 client(s) stalled during the job (more than 0.5 s behind); 7 "
+                              "of their demand records were applied late"));
+    CHECK_THAT(text, !Contains("FAILED") && !Contains("UNKNOWN"));
+
+    const Json j = parse_json(slim::format_node_json(node(), c));
+    const Json &port = j.at("port");
+    CHECK(port.at("job_span_ns").get<std::int64_t>() == 800'000'000);
+    CHECK(port.at("uncovered_ns").get<std::int64_t>() == 500'000'000);
+    CHECK(port.at("late_records").get<std::int64_t>() == 7);
+    CHECK(port.at("stalled_clients").get<std::int64_t>() == 1);
+    CHECK(port.at("backend_failed").get<bool>() == false);
+    CHECK(port.at("width_unknown").get<bool>() == false);
+    CHECK(port.at("problem").is_null());
+}
+
+TEST_CASE("a failed backend is a failure in the node report, and no energy is made up")
+{
+    slim::link::ReceivedReport received = from_service();
+    auto &p = received.port;
+    std::snprintf(p.backend, sizeof p.backend, "exec");
+    p.has_energy      = 0;
+    p.energy_joules   = 0.0;
+    p.baseline_joules = 0.0;
+    p.transitions     = 0;
+    for (auto &w : p.time_at_width_ns) {
+        w = 0;
+    }
+    p.backend_failed = 1;
+    p.width_unknown  = 1;
+    std::snprintf(p.problem, sizeof p.problem, "%s",
+                  "exec link backend: 'sleep 20 4' did not end within 2000 ms and was killed; "
+                  "restoring full width failed: the port's width is unknown");
+    const NodeCollection c = slim::collection_from_service(received);
+
+    const std::string text = slim::format_node_text(node(), c);
+    CHECK_THAT(text, Contains("energy not measured by this backend, 0 transitions"));
+    CHECK_THAT(text, Contains("port backend FAILED: the service stopped driving the port: exec "
+                              "link backend: 'sleep 20 4' did not end within 2000 ms"));
+    CHECK_THAT(text, Contains("port width UNKNOWN"));
+    // Nothing measured, nothing printed: no "0.000000 J of 0.000000 J".
+    CHECK_THAT(text, !Contains(" J always on") && !Contains("time at width"));
+    CHECK_THAT(text, Contains("time penalty max"));
+
+    const Json j = parse_json(slim::format_node_json(node(), c));
+    const Json &port = j.at("port");
+    CHECK(port.at("backend_failed").get<bool>());
+    CHECK(port.at("width_unknown").get<bool>());
+    CHECK_THAT(port.at("problem").get<std::string>(), Contains("did not end within 2000 ms"));
+    CHECK(port.at("energy_joules").is_null());
+    CHECK(j.at("totals").at("energy_joules").is_null());
+    CHECK(j.at("totals").at("baseline_joules").is_null());
+    CHECK(j.at("totals").at("energy_savings_pct").is_null());
+}
+
 TEST_CASE("a record of another build is listed as missing, never misread")
 {
     slim::link::ReceivedReport received = from_service();

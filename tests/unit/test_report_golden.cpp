@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -187,6 +188,29 @@ TEST_CASE("the node report's JSON keeps every field and value of the golden file
         late.reason     = slim::MissingRank::Reason::timed_out;
         c.missing.push_back(late);
         check_golden("golden-node-two-of-three.json", slim::format_node_json(node(), c));
+    }
+    SECTION("a port whose exec backend failed, its numbers cut short by a stalled client")
+    {
+        slim::NodeCollection c;
+        c.reported.push_back(record(0, 0, 6.0, 10.0, 0.5, 100, 80, 20));
+        slim::link::service::PortSection p;
+        std::snprintf(p.backend, sizeof p.backend, "exec");
+        std::snprintf(p.port, sizeof p.port, "emulated");
+        p.lanes           = 4;
+        p.span_ns         = 300'000'000;
+        p.job_span_ns     = 800'000'000;
+        p.uncovered_ns    = 500'000'000;
+        p.late_records    = 3;
+        p.stalled_clients = 1;
+        p.other_jobs      = 1;
+        p.clients_seen    = 2;
+        p.backend_failed  = 1;
+        p.width_unknown   = 1;
+        std::snprintf(p.problem, sizeof p.problem, "%s",
+                      "exec link backend: 'sleep 20 4' did not end within 2000 ms and was "
+                      "killed; restoring full width failed: the port's width is unknown");
+        c.port = p;
+        check_golden("golden-node-port-failed.json", slim::format_node_json(node(), c));
     }
     SECTION("nobody reported")
     {

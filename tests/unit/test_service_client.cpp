@@ -387,7 +387,12 @@ TEST_CASE("the service gone: clients see it at their next sync and nothing hangs
         CHECK_FALSE(backend->set_width(2));
         CHECK_FALSE(backend->poll());
         CHECK_THAT(backend->poll().message(), Contains(dir.socket()) && Contains("gone"));
-        CHECK(backend->restore_full_width());  // nothing left to restore: no error, no wait
+        // Nothing it can do, and nobody can say what the port is at: an
+        // error (the width is unknown, not "full"), and no wait.
+        const Status restored = backend->restore_full_width();
+        CHECK_FALSE(restored);
+        CHECK_THAT(restored.message(),
+                   Contains("is gone; it restores full width at its next start"));
         CHECK_THROWS_AS(client->deposit(1, "x", 1, 0ns), ServiceError);
     }
     SECTION("killed with SIGKILL")
