@@ -48,13 +48,15 @@ service_fuzzer_sources = \
 	$(srcdir)/src/link/backend_ibmad.cpp \
 	$(srcdir)/src/link/link_model.cpp \
 	$(srcdir)/src/base/log.cpp \
+	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/base/parse.cpp
 service_fuzzer_headers = \
 	$(srcdir)/src/link/port_service.h \
 	$(srcdir)/src/link/service_io.h \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \
-	$(srcdir)/src/link/link_model.h
+	$(srcdir)/src/link/link_model.h \
+	$(srcdir)/src/base/output_file.h
 
 check_SCRIPTS += tests/fuzz/service-fuzzer
 CLEANFILES += tests/fuzz/service-fuzzer

@@ -19,7 +19,7 @@
 enum { N = 512 };
 
 static double static_buf[N];
-static void *volatile stack_addr;   /* addresses only, to compare */
+static volatile uintptr_t stack_addr;   /* addresses only, to compare */
 
 static double value(int i) { return 1.0 / (3.0 + i); }
 
@@ -31,7 +31,7 @@ static __attribute__((noinline)) int stack_marker(int tag)
     for (int i = 0; i < N; ++i) a[i] = value(i);
     const int rc = slim_mark_precision(a, sizeof a, 2, SLIM_ROUND_TRUNCATE);
     MT_CHECK_MPI(MPI_Send(a, N, MPI_DOUBLE, 1, tag, MPI_COMM_WORLD));
-    stack_addr = a;
+    stack_addr = (uintptr_t)a;
     return rc;
 }
 
@@ -41,14 +41,14 @@ static __attribute__((noinline)) void *stack_ints(int tag)
     int64_t v[N];
     for (int i = 0; i < N; ++i) v[i] = 1000003LL * i + 7;
     MT_CHECK_MPI(MPI_Send(v, N, MPI_INT64_T, 1, tag, MPI_COMM_WORLD));
-    stack_addr = v;
-    return stack_addr;
+    stack_addr = (uintptr_t)v;
+    return (void *)stack_addr;
 }
 
 static void send_from_stack(const char *where, int tag)
 {
     const int rc = stack_marker(tag);
-    void *marked = stack_addr;
+    void *marked = (void *)stack_addr;
     void *ints   = stack_ints(tag + 1);
     if (rc != SLIM_ERR_INVALID) {
         mt_fail("%s: slim_mark_precision of a local array returned %d, not "
