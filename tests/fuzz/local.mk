@@ -40,6 +40,7 @@ EXTRA_DIST += \
 	tests/fuzz/trace-corpus \
 	tests/fuzz/otf2-fuzz.test \
 	tests/fuzz/otf2_fuzzer.cpp \
+	tests/fuzz/otf2-lsan.supp \
 	tests/fuzz/otf2-corpus
 
 if HAVE_CLANG_FUZZER
