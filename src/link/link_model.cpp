@@ -149,10 +149,10 @@ void LinkModel::integrate_to(TimeNs t)
         return;
     }
     if (in_transition()) {
-        lane_ns_ += static_cast<std::int64_t>(std::max(from_width_, to_width_)) * dt;
+        lane_ns_ += static_cast<__int128>(std::max(from_width_, to_width_)) * dt;
         stats_.time_in_transition_ns += dt;
     } else {
-        lane_ns_ += static_cast<std::int64_t>(from_width_) * dt;
+        lane_ns_ += static_cast<__int128>(from_width_) * dt;
         stats_.time_at_width_ns[from_width_] += dt;
     }
     now_ns_              = t;
@@ -252,7 +252,7 @@ const LinkStats& LinkModel::stats_at(TimeNs t)
 double LinkModel::always_on_joules(TimeNs span_ns) const
 {
     // Same expression as the integrated energy so "never lower" saves exactly 0.
-    const std::int64_t lane_ns = static_cast<std::int64_t>(config_.lanes) * span_ns;
+    const __int128 lane_ns = static_cast<__int128>(config_.lanes) * span_ns;
     return static_cast<double>(lane_ns) * config_.lane_watts * kJoulesPerWattNs;
 }
 

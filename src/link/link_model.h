@@ -96,7 +96,8 @@ private:
     bool       has_pending_;
     // Energy is kept as an exact integer (lanes powered x ns) and converted
     // to joules on demand, so long runs do not accumulate rounding error.
-    std::int64_t lane_ns_ = 0;
+    // 128 bits: 12 lanes over the longest accepted span (2^62 ns) overflow 64.
+    __int128 lane_ns_ = 0;
 
     bool     in_transition() const { return from_width_ != to_width_; }
     unsigned usable_width() const { return from_width_ < to_width_ ? from_width_ : to_width_; }

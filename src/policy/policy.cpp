@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace slim::policy {
 
@@ -185,54 +187,91 @@ private:
 
 constexpr std::uintmax_t kMaxPolicyFileBytes = 1U << 20;
 
+// " (a FIFO)" and the like, for the message refusing a file that is not
+// regular; "" when there is nothing more to say.
+std::string file_kind(mode_t mode)
+{
+    if (S_ISFIFO(mode)) return " (a FIFO)";
+    if (S_ISCHR(mode)) return " (a character device)";
+    if (S_ISBLK(mode)) return " (a block device)";
+    if (S_ISSOCK(mode)) return " (a socket)";
+    return "";
+}
+
+// Reads the whole policy file through a descriptor that was checked first.
+// It is opened non-blocking because opening a FIFO for reading waits for a
+// writer (a hang inside MPI_Init); devices and pipes are refused too
+// (@/dev/zero would be read without end), and so are directories (which an
+// ifstream opens and then reads nothing from) and files larger than any
+// policy needs.
+std::string read_policy_file(std::string_view spec, const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        throw PolicyError(error_text("", spec, "cannot open " + path + ": " + std::strerror(err)));
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } const closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        throw PolicyError(error_text("", spec, "cannot stat " + path + ": " + std::strerror(err)));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        throw PolicyError(error_text("", spec, "cannot read " + path + ": Is a directory"));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        throw PolicyError(error_text("", spec,
+                                     path + " is not a regular file" + file_kind(st.st_mode) +
+                                             "; a policy file must be a regular file"));
+    }
+    const auto too_large = [&](const std::string& size) {
+        return PolicyError(error_text("", spec,
+                                      path + " has " + size +
+                                              " bytes; a policy file may have at most " +
+                                              std::to_string(kMaxPolicyFileBytes) + " (1 MiB)"));
+    };
+    if (static_cast<std::uintmax_t>(st.st_size) > kMaxPolicyFileBytes) {
+        throw too_large(std::to_string(st.st_size));
+    }
+    std::string text;
+    char        buffer[8192];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            const int err = errno;
+            throw PolicyError(
+                    error_text("", spec, "cannot read " + path + ": " + std::strerror(err)));
+        }
+        if (n == 0) {
+            return text;
+        }
+        text.append(buffer, static_cast<std::size_t>(n));
+        if (text.size() > kMaxPolicyFileBytes) {   // grew while being read
+            throw too_large("more than " + std::to_string(kMaxPolicyFileBytes));
+        }
+    }
+}
+
 std::vector<Parsed> parse_file(std::string_view spec)
 {
     const std::string path(trim(spec.substr(1)));
     if (path.empty()) {
         throw PolicyError(error_text("", spec, "'@' must be followed by a file path"));
     }
-    std::ifstream in(path);
-    if (!in) {
-        const int err = errno;
-        throw PolicyError(error_text("", spec,
-                                     "cannot open " + path + ": " +
-                                             (err != 0 ? std::strerror(err) : "unknown error")));
-    }
-    // An ifstream opens a directory and then reads nothing: say so instead
-    // of silently packing nothing. Devices and pipes are refused too
-    // (@/dev/zero read without end inside MPI_Init), and so are files
-    // larger than any policy needs.
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-        throw PolicyError(error_text("", spec, "cannot read " + path + ": Is a directory"));
-    }
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        throw PolicyError(error_text("", spec, path + " is not a regular file"));
-    }
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (ec || size > kMaxPolicyFileBytes) {
-        throw PolicyError(error_text("", spec,
-                                     path + " has " + std::to_string(size) +
-                                             " bytes; a policy file may have at most " +
-                                             std::to_string(kMaxPolicyFileBytes) + " (1 MiB)"));
-    }
-    Builder     builder;
-    std::string line;
-    std::size_t read = 0;
+    std::istringstream in(read_policy_file(spec, path));
+    Builder            builder;
+    std::string        line;
     for (int number = 1; std::getline(in, line); ++number) {
-        read += line.size() + 1;
-        if (read > kMaxPolicyFileBytes + 1) {   // grew while being read
-            throw PolicyError(error_text("", spec,
-                                         path + " is larger than 1 MiB; a policy file may "
-                                                "have at most " +
-                                                 std::to_string(kMaxPolicyFileBytes) + " bytes"));
-        }
         std::string_view text{line};
         text = text.substr(0, text.find('#'));
         builder.add(trim(text), path + ":" + std::to_string(number));
-    }
-    if (in.bad()) {
-        throw PolicyError(error_text("", spec, "cannot read " + path));
     }
     return builder.take();
 }

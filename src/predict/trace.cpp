@@ -5,6 +5,7 @@
 
 #include <ext/stdio_filebuf.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -49,26 +50,8 @@ bool all_digits(std::string_view text)
     return !text.empty();
 }
 
-// 'text' for messages, cut short and with bytes that are not printable
-// ASCII escaped as \xNN: a binary file must neither make a huge message nor
-// send control sequences to the terminal.
-std::string quoted(std::string_view text)
-{
-    constexpr std::size_t max_shown = 40;
-    std::string out = "'";
-    for (const char c : text.substr(0, max_shown)) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte >= 0x20 && byte < 0x7f && c != '\\') {
-            out.push_back(c);
-        } else {
-            static constexpr char hex[] = "0123456789abcdef";
-            out.append("\\x").push_back(hex[byte >> 4]);
-            out.push_back(hex[byte & 15]);
-        }
-    }
-    out.append(text.size() > max_shown ? "...'" : "'");
-    return out;
-}
+// 'text' for messages, cut short and escaped (escape_for_message()).
+std::string quoted(std::string_view text) { return "'" + escape_for_message(text, 40) + "'"; }
 
 std::uint64_t parse_field(std::size_t index, std::string_view text)
 {
@@ -171,6 +154,26 @@ TraceError::TraceError(const std::string& file, std::size_t line, const std::str
                                    : file + ": " + message),
       file_(file), line_(line), message_(message)
 {
+}
+
+std::string escape_for_message(std::string_view text, std::size_t max_shown)
+{
+    std::string out;
+    out.reserve(std::min(text.size(), max_shown) + 3);
+    for (const char c : text.substr(0, max_shown)) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+            out.push_back(c);
+        } else {
+            static constexpr char hex[] = "0123456789abcdef";
+            out.append("\\x").push_back(hex[byte >> 4]);
+            out.push_back(hex[byte & 15]);
+        }
+    }
+    if (text.size() > max_shown) {
+        out.append("...");
+    }
+    return out;
 }
 
 std::optional<Event> parse_trace_line(std::string_view line)
@@ -303,24 +306,38 @@ std::optional<Event> TraceReader::next()
     if (in_ == nullptr) {
         return next_in_memory();
     }
-    while (std::getline(*in_, buffer_)) {
+    // A fixed buffer, not std::getline: one giant line (or /dev/zero, which
+    // has none) must not grow the reader without bound. A line holds at
+    // most 5 fields of 20 digits; the rest is room for comments.
+    buffer_.resize(max_line_bytes + 1);
+    while (true) {
+        in_->getline(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+        const auto got = static_cast<std::size_t>(in_->gcount());
+        if (in_->bad()) {
+            ++line_;
+            fail("read error" + (errno != 0 ? ": " + errno_text(errno) : std::string()));
+        }
+        if (in_->fail()) {
+            if (got == 0 && in_->eof()) {
+                return std::nullopt;
+            }
+            // max_line_bytes stored and the line goes on.
+            ++line_;
+            fail("line longer than " + std::to_string(max_line_bytes) + " bytes");
+        }
         ++line_;
+        // gcount() counts the '\n' extracted, except on a last line without one.
+        const std::size_t length = in_->eof() ? got : got - 1;
         std::optional<Event> event;
         try {
-            event = parse_trace_line(buffer_);
+            event = parse_trace_line(std::string_view(buffer_.data(), length));
         } catch (const std::invalid_argument& e) {
             fail(e.what());
         }
-        if (!event) {
-            continue;
+        if (event) {
+            return accept(*event);
         }
-        return accept(*event);
     }
-    if (in_->bad()) {
-        ++line_;
-        fail("read error" + (errno != 0 ? ": " + errno_text(errno) : std::string()));
-    }
-    return std::nullopt;
 }
 
 // ------------------------------------------------------------------ writer

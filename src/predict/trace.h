@@ -43,6 +43,12 @@ private:
     std::string message_;
 };
 
+// `text` made safe for a message on a terminal: bytes that are not
+// printable ASCII (and '\\') become \xNN, and only the first `max_shown`
+// bytes are shown, followed by "..." when there are more. For file contents
+// and names read from traces and archives, which may hold escape sequences.
+std::string escape_for_message(std::string_view text, std::size_t max_shown);
+
 // Parses one line (without its '\n'). Returns no event for a blank or
 // comment-only line; throws std::invalid_argument with the bare message
 // (no FILE:LINE) for a bad line. Order against other events is not checked
@@ -56,6 +62,11 @@ std::string format_trace_line(const Event& event);
 
 class TraceReader {
 public:
+    // The longest line a text trace may have, without its '\n': longer ones
+    // are refused ("FILE:LINE: line longer than N bytes"), so that reading
+    // never holds more than one such line in memory.
+    static constexpr std::size_t max_line_bytes = 65536;
+
     // Reads `path`; "-" reads std::cin (named "<stdin>" in messages; call
     // std::ios::sync_with_stdio(false) first for speed on long traces).
     // Throws TraceError (line 0) when the file cannot be opened.
@@ -94,7 +105,7 @@ private:
     std::vector<Event> memory_;
     std::size_t        memory_next_ = 0;
     std::string   name_;
-    std::string   buffer_;
+    std::vector<char> buffer_;   // one line, at most max_line_bytes
     std::size_t   line_   = 0;
     std::size_t   events_ = 0;
     std::optional<TimeNs> previous_end_;

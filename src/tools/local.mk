@@ -106,4 +106,5 @@ EXTRA_DIST += \
 	tests/replay/slim-plot.test \
 	tests/data/report-cg-2ranks.json \
 	tests/data/report-two-nodes.json \
-	tests/data/README.md
+	tests/data/README.md \
+	tests/replay/bad-reports

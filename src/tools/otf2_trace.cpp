@@ -28,6 +28,12 @@ using predict::TraceError;
 
 namespace {
 
+// A name from the archive (location, group, region), as messages show it:
+// archives come from elsewhere, and a name with terminal escape sequences
+// must not retitle, clear or recolour the user's terminal. Escaped as text
+// traces' bytes are; long enough for any real name.
+std::string shown(std::string_view name) { return predict::escape_for_message(name, 200); }
+
 // An error found inside an OTF2 callback. Callbacks are called from C: they
 // return OTF2_CALLBACK_INTERRUPT instead of throwing, and the reader throws
 // once OTF2 has returned.
@@ -46,7 +52,11 @@ public:
     Otf2Messages& operator=(const Otf2Messages&) = delete;
 
     // ": MESSAGE" or "" when OTF2 said nothing.
-    std::string detail() const { return first_.empty() ? std::string() : ": " + first_; }
+    // OTF2's messages may quote bytes of the archive: escaped like its names.
+    std::string detail() const
+    {
+        return first_.empty() ? std::string() : ": " + shown(first_);
+    }
     // Forgets a message about something that was allowed to fail.
     void clear() { first_.clear(); }
 
@@ -267,10 +277,10 @@ std::string location_list(const std::vector<Otf2Location>& locations)
         const Otf2Location& l = locations[i];
         out.append(i == 0 ? "" : ", ").append(std::to_string(l.id));
         if (!l.name.empty()) {
-            out.append(" \"").append(l.name).append("\"");
+            out.append(" \"").append(shown(l.name)).append("\"");
         }
         if (!l.group.empty()) {
-            out.append(" in \"").append(l.group).append("\"");
+            out.append(" in \"").append(shown(l.group)).append("\"");
         }
         if (l.mpi) {
             out.append(" (MPI)");
@@ -309,7 +319,7 @@ const Otf2Location& choose_location(const std::vector<Otf2Location>& locations,
     const auto it = digits && errno == 0 ? find(id) : locations.end();
     if (it == locations.end()) {
         throw TraceError(anchor, 0,
-                         "--location '" + wanted + "' is not a location of this archive; "
+                         "--location '" + shown(wanted) + "' is not a location of this archive; "
                          "its locations (OTF2 location ids): " + location_list(locations));
     }
     return *it;
@@ -345,9 +355,10 @@ public:
     {
         if (stack_.empty() || stack_.back() != region) {
             throw Interrupt("location " + std::to_string(location_) + ": Leave of region '" +
-                            region_name(region) + "' at tick " + std::to_string(time) +
+                            shown(region_name(region)) + "' at tick " + std::to_string(time) +
                             (stack_.empty() ? " without an Enter"
-                                            : " while region '" + region_name(stack_.back()) +
+                                            : " while region '" +
+                                                      shown(region_name(stack_.back())) +
                                                       "' is open"));
         }
         stack_.pop_back();

@@ -26,10 +26,12 @@ only lays them out. Exit status: 0 done, 2 bad command line or bad input
 (the message names the file), 1 other errors.
 """
 import argparse
+import errno
 import json
 import math
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -185,6 +187,53 @@ def setup_matplotlib():
     return plt
 
 
+def open_figure(path):
+    """A figure file opened for writing the way traces and reports are:
+    -o may be a shared folder (mode 1777) where another user planted a
+    symbolic link to a file of ours, a FIFO (whose open would block), or a
+    hard link. A new file is created exclusively; an existing one is used
+    only when it is a regular file of this user with one name, checked on
+    the descriptor before it is truncated."""
+    common = (os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY |
+              getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, common | os.O_CREAT | os.O_EXCL, 0o666)
+        created = True
+    except FileExistsError:
+        created = False
+        try:
+            fd = os.open(path, common)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise Failure("cannot write %s: it is a symbolic link; refusing to write "
+                              "through it (remove it, or choose another -o)" % path)
+            if e.errno == errno.ENXIO:
+                raise Failure("cannot write %s: it exists and is not a regular file; "
+                              "refusing it" % path)
+            raise Failure("cannot write %s: %s" % (path, e.strerror))
+    except OSError as e:
+        raise Failure("cannot write %s: %s" % (path, e.strerror))
+    try:
+        st = os.fstat(fd)
+        why = None
+        if not stat.S_ISREG(st.st_mode):
+            why = "it exists and is not a regular file"
+        elif st.st_uid != os.geteuid():
+            why = "it exists and is owned by uid %d, not by this user (uid %d)" % (
+                st.st_uid, os.geteuid())
+        elif not created and st.st_nlink > 1:
+            why = "it exists with %d hard links" % st.st_nlink
+        if why:
+            raise Failure("cannot write %s: %s; refusing it" % (path, why))
+        os.set_blocking(fd, True)
+        if not created:
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class Writer:
     def __init__(self, plt, directory, formats):
         self.plt, self.directory, self.formats = plt, directory, formats
@@ -194,7 +243,8 @@ class Writer:
             path = os.path.join(self.directory, "%s.%s" % (name, fmt))
             metadata = {"Date": None} if fmt == "svg" else {"Software": "slim-plot"}
             try:
-                fig.savefig(path, format=fmt, metadata=metadata)
+                with open_figure(path) as f:
+                    fig.savefig(f, format=fmt, metadata=metadata)
             except OSError as e:
                 raise Failure("cannot write %s: %s" % (path, e.strerror))
             print("wrote %s" % path)
@@ -422,10 +472,27 @@ def width_figure(plt, record, policy_label, name):
 
 # ------------------------------------------------------------------ reports
 
-RANK_FIELDS = ("rank", "host", "pid", "link")
-LINK_FIELDS = ("energy_savings_pct", "time_penalty_pct", "events")
-NODE_FIELDS = ("host", "job", "local_size", "ranks_reported", "ranks_missing", "totals")
-TOTALS_FIELDS = ("energy_savings_pct", "time_penalty_pct_max")
+# The fields the figure reads, and the JSON types it can draw (None: null).
+INTEGER, STRING, NUMBER, LIST, OBJECT = "an integer", "a string", "a number", "a list", \
+    "an object"
+RANK_FIELDS = {"rank": (INTEGER,), "host": (STRING,), "pid": (INTEGER,),
+               "link": (OBJECT, None)}
+LINK_FIELDS = {"energy_savings_pct": (NUMBER, None), "time_penalty_pct": (NUMBER, None),
+               "events": (INTEGER,)}
+LINK_OPTIONAL = {"predictor": (STRING,), "policy_in_force": (STRING, None)}
+NODE_FIELDS = {"host": (STRING,), "job": (STRING, None), "local_size": (INTEGER,),
+               "ranks_reported": (INTEGER,), "ranks_missing": (LIST,), "totals": (OBJECT,)}
+TOTALS_FIELDS = {"energy_savings_pct": (NUMBER, None), "time_penalty_pct_max": (NUMBER, None)}
+
+
+def reject_constant(name):
+    # json.loads takes NaN, Infinity and -Infinity, which JSON does not have
+    # and no axis can show.
+    raise ValueError("%s is not a JSON number" % name)
+
+
+def parse_json(text):
+    return json.loads(text, parse_constant=reject_constant)
 
 
 def read_report(path):
@@ -440,12 +507,14 @@ def read_report(path):
         if not line.strip():
             continue
         try:
-            records.append((number, json.loads(line)))
+            records.append((number, parse_json(line)))
+        except RecursionError:
+            raise InputError("%s:%d: not a report record: JSON nested too deeply" % (path, number))
         except ValueError as e:
             # A report pretty-printed by hand (jq .) is one JSON value.
             try:
-                whole = json.loads(text)
-            except ValueError:
+                whole = parse_json(text)
+            except (ValueError, RecursionError):
                 raise InputError("%s:%d: not a JSON record: %s" % (path, number, e))
             records = [(1, r) for r in (whole if isinstance(whole, list) else [whole])]
             break
@@ -458,7 +527,7 @@ def read_report(path):
         if schema == "slimlink.report.v1":
             require(r, RANK_FIELDS, where, schema)
             if r["link"] is not None:
-                require(r["link"], LINK_FIELDS, where, schema + " link")
+                require(r["link"], LINK_FIELDS, where, schema + " link", LINK_OPTIONAL)
             ranks.append(r)
         elif schema == "slimlink.node.v1":
             require(r, NODE_FIELDS, where, schema)
@@ -470,17 +539,48 @@ def read_report(path):
     return ranks, nodes
 
 
-def require(record, fields, where, what):
+def json_type(v):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int):
+        return INTEGER
+    if isinstance(v, float):
+        return NUMBER
+    if isinstance(v, str):
+        return STRING
+    if isinstance(v, list):
+        return LIST
+    return OBJECT
+
+
+def require(record, fields, where, what, optional=None):
+    """Every field of `fields` is in `record` with one of its types; so is
+    each field of `optional` that is present."""
     if not isinstance(record, dict):
         raise InputError("%s: %s is not an object" % (where, what))
     missing = [f for f in fields if f not in record]
     if missing:
         raise InputError("%s: %s record without %s" % (where, what, ", ".join(missing)))
-    for f in fields:
-        if f.endswith("_pct") or f.endswith("_pct_max"):
-            v = record[f]
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise InputError("%s: %s %s is %r, not a number or null" % (where, what, f, v))
+    checked = dict(fields)
+    checked.update({f: t for f, t in (optional or {}).items() if f in record})
+    for f, accepted in checked.items():
+        v = record[f]
+        kind = json_type(v)
+        if kind == NUMBER and not math.isfinite(v):
+            # 1e400 parses as infinity; no axis can show it.
+            raise InputError("%s: %s field %s is %r, not a finite number" % (where, what, f, v))
+        if kind in accepted or (kind == INTEGER and NUMBER in accepted):
+            continue
+        names = [a if a is not None else "null" for a in accepted]
+        # repr() escapes control characters: a value never reaches the
+        # terminal raw. Long values are cut.
+        shown = repr(v)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        raise InputError("%s: %s field %s is %s, not %s" % (
+            where, what, f, shown if kind is not None else "null", " or ".join(names)))
 
 
 def bar_chart(ax, labels, values, penalties, colours, title, ylabel):

@@ -67,3 +67,48 @@ tests/fuzz/service-fuzzer: $(service_fuzzer_sources) $(service_fuzzer_headers)
 		-I. -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS) -o $@ $(service_fuzzer_sources) \
 		$(SPDLOG_LIBS) $(IBMAD_LIBS) -lrt -lpthread
 endif
+
+# The trace readers: slim-replay's text trace reader and its OTF2 reader,
+# both fed files from other machines and other people.
+TESTS += tests/fuzz/trace-fuzz.test tests/fuzz/otf2-fuzz.test
+EXTRA_DIST += \
+	tests/fuzz/trace-fuzz.test \
+	tests/fuzz/trace_fuzzer.cpp \
+	tests/fuzz/trace-corpus \
+	tests/fuzz/otf2-fuzz.test \
+	tests/fuzz/otf2_fuzzer.cpp \
+	tests/fuzz/otf2-lsan.supp \
+	tests/fuzz/otf2-corpus
+
+if HAVE_CLANG_FUZZER
+trace_fuzzer_sources = \
+	$(srcdir)/tests/fuzz/trace_fuzzer.cpp \
+	$(srcdir)/src/predict/trace.cpp \
+	$(srcdir)/src/base/output_file.cpp
+trace_fuzzer_headers = \
+	$(srcdir)/src/predict/trace.h \
+	$(srcdir)/src/predict/types.h \
+	$(srcdir)/src/base/output_file.h
+otf2_fuzzer_sources = \
+	$(srcdir)/tests/fuzz/otf2_fuzzer.cpp \
+	$(srcdir)/src/predict/trace.cpp \
+	$(srcdir)/src/base/output_file.cpp \
+	$(srcdir)/src/tools/otf2_trace.cpp \
+	$(srcdir)/tests/replay/otf2_sample.cpp
+otf2_fuzzer_headers = $(trace_fuzzer_headers) \
+	$(srcdir)/src/tools/otf2_trace.h \
+	$(srcdir)/tests/replay/otf2_sample.h
+
+check_SCRIPTS += tests/fuzz/trace-fuzzer tests/fuzz/otf2-fuzzer
+CLEANFILES += tests/fuzz/trace-fuzzer tests/fuzz/otf2-fuzzer
+tests/fuzz/trace-fuzzer: $(trace_fuzzer_sources) $(trace_fuzzer_headers)
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(CLANGXX) -std=c++17 -g -O1 -Wall -Wextra \
+		-fsanitize=fuzzer,address -fno-omit-frame-pointer \
+		-I$(srcdir)/src -o $@ $(trace_fuzzer_sources)
+tests/fuzz/otf2-fuzzer: $(otf2_fuzzer_sources) $(otf2_fuzzer_headers)
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(CLANGXX) -std=c++17 -g -O1 -Wall -Wextra \
+		-fsanitize=fuzzer,address -fno-omit-frame-pointer \
+		-I$(srcdir)/src $(OTF2_CFLAGS) -o $@ $(otf2_fuzzer_sources) $(OTF2_LIBS)
+endif

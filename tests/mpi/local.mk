@@ -175,6 +175,11 @@ EXTRA_DIST += tests/mpi/stack-mark.test
 TESTS += tests/mpi/trace-files.test
 EXTRA_DIST += tests/mpi/trace-files.test
 
+# FIFOs planted as a trace or the report, or given as the policy file, are
+# refused at once instead of hanging the job.
+TESTS += tests/mpi/planted-fifo.test
+EXTRA_DIST += tests/mpi/planted-fifo.test
+
 # Issue 16: a hanging UCX_SLIM_LINK_EXEC command costs the job at most its
 # timeout, leaves nothing running and is reported as it is.
 TESTS += tests/mpi/exec-hang.test

@@ -41,6 +41,19 @@ const char* const strings[s_count] = {
     "MPI_Wait", "MPI_Test", "MPI_Comm_rank", "compute", "MPI_COMM_WORLD", "MPI_COMM_SUB",
     "Master thread", "MPI Rank 0", "MPI Rank 1", "node0"};
 
+// The hostile variant's names: what an archive from elsewhere may carry,
+// terminal escape sequences that retitle, clear, blink and colour.
+const char* hostile_string(OTF2_StringRef s)
+{
+    switch (s) {
+    case s_send: return "MPI_Send\x1b]0;PWNED-TITLE\x07\x1b[31m";
+    case s_recv: return "MPI_Recv\x1b[2J\x1b[H";
+    case s_thread: return "Master\x1b[5m thread\x1b]0;TITLE\x07";
+    case s_rank0: return "MPI Rank 0\x1b[41m";
+    default: return strings[s];
+    }
+}
+
 enum Region : OTF2_RegionRef {
     r_main, r_send, r_recv, r_allreduce, r_bcast, r_irecv, r_isend, r_wait, r_test, r_comm_rank,
     r_compute
@@ -137,7 +150,7 @@ void write_rank0(Writer w)
 }
 
 // Rank 1 (location 1).
-void write_rank1(Writer w)
+void write_rank1(Writer w, bool hostile)
 {
     w.enter(0, r_main);
     w.enter(1500, r_recv);
@@ -157,15 +170,19 @@ void write_rank1(Writer w)
     w.leave(11000, r_allreduce);
     w.leave(30000, r_main);
     w.enter(40000, r_recv);      // never left: the trace ends here
+    if (hostile) {
+        w.leave(40100, r_send);  // not the open region: the reader names both
+    }
 }
 
-void write_definitions(OTF2_GlobalDefWriter* d)
+void write_definitions(OTF2_GlobalDefWriter* d, bool hostile)
 {
     check(OTF2_GlobalDefWriter_WriteClockProperties(d, otf2_sample_resolution,
                                                     otf2_sample_offset, 50000, 0),
           "ClockProperties");
     for (OTF2_StringRef s = 0; s < s_count; ++s) {
-        check(OTF2_GlobalDefWriter_WriteString(d, s, strings[s]), "String");
+        check(OTF2_GlobalDefWriter_WriteString(d, s, hostile ? hostile_string(s) : strings[s]),
+              "String");
     }
     struct {
         Region          ref;
@@ -222,7 +239,7 @@ void write_definitions(OTF2_GlobalDefWriter* d)
 
 }  // namespace
 
-void write_otf2_sample(const std::string& dir)
+void write_otf2_sample(const std::string& dir, bool hostile_names)
 {
     std::filesystem::create_directories(dir);
     static const OTF2_FlushCallbacks flush{pre_flush, post_flush};
@@ -241,7 +258,7 @@ void write_otf2_sample(const std::string& dir)
         if (w == nullptr) {
             throw std::runtime_error("no event writer for location " + std::to_string(location));
         }
-        location == 0 ? write_rank0(Writer(w)) : write_rank1(Writer(w));
+        location == 0 ? write_rank0(Writer(w)) : write_rank1(Writer(w), hostile_names);
         check(OTF2_Archive_CloseEvtWriter(a, w), "CloseEvtWriter");
     }
     check(OTF2_Archive_CloseEvtFiles(a), "CloseEvtFiles");
@@ -256,7 +273,7 @@ void write_otf2_sample(const std::string& dir)
     if (d == nullptr) {
         throw std::runtime_error("no global definitions writer");
     }
-    write_definitions(d);
+    write_definitions(d, hostile_names);
     check(OTF2_Archive_Close(archive.release()), "Close");
 }
 

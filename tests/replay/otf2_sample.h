@@ -21,7 +21,11 @@ constexpr std::uint64_t otf2_sample_offset     = 1'000'000'000;   // ticks
 
 // Writes the archive into `dir` (created if missing; it must not hold an
 // archive named "traces" yet): dir/traces.otf2 is its anchor file. Throws
-// std::runtime_error when OTF2 refuses.
-void write_otf2_sample(const std::string& dir);
+// std::runtime_error when OTF2 refuses. With `hostile_names`, the location,
+// location group and two regions (MPI_Send, MPI_Recv) are named with
+// terminal escape sequences after their usual names, and rank 1's events
+// end with a Leave of MPI_Send while MPI_Recv is open (an error the reader
+// reports naming both regions); rank 0's events are unchanged.
+void write_otf2_sample(const std::string& dir, bool hostile_names = false);
 
 }  // namespace slim::test

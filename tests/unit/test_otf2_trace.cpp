@@ -57,7 +57,10 @@ private:
 // The sample archive in a temporary directory; anchor() is its traces.otf2.
 class SampleArchive {
 public:
-    SampleArchive() { slim::test::write_otf2_sample(dir_.path().string()); }
+    explicit SampleArchive(bool hostile_names = false)
+    {
+        slim::test::write_otf2_sample(dir_.path().string(), hostile_names);
+    }
     std::string anchor() const { return (dir_.path() / "traces.otf2").string(); }
     const fs::path& dir() const { return dir_.path(); }
 
@@ -188,6 +191,44 @@ TEST_CASE("a location the archive does not have is refused with the list of its 
         CHECK(error_of([&] { read_otf2(archive.anchor(), wrong); }) ==
               archive.anchor() + ": --location '" + wrong +
                       "' is not a location of this archive; " + listed);
+    }
+}
+
+TEST_CASE("names from the archive reach messages escaped, never as terminal escape sequences",
+          "[otf2]")
+{
+    const SampleArchive hostile(true);
+    const auto no_control_bytes = [](const std::string& msg) {
+        for (const char c : msg) {
+            const auto byte = static_cast<unsigned char>(c);
+            if (byte < 0x20 || byte >= 0x7f) return false;
+        }
+        return true;
+    };
+    SECTION("location and location group names in the list of locations")
+    {
+        const std::string msg = error_of([&] { read_otf2(hostile.anchor(), "7"); });
+        CHECK_THAT(msg, Contains("0 \"Master\\x1b[5m thread\\x1b]0;TITLE\\x07\" in "
+                                 "\"MPI Rank 0\\x1b[41m\" (MPI)"));
+        CHECK(no_control_bytes(msg));
+    }
+    SECTION("region names in a Leave that does not match the open region")
+    {
+        const std::string msg = error_of([&] { read_otf2(hostile.anchor(), "1"); });
+        CHECK_THAT(msg, Contains("Leave of region 'MPI_Send\\x1b]0;PWNED-TITLE\\x07\\x1b[31m'"));
+        CHECK_THAT(msg, Contains("while region 'MPI_Recv\\x1b[2J\\x1b[H' is open"));
+        CHECK(no_control_bytes(msg));
+    }
+    SECTION("the --location text itself")
+    {
+        const std::string msg = error_of([&] { read_otf2(hostile.anchor(), "7\x1b[2J"); });
+        CHECK_THAT(msg, Contains("--location '7\\x1b[2J' is not a location"));
+        CHECK(no_control_bytes(msg));
+    }
+    SECTION("rank 0's events are read as from the usual archive")
+    {
+        CHECK(read_otf2(hostile.anchor(), "").events.size() == read_otf2(SampleArchive().anchor(), "")
+                                                                        .events.size());
     }
 }
 

@@ -132,3 +132,65 @@ TEST_CASE("a directory, a missing directory and another user's file are refused,
         WARN("skipped another user's file: needs root to chown");
     }
 }
+
+TEST_CASE("a planted FIFO is refused at once, with or without a reader, and never truncated",
+          "[output_file]")
+{
+    const TempDir     dir;
+    const std::string fifo = dir.path + "/rank0.trace";
+    REQUIRE(mkfifo(fifo.c_str(), 0666) == 0);
+    // Without a reader a blocking open would wait forever; this must return.
+    SECTION("no reader")
+    {
+        CHECK_THROWS_WITH(open_output_file(fifo, ExistingFile::truncate, 0600),
+                          Catch::Contains("rank0.trace: exists and is not a regular file"));
+        CHECK_THROWS_WITH(open_output_file(fifo, ExistingFile::append, 0644),
+                          Catch::Contains("not a regular file"));
+        CHECK_THROWS_WITH(slim::predict::TraceWriter(fifo),
+                          Catch::Contains("not a regular file"));
+    }
+    SECTION("a reader holds it open")
+    {
+        const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+        REQUIRE(reader >= 0);
+        CHECK_THROWS_WITH(open_output_file(fifo, ExistingFile::truncate, 0600),
+                          Catch::Contains("not a regular file"));
+        char byte = 0;
+        CHECK(read(reader, &byte, 1) <= 0);   // nothing was written into it
+        close(reader);
+    }
+    struct stat st {};
+    REQUIRE(lstat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+}
+
+TEST_CASE("an opened output file blocks on writes again and an existing one is truncated only "
+          "after the checks",
+          "[output_file]")
+{
+    const TempDir     dir;
+    const std::string path = dir.path + "/f";
+    write_file(path, "old\n");
+    const int fd = open_output_file(path, ExistingFile::truncate, 0600);
+    REQUIRE(fd >= 0);
+    CHECK((fcntl(fd, F_GETFL) & O_NONBLOCK) == 0);
+    close(fd);
+    const int fresh = open_output_file(dir.path + "/g", ExistingFile::append, 0644);
+    REQUIRE(fresh >= 0);
+    CHECK((fcntl(fresh, F_GETFL) & O_NONBLOCK) == 0);
+    close(fresh);
+}
+
+TEST_CASE("a hard link to one of this user's files is refused and the file left whole",
+          "[output_file]")
+{
+    const TempDir     dir;
+    const std::string precious = dir.path + "/precious";
+    const std::string link     = dir.path + "/rank0.trace";
+    write_file(precious, "precious\n");
+    REQUIRE(::link(precious.c_str(), link.c_str()) == 0);
+    CHECK_THROWS_WITH(open_output_file(link, ExistingFile::truncate, 0600),
+                      Catch::Contains("rank0.trace: exists with 2 hard links"));
+    CHECK_THROWS_AS(open_output_file(link, ExistingFile::append, 0644), OutputFileError);
+    CHECK(read_file(precious) == "precious\n");
+}

@@ -221,6 +221,18 @@ TEST_CASE("@file errors name the file and line of the bad rule", "[policy]")
         CHECK_THAT(error_for("@/dev/zero"),
                    Contains("UCX_SLIM_POLICY: '@/dev/zero': /dev/zero is not a regular file"));
     }
+    SECTION("a FIFO is refused at once, not waited on for a writer")
+    {
+        char dir[] = "/tmp/slim-policy-fifo-XXXXXX";
+        REQUIRE(::mkdtemp(dir) != nullptr);
+        const std::string fifo = std::string(dir) + "/policy.fifo";
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        const std::string msg = error_for("@" + fifo);
+        ::unlink(fifo.c_str());
+        ::rmdir(dir);
+        CHECK_THAT(msg, Contains("UCX_SLIM_POLICY: '@" + fifo + "': " + fifo +
+                                 " is not a regular file (a FIFO)"));
+    }
     SECTION("a file over 1 MiB is refused")
     {
         const TempFile file(std::string(std::size_t{1} << 20, '#') + "\nhalo=keep:4\n");

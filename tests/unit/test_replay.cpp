@@ -173,3 +173,45 @@ TEST_CASE("an empty trace has no savings and no penalty rather than NaN", "[repl
     CHECK_FALSE(r.energy_savings_pct);
     CHECK_FALSE(r.time_penalty_pct);
 }
+
+TEST_CASE("at the largest accepted times energy and baseline stay positive and exact",
+          "[replay]")
+{
+    // Lanes x watts x span: 4 lanes over 2^62 ns and 12 over 2^60 ns both
+    // overflow 64-bit lane-nanoseconds, which made the baseline negative.
+    constexpr TimeNs max = (TimeNs{1} << 62) - 1;
+    SECTION("always-on over nearly 2^62 ns: baseline = energy, 0 % saved")
+    {
+        const std::vector<Event> events = {Event{0, 1000, 5, 0, 0},
+                                           Event{max - 1000, max, 5, 0, 0}};
+        const ReplayResult r = slim::link::replay(events, with_policy(PolicyKind::always_on));
+        CHECK(r.baseline_joules == Approx(2.0 * static_cast<double>(max) * 1e-9));
+        CHECK(r.energy_joules == r.baseline_joules);
+        REQUIRE(r.energy_savings_pct);
+        CHECK(*r.energy_savings_pct == 0.0);
+        REQUIRE(r.time_penalty_pct);
+        CHECK(*r.time_penalty_pct == 0.0);
+    }
+    SECTION("the oracle over nearly 2^62 ns saves almost 75 % (1 of 4 lanes when idle)")
+    {
+        const std::vector<Event> events = {Event{0, 1000, 5, 0, 0},
+                                           Event{max - 1000, max, 5, 0, 0}};
+        const ReplayResult r = slim::link::replay(events, with_policy(PolicyKind::oracle));
+        CHECK(r.energy_joules > 0.0);
+        CHECK(r.energy_joules < r.baseline_joules);
+        REQUIRE(r.energy_savings_pct);
+        CHECK(*r.energy_savings_pct == Approx(75.0).margin(0.01));
+    }
+    SECTION("12 lanes of 2 W over 2^60 ns")
+    {
+        constexpr TimeNs span = TimeNs{1} << 60;
+        ReplayConfig     c    = with_policy(PolicyKind::always_on);
+        c.link.lanes      = 12;
+        c.link.lane_watts = 2.0;
+        const ReplayResult r =
+                slim::link::replay({Event{0, 1000, 5, 0, 0}, Event{span - 1000, span, 5, 0, 0}}, c);
+        CHECK(r.baseline_joules == Approx(12 * 2.0 * static_cast<double>(span) * 1e-9));
+        REQUIRE(r.energy_savings_pct);
+        CHECK(*r.energy_savings_pct == 0.0);
+    }
+}

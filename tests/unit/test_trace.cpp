@@ -429,3 +429,38 @@ TEST_CASE("events in memory can be read again from the first; a stream cannot", 
     CHECK_FALSE(stream.rewind());
     CHECK(stream.events() == 1);
 }
+
+TEST_CASE("a line longer than the bound is refused naming its line, one at the bound is read",
+          "[trace]")
+{
+    const std::size_t max = TraceReader::max_line_bytes;
+    SECTION("one byte over: the line is named")
+    {
+        CHECK(error_for("0 1 2\n#" + std::string(max, 'x') + "\n3 4 5\n") ==
+              "t.trace:2: line longer than 65536 bytes");
+    }
+    SECTION("a stream without newlines is refused at line 1, whatever its length")
+    {
+        CHECK(error_for(std::string(3 * max, '\0')) == "t.trace:1: line longer than 65536 bytes");
+    }
+    SECTION("exactly at the bound, with and without a final newline")
+    {
+        CHECK(read_all("#" + std::string(max - 1, 'x') + "\n0 1 2\n").size() == 1);
+        CHECK(read_all("0 1 2\n" + std::string(max - 5, ' ') + "3 4 5").size() == 2);
+    }
+    SECTION("a NUL byte inside a line is a bad field, not the end of the line")
+    {
+        CHECK(error_for(std::string("0 1 2\n3 4\0 5\n", 13)) ==
+              "t.trace:2: t_end_ns '4\\x00' is not a non-negative decimal integer");
+    }
+}
+
+TEST_CASE("escape_for_message shows printable ASCII and escapes everything else, cut short",
+          "[trace]")
+{
+    using slim::predict::escape_for_message;
+    CHECK(escape_for_message("MPI_Send", 40) == "MPI_Send");
+    CHECK(escape_for_message("a\x1b]0;T\x07\\b\xff", 40) == "a\\x1b]0;T\\x07\\x5cb\\xff");
+    CHECK(escape_for_message("abcdef", 3) == "abc...");
+    CHECK(escape_for_message("", 3).empty());
+}
