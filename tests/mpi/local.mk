@@ -156,6 +156,12 @@ EXTRA_DIST += tests/mpi/freed-mark.test
 # planted symbolic links are refused and said.
 TESTS += tests/mpi/trace-files.test
 EXTRA_DIST += tests/mpi/trace-files.test
+# ... and ranks killed by a signal after idling lose nothing of their traces.
+check_PROGRAMS += tests/mpi/trace-tail
+tests_mpi_trace_tail_SOURCES = tests/mpi/trace-tail.c
+tests_mpi_trace_tail_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_trace_tail_LDADD = $(MPICH_LIBS)
+tests_mpi_trace_tail_LDFLAGS = -no-install
 
 # Issue 16: a hanging UCX_SLIM_LINK_EXEC command costs the job at most its
 # timeout, leaves nothing running and is reported as it is.
