@@ -160,6 +160,10 @@ void LiveDrain::drain_locked(TimeNs horizon)
         }
         was_low_ = low;
     }
+    if (horizon - trace_flushed_ns_ >= options_.trace_flush_ns) {
+        loop_.flush_trace();
+        trace_flushed_ns_ = horizon;
+    }
 }
 
 void LiveDrain::run()

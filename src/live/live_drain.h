@@ -44,6 +44,11 @@ struct DrainOptions {
     TimeNs horizon_margin_ns = 50'000;
     // Sleep no longer than the loop's next deadline (real ports).
     bool   follow_deadlines = false;
+    // The trace's buffered lines reach its file at least this often (a
+    // write on this thread, never on the send path): all a process killed
+    // by a signal can lose of its trace is about this much of the end of
+    // its run, and the burst still open then.
+    TimeNs trace_flush_ns = 50'000'000;
     // Set (once per low-power period) when a round leaves the link below
     // full width: UCX_SLIM_INJECT_DELAY's sender then waits once.
     std::atomic<bool>* publish_low = nullptr;
@@ -105,6 +110,7 @@ private:
     std::condition_variable stop_wake_;
     bool           stopping_ = false;  // under mutex_
     bool           was_low_  = false;  // under mutex_
+    TimeNs         trace_flushed_ns_ = 0;  // wall clock, under mutex_
     std::thread    thread_;
 };
 

@@ -348,6 +348,19 @@ void LiveLoop::close_burst(TimeNs now_ns)
     }
 }
 
+void LiveLoop::flush_trace()
+{
+    if (!trace_ || !trace_->unflushed()) {
+        return;
+    }
+    try {
+        trace_->flush();
+    } catch (const std::exception& e) {
+        trace_error_ = e.what();
+        trace_.reset();
+    }
+}
+
 LiveSummary LiveLoop::summary(bool final)
 {
     if (open_) {

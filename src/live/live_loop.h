@@ -197,6 +197,13 @@ public:
     // back to full width for good when `final` is set.
     LiveSummary summary(bool final);
 
+    // Writes the trace's buffered lines to its file, when there are any.
+    // The buffer is written only when full (8 KiB) or at exit otherwise,
+    // and a process killed by a signal never exits: LiveDrain calls this
+    // every DrainOptions::trace_flush_ns, so such a trace lacks at most
+    // that much of the run's end.
+    void flush_trace();
+
     // Why the trace could not be created or stopped; empty while it is fine.
     const std::string& trace_error() const { return trace_error_; }
 

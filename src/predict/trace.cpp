@@ -352,8 +352,11 @@ TraceWriter::TraceWriter(const std::string& path) : out_(nullptr), name_(path)
         const std::string why = e.what();
         throw TraceError(path, 0, why.substr(std::min(why.size(), path.size() + 2)));
     }
-    // libstdc++'s stdio_filebuf adopts the descriptor and closes it.
-    file_buf_ = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::out | std::ios::binary);
+    // libstdc++'s stdio_filebuf adopts the descriptor and closes it. Its
+    // buffer holds more than kFlushBytes, so it never writes on its own, in
+    // the middle of a line (put_line flushes first).
+    file_buf_ = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(
+            fd, std::ios::out | std::ios::binary, 2 * kFlushBytes);
     file_     = std::make_unique<std::ostream>(file_buf_.get());
     out_      = file_.get();
 }
@@ -375,17 +378,27 @@ void TraceWriter::check_stream()
     }
 }
 
+void TraceWriter::put_line(const char* data, std::size_t size)
+{
+    if (buffered_ + size > kFlushBytes && buffered_ > 0) {
+        flush();
+    }
+    out_->write(data, static_cast<std::streamsize>(size));
+    buffered_ += size;
+}
+
 void TraceWriter::comment(std::string_view text)
 {
     while (true) {
         const std::size_t nl = text.find('\n');
         const std::string_view part = text.substr(0, nl);
-        out_->write("#", 1);
+        std::string line = "#";
         if (!part.empty()) {
-            out_->write(" ", 1);
-            out_->write(part.data(), static_cast<std::streamsize>(part.size()));
+            line += ' ';
+            line += part;
         }
-        out_->put('\n');
+        line += '\n';
+        put_line(line.data(), line.size());
         ++line_;
         check_stream();
         if (nl == std::string_view::npos) {
@@ -408,7 +421,7 @@ void TraceWriter::write(const Event& event)
     LineBuffer buf;
     char* end = format_into(buf, event);
     *end++ = '\n';
-    out_->write(buf.data(), end - buf.data());
+    put_line(buf.data(), static_cast<std::size_t>(end - buf.data()));
     ++line_;
     check_stream();
     previous_end_ = event.end_ns;
@@ -418,6 +431,8 @@ void TraceWriter::flush()
 {
     out_->flush();
     check_stream();
+    flushed_line_ = line_;
+    buffered_     = 0;
 }
 
 }  // namespace slim::predict

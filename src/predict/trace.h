@@ -134,6 +134,15 @@ public:
 
     // Flushes; throws TraceError when writing failed.
     void flush();
+    // Lines written since the last flush() (they may still be in memory).
+    bool unflushed() const { return line_ != flushed_line_; }
+
+    // Lines are handed to the file in whole lines only, at the latest when
+    // this many bytes of them are buffered: a process killed while writing
+    // leaves a trace that ends on a complete line, never a cut one that
+    // could still parse (a truncated byte count), and loses at most this
+    // much that it did not flush itself.
+    static constexpr std::size_t kFlushBytes = 4096;
 
     const std::string& name() const { return name_; }
     std::size_t lines() const { return line_; }
@@ -141,12 +150,17 @@ public:
 private:
     [[noreturn]] void fail(std::size_t line, const std::string& message) const;
     void check_stream();
+    // Puts one whole line (with its newline), flushing first when it would
+    // take the buffer past kFlushBytes.
+    void put_line(const char* data, std::size_t size);
 
     std::unique_ptr<std::streambuf> file_buf_;   // owns the file's descriptor
     std::unique_ptr<std::ostream>   file_;
     std::ostream*                   out_;
     std::string   name_;
     std::size_t   line_ = 0;
+    std::size_t   flushed_line_ = 0;
+    std::size_t   buffered_ = 0;   // bytes put since the last flush
     std::optional<TimeNs> previous_end_;
 };
 

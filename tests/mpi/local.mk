@@ -174,6 +174,12 @@ EXTRA_DIST += tests/mpi/stack-mark.test
 # planted symbolic links are refused and said.
 TESTS += tests/mpi/trace-files.test
 EXTRA_DIST += tests/mpi/trace-files.test
+# ... and ranks killed by a signal after idling lose nothing of their traces.
+check_PROGRAMS += tests/mpi/trace-tail
+tests_mpi_trace_tail_SOURCES = tests/mpi/trace-tail.c
+tests_mpi_trace_tail_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_trace_tail_LDADD = $(MPICH_LIBS)
+tests_mpi_trace_tail_LDFLAGS = -no-install
 
 # FIFOs planted as a trace or the report, or given as the policy file, are
 # refused at once instead of hanging the job.
@@ -194,3 +200,13 @@ EXTRA_DIST += tests/mpi/node-service.test
 # (scripts/two-host-bed); skips without root.
 TESTS += tests/mpi/two-host.test
 EXTRA_DIST += tests/mpi/two-host.test
+
+# Settings made in slim's iface configuration (by name, as UCX's own tests
+# make them) reach the inner transport; its own variables still do.
+check_PROGRAMS += tests/mpi/inner-config
+tests_mpi_inner_config_SOURCES = tests/mpi/inner-config.c
+tests_mpi_inner_config_CFLAGS = $(AM_CFLAGS) $(UCX_CFLAGS)
+tests_mpi_inner_config_LDADD = $(UCX_LIBS)
+tests_mpi_inner_config_LDFLAGS = -no-install
+TESTS += tests/mpi/inner-config.test
+EXTRA_DIST += tests/mpi/inner-config.test

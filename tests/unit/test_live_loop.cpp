@@ -176,6 +176,58 @@ TEST_CASE("the drain thread ends a burst a gap after its last operation, with no
     CHECK(drain.stats().records == 1);
 }
 
+TEST_CASE("the drain writes the trace to its file within its flush period, with no exit")
+{
+    // A process killed by a signal never reaches the flush at exit: what
+    // its trace file holds then is all there is of its run.
+    const std::string path = temp_path("flush.trace");
+    std::remove(path.c_str());
+    ManualClock unused;
+    TimeNs      replay_now = 1'000'000;
+    LiveConfig  c          = config_for(unused, PredictorKind::pps, path);
+    c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
+    LiveLoop                    loop(c);
+    REQUIRE(loop.trace_error().empty());
+    slim::live::OpLog           log(16, 64, c.burst_gap_ns);
+    TimeNs                      wall = replay_now;
+    const slim::live::DrainOptions options;
+    slim::live::LiveDrain drain(log, loop, replay_now, [&wall] { return wall; }, options);
+    const auto events_in_file = [&path] {
+        std::ifstream in(path);
+        std::string   line;
+        int           events = 0;
+        while (std::getline(in, line)) {
+            events += !line.empty() && line[0] != '#';
+        }
+        return events;
+    };
+    // Operations 100 us apart: one event each (the burst gap is 5 us).
+    const auto operations = [&](int n) {
+        for (int i = 0; i < n; ++i) {
+            slim::live::OpRecord r;
+            r.t_ns       = wall;
+            r.wire_bytes = r.orig_bytes = 4096;
+            r.peer       = 1;
+            REQUIRE(log.shared().push(r));
+            wall += 100'000;
+        }
+    };
+    operations(10);
+    wall += 1'000'000;
+    drain.drain();
+    wall += options.trace_flush_ns;
+    drain.drain();   // an idle round, a period later
+    CHECK(events_in_file() == 10);
+    operations(5);
+    wall += options.trace_flush_ns;
+    drain.drain();
+    CHECK(events_in_file() == 15);
+    drain.finish();
+    CHECK(drain.with_loop([](LiveLoop& l) { return l.summary(true).trace_events; }) == 15);
+    CHECK(events_in_file() == 15);
+    std::remove(path.c_str());
+}
+
 TEST_CASE("the drain replays recorded operations exactly as a perfectly timed loop would")
 {
     // The same iterations twice: once driven directly on a manual clock that

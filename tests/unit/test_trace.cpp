@@ -464,3 +464,38 @@ TEST_CASE("escape_for_message shows printable ASCII and escapes everything else,
     CHECK(escape_for_message("abcdef", 3) == "abc...");
     CHECK(escape_for_message("", 3).empty());
 }
+
+TEST_CASE("a trace file being written holds whole lines only, and little left in memory", "[trace]")
+{
+    // What a process killed by a signal leaves: the file as it is. It must
+    // end on a whole line (a cut one could still parse, as a smaller byte
+    // count), and lack no more than the writer's flush threshold.
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("slim-test-trace-lines-" + std::to_string(::getpid()));
+    TraceWriter writer(path.string());
+    writer.comment("cut at any moment");
+    std::uint64_t written = 0;
+    for (int i = 0; i < 5000; ++i) {
+        const Event e = event(1'000'000'000LL * i, 1'000'000'000LL * i + 12345,
+                              static_cast<std::uint32_t>(i), 1'000'000 + static_cast<std::uint64_t>(i));
+        writer.write(e);
+        written += format_trace_line(e).size() + 1;
+        if (i % 97 != 0) {
+            continue;
+        }
+        const auto size = std::filesystem::file_size(path);
+        INFO("after event " << i << ": " << size << " bytes in the file");
+        if (size > 0) {
+            std::FILE* f = std::fopen(path.c_str(), "rb");
+            REQUIRE(f != nullptr);
+            std::fseek(f, -1, SEEK_END);
+            const int last = std::fgetc(f);
+            std::fclose(f);
+            CHECK(last == '\n');
+        }
+        CHECK(written + 20 - size <= TraceWriter::kFlushBytes);  // + the comment line
+    }
+    writer.flush();
+    CHECK_FALSE(writer.unflushed());
+    std::filesystem::remove(path);
+}
