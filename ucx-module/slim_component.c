@@ -160,15 +160,6 @@ static void slim_config_adopt_inner(void)
     slim_component.md_config.prefix = component->md_config.prefix;
     slim_component.md_config.table  = component->md_config.table;
     slim_component.md_config.size   = component->md_config.size;
-
-    /* Those rows are listed by `ucx_info -c` under the inner transport's
-     * own entries; as slim's they would be listed twice. Our entries leave
-     * UCX's list, each as a list of its own, so that unregistering at
-     * unload still finds something to unlink. */
-    ucs_list_del(&slim_tl.config.list);
-    ucs_list_head_init(&slim_tl.config.list);
-    ucs_list_del(&slim_component.md_config.list);
-    ucs_list_head_init(&slim_component.md_config.list);
 }
 
 int slim_config_is_inner(const void *config,
