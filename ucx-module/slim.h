@@ -38,19 +38,17 @@
 #define SLIM_MD_NAME_PREFIX  "slim_"
 
 
-/* Memory-domain configuration: until the inner transport is known, UCX's
- * generic md rows under the SLIM_ prefix; after that, the inner component's
- * own (slim_component.c). slimlink's own UCX_SLIM_* variables are one table
- * of the core library (src/runtime/slim_config.h), which this module
- * registers with UCX for `ucx_info -c` and the core parses once per process. */
+/* Memory-domain configuration: UCX's generic md rows under the SLIM_ prefix.
+ * slimlink's own UCX_SLIM_* variables are one table of the core library
+ * (src/runtime/slim_config.h), which this module registers with UCX for
+ * `ucx_info -c` and the core parses once per process. */
 typedef struct slim_md_config {
     uct_md_config_t super;
 } slim_md_config_t;
 
 
-/* Interface configuration: the placeholder before the inner transport is
- * known. After that, slim's iface configuration is the inner transport's
- * (e.g. tcp's, read from UCX_TCP_*), handed to it as UCX gave it to slim. */
+/* Interface configuration: the generic UCT iface rows under the SLIM_ prefix.
+ * The inner transport reads its own configuration (e.g. UCX_TCP_*). */
 typedef struct slim_iface_config {
     uct_iface_config_t super;
 } slim_iface_config_t;
@@ -284,10 +282,6 @@ extern uct_tl_t        slim_tl;
 /* slim_component.c */
 ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner);
 const char  *slim_inner_tl_name(void);
-/* Whether a configuration UCX gave slim was read with INNER_TABLE, i.e. is
- * the inner transport's (not one read before slim knew its inner). */
-int          slim_config_is_inner(const void *config,
-                                  const ucs_config_field_t *inner_table);
 
 /* slim_md.c */
 int          slim_md_range_registered(slim_md_t *md, uint64_t address,

@@ -15,9 +15,6 @@
 #include <ucs/sys/string.h>
 #include <ucs/datastruct/string_buffer.h>
 
-/* Placeholders until the inner transport is known: UCX reads slim's md and
- * iface configurations with its inner transport's tables from then on
- * (slim_config_adopt_inner). */
 static ucs_config_field_t slim_md_config_table[] = {
     {"", "", NULL,
      ucs_offsetof(slim_md_config_t, super),
@@ -142,36 +139,6 @@ static ucs_status_t slim_global_inner_lookup(void)
     return status;
 }
 
-/* slim's interface and memory-domain configurations are its inner
- * transport's: from here on UCX reads them with the inner's tables, sizes
- * and prefixes. A setting given to slim's configuration by name thus lands
- * in the object slim hands to the inner transport as it is: UCX_TCP_SNDBUF
- * from the environment as before, and uct_config_modify(config, "SNDBUF",
- * ...) by a UCT caller (UCX's tests shrink socket buffers that way), which a
- * copy read by slim itself would lose. */
-static void slim_config_adopt_inner(void)
-{
-    const uct_component_t *component = slim_global_inner.component;
-    const uct_tl_t *tl               = slim_global_inner.tl;
-
-    slim_tl.config.prefix           = tl->config.prefix;
-    slim_tl.config.table            = tl->config.table;
-    slim_tl.config.size             = tl->config.size;
-    slim_component.md_config.prefix = component->md_config.prefix;
-    slim_component.md_config.table  = component->md_config.table;
-    slim_component.md_config.size   = component->md_config.size;
-}
-
-int slim_config_is_inner(const void *config,
-                         const ucs_config_field_t *inner_table)
-{
-    /* UCX hands out configurations as the data of a bundle that names its
-     * table (uct_config_read). */
-    const uct_config_bundle_t *bundle = (const uct_config_bundle_t*)config - 1;
-
-    return bundle->table == inner_table;
-}
-
 /* Resolved once per process, so a bad UCX_SLIM_INNER is reported once. */
 static ucs_status_t slim_global_inner_resolve(void)
 {
@@ -181,9 +148,6 @@ static ucs_status_t slim_global_inner_resolve(void)
     if (!resolved) {
         status   = slim_global_inner_lookup();
         resolved = 1;
-        if (status == UCS_OK) {
-            slim_config_adopt_inner();
-        }
     }
     return status;
 }

@@ -430,7 +430,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 {
     slim_md_t *slim_md = ucs_derived_of(md, slim_md_t);
     uct_iface_params_t inner_params;
-    uct_iface_config_t *read_config;
+    uct_iface_config_t *inner_config;
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &slim_iface_ops,
@@ -471,20 +471,11 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_comp_pools;
     }
 
-    /* tl_config is the inner transport's configuration (slim's is its
-     * inner's once that is known), with whatever UCP or another UCT caller
-     * changed in it by name: handed on as it is. */
-    if (slim_config_is_inner(tl_config, slim_md->inner_tl.tl->config.table)) {
-        read_config = NULL;
-    } else {
-        ucs_debug("slim: iface configuration %p is not %s's; reading its own",
-                  tl_config, slim_md->inner_tl.tl->name);
-        status = uct_md_iface_config_read(slim_md->inner,
-                                          slim_md->inner_tl.tl->name, NULL,
-                                          NULL, &read_config);
-        if (status != UCS_OK) {
-            goto err_progress;
-        }
+    status = uct_md_iface_config_read(slim_md->inner,
+                                      slim_md->inner_tl.tl->name, NULL, NULL,
+                                      &inner_config);
+    if (status != UCS_OK) {
+        goto err_progress;
     }
 
     inner_params                       = *params;
@@ -495,12 +486,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                                          UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
 
     status = uct_iface_open(slim_md->inner, self->progress.inner_worker,
-                            &inner_params,
-                            (read_config != NULL) ? read_config : tl_config,
-                            &self->inner);
-    if (read_config != NULL) {
-        uct_config_release(read_config);
-    }
+                            &inner_params, inner_config, &self->inner);
+    uct_config_release(inner_config);
     if (status != UCS_OK) {
         goto err_progress;
     }

@@ -253,7 +253,7 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
                           const uct_md_config_t *config, uct_md_h *md_p)
 {
     size_t prefix_len                   = strlen(SLIM_MD_NAME_PREFIX);
-    uct_md_config_t *read_config;
+    uct_md_config_t *inner_config;
     slim_md_t *self;
     ucs_status_t status;
 
@@ -275,28 +275,15 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
         goto err_free;
     }
 
-    /* The configuration UCX read for slim is the inner component's, with
-     * whatever its caller changed in it; one read before slim knew its inner
-     * transport is not, and the inner md reads its own then. */
-    if (slim_config_is_inner(config, self->inner_tl.component->md_config.table)) {
-        read_config = NULL;
-    } else {
-        ucs_debug("slim: md configuration %p was read before the inner "
-                  "transport was known; reading %s's", config,
-                  self->inner_tl.component->name);
-        status = uct_md_config_read(self->inner_tl.component, NULL, NULL,
-                                    &read_config);
-        if (status != UCS_OK) {
-            goto err_free;
-        }
+    status = uct_md_config_read(self->inner_tl.component, NULL, NULL,
+                                &inner_config);
+    if (status != UCS_OK) {
+        goto err_free;
     }
 
     status = uct_md_open(self->inner_tl.component, md_name + prefix_len,
-                         (read_config != NULL) ? read_config : config,
-                         &self->inner);
-    if (read_config != NULL) {
-        uct_config_release(read_config);
-    }
+                         inner_config, &self->inner);
+    uct_config_release(inner_config);
     if (status != UCS_OK) {
         ucs_error("slim: failed to open inner md '%s': %s",
                   md_name + prefix_len, ucs_status_string(status));
