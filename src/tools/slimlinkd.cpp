@@ -316,6 +316,22 @@ int print_status(const Options& o)
                                                std::to_string(buf.size()) + " bytes"
                                          : io::check_header(buf.data(),
                                                             static_cast<std::size_t>(r.bytes), h);
+    if (bad.empty() && h.type == static_cast<std::uint16_t>(svc::MessageType::refused) &&
+        h.length >= sizeof(svc::Refusal)) {
+        // A refusal (this user is at the service's connection limit, or a
+        // per-user service of someone else) is an answer: say its reason.
+        svc::Refusal refusal;
+        std::memcpy(&refusal, buf.data() + sizeof h, sizeof refusal);
+        std::string reason = svc::text_of(refusal.reason);
+        for (char& c : reason) {
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+                c = '?';  // the peer's text goes to a terminal
+            }
+        }
+        std::fprintf(stderr, "%s: the service on %s refused the status request: %s\n", program,
+                     o.socket.c_str(), reason.c_str());
+        return exit_failure;
+    }
     if (bad.empty() && (h.type != static_cast<std::uint16_t>(svc::MessageType::status_reply) ||
                         h.length < sizeof(svc::StatusReply) ||
                         (h.length - sizeof(svc::StatusReply)) % sizeof(svc::StatusClient) != 0)) {
