@@ -21,6 +21,7 @@
 #include "link/service_io.h"
 #include "link/service_protocol.h"
 #include "link/service_server.h"
+#include "predict/trace.h"
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>
@@ -322,12 +323,9 @@ int print_status(const Options& o)
         // per-user service of someone else) is an answer: say its reason.
         svc::Refusal refusal;
         std::memcpy(&refusal, buf.data() + sizeof h, sizeof refusal);
-        std::string reason = svc::text_of(refusal.reason);
-        for (char& c : reason) {
-            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-                c = '?';  // the peer's text goes to a terminal
-            }
-        }
+        // The peer's text goes to a terminal.
+        const std::string reason =
+                slim::predict::escape_for_message(svc::text_of(refusal.reason), svc::kTextBytes);
         std::fprintf(stderr, "%s: the service on %s refused the status request: %s\n", program,
                      o.socket.c_str(), reason.c_str());
         return exit_failure;
