@@ -17,7 +17,12 @@
 #include <unordered_map>
 #include <utility>
 
+#include <filesystem>
+#include <fstream>
+
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace slim::tools {
 
@@ -53,10 +58,19 @@ public:
 
     // ": MESSAGE" or "" when OTF2 said nothing.
     // OTF2's messages may quote bytes of the archive: escaped like its names.
+    // When an allocation failed under the address-space cap, it says so:
+    // a real archive of this size cannot need that much.
     std::string detail() const
     {
-        return first_.empty() ? std::string() : ": " + shown(first_);
+        if (first_.empty()) return std::string();
+        std::string text = ": " + shown(first_);
+        if (allocation_failed_ && budget_ != 0) {
+            text += " (the archive asks for more memory than " + std::to_string(budget_ >> 20) +
+                    " MiB, more than one of its size can need: it is damaged)";
+        }
+        return text;
     }
+    void set_memory_budget(std::uint64_t bytes) { budget_ = bytes; }
     // Forgets a message about something that was allowed to fail.
     void clear() { first_.clear(); }
 
@@ -65,6 +79,9 @@ private:
                                    OTF2_ErrorCode code, const char* format, va_list args)
     {
         auto& messages = *static_cast<Otf2Messages*>(self);
+        if (code == OTF2_ERROR_MEM_ALLOC_FAILED || code == OTF2_ERROR_ENOMEM) {
+            messages.allocation_failed_ = true;
+        }
         if (messages.first_.empty()) {
             char text[512];
             std::vsnprintf(text, sizeof text, format, args);
@@ -78,7 +95,89 @@ private:
 
     OTF2_ErrorCallback previous_ = nullptr;
     std::string        first_;
+    std::uint64_t      budget_            = 0;
+    bool               allocation_failed_ = false;
 };
+
+// libotf2 allocates by counts it reads from the archive before it can check
+// them against anything: an anchor file of 72 bytes whose property count was
+// damaged to 620 million made OTF2_Reader_Open() calloc 9.9 GB, then walk the
+// array for 44 s at 9.7 GB resident before it failed. While an archive is
+// read, the address space is capped at what the process had plus a budget
+// that a real archive of this size cannot need, so such an allocation fails
+// at once and OTF2 reports it. The cap is process-wide: read_otf2 is called
+// by slim-replay (one thread) and the tests, never from a rank.
+class AddressSpaceCap {
+public:
+    explicit AddressSpaceCap(std::uint64_t budget) : budget_(budget)
+    {
+        const std::uint64_t in_use = address_space_in_use();
+        if (in_use == 0 || ::getrlimit(RLIMIT_AS, &previous_) != 0) return;
+        const std::uint64_t cap = in_use + budget;
+        if (previous_.rlim_cur != RLIM_INFINITY && previous_.rlim_cur <= cap) return;
+        rlimit lowered = previous_;
+        lowered.rlim_cur = cap;
+        active_ = ::setrlimit(RLIMIT_AS, &lowered) == 0;
+    }
+    ~AddressSpaceCap()
+    {
+        if (active_) ::setrlimit(RLIMIT_AS, &previous_);
+    }
+    AddressSpaceCap(const AddressSpaceCap&) = delete;
+    AddressSpaceCap& operator=(const AddressSpaceCap&) = delete;
+
+    bool          active() const { return active_; }
+    std::uint64_t budget() const { return budget_; }
+
+private:
+    // The process's virtual size (the first field of /proc/self/statm, in
+    // pages); 0 when it cannot be read, and then nothing is capped.
+    static std::uint64_t address_space_in_use()
+    {
+        std::ifstream statm("/proc/self/statm");
+        std::uint64_t pages = 0;
+        if (!(statm >> pages)) return 0;
+        const long page = ::sysconf(_SC_PAGESIZE);
+        return page > 0 ? pages * static_cast<std::uint64_t>(page) : 0;
+    }
+
+    std::uint64_t budget_;
+    rlimit        previous_{};
+    bool          active_ = false;
+};
+
+// Bytes of the archive whose anchor file is `anchor` (DIR/NAME.otf2): the
+// anchor, DIR/NAME.def and every file under DIR/NAME/.
+std::uint64_t archive_bytes(const std::string& anchor)
+{
+    namespace fs = std::filesystem;
+    std::error_code     ec;
+    const fs::path      path(anchor);
+    const fs::path      stem = path.parent_path() / path.stem();
+    std::uint64_t       total = 0;
+    const auto          add  = [&](const fs::path& file) {
+        const auto size = fs::file_size(file, ec);
+        if (!ec) total += size;
+    };
+    add(path);
+    add(fs::path(stem).concat(".def"));
+    for (fs::recursive_directory_iterator it(stem, ec), end; !ec && it != end; it.increment(ec)) {
+        if (it->is_regular_file(ec)) add(it->path());
+    }
+    return total;
+}
+
+// What reading an archive may add to the address space: libotf2's buffers
+// (chunks of at most 16 MiB) and libraries, and the events kept, each of
+// which is several bytes on disk and 32 in memory, in a vector that may
+// double.
+std::uint64_t read_budget(std::uint64_t archive)
+{
+    constexpr std::uint64_t base       = std::uint64_t{1} << 30;
+    constexpr std::uint64_t per_byte   = 16;
+    constexpr std::uint64_t no_further = std::uint64_t{1} << 50;
+    return archive > (no_further - base) / per_byte ? no_further : base + per_byte * archive;
+}
 
 struct ReaderCloser {
     void operator()(OTF2_Reader* reader) const { OTF2_Reader_Close(reader); }
@@ -635,8 +734,10 @@ Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
         throw TraceError(anchor, 0, "is a directory; give the archive's anchor file "
                                     "(DIR/traces.otf2 for a Score-P run)");
     }
-    Otf2Messages messages;
-    ReaderHandle reader(OTF2_Reader_Open(anchor.c_str()));
+    Otf2Messages          messages;
+    const AddressSpaceCap cap(read_budget(archive_bytes(anchor)));
+    if (cap.active()) messages.set_memory_budget(cap.budget());
+    ReaderHandle          reader(OTF2_Reader_Open(anchor.c_str()));
     if (!reader) {
         throw TraceError(anchor, 0, "not a readable OTF2 archive anchor file" + messages.detail());
     }

@@ -262,6 +262,24 @@ TEST_CASE("a missing or malformed OTF2 archive is refused, naming the file", "[o
         CHECK_THAT(error_of([&] { read_otf2(archive.anchor(), ""); }),
                    StartsWith(archive.anchor() + ": "));
     }
+    SECTION("an anchor file whose property count was damaged to 620 million")
+    {
+        // The fuzzer's input: libotf2 callocs 9.9 GB for it and walks the
+        // array (44 s, 9.7 GB resident) unless reading is capped.
+        const SampleArchive archive;
+        std::vector<char>   bytes(fs::file_size(archive.anchor()));
+        std::fstream        anchor(archive.anchor(), std::ios::in | std::ios::out | std::ios::binary);
+        anchor.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        const std::size_t at = 0x3124 % bytes.size();
+        anchor.seekp(static_cast<std::streamoff>(at));
+        anchor.write("\x25\x01", 2);
+        anchor.close();
+        CHECK_THAT(error_of([&] { read_otf2(archive.anchor(), ""); }),
+                   StartsWith(archive.anchor() + ": not a readable OTF2 archive anchor file") &&
+                           Contains("the archive asks for more memory than 1024 MiB"));
+        // The cap is lifted: the same process reads an intact archive.
+        CHECK(read_otf2(SampleArchive().anchor(), "").events.size() > 0);
+    }
     SECTION("an archive without its definitions")
     {
         const SampleArchive archive;
