@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz — libFuzzer targets, built straight from the sources they need
 # with clang++ -fsanitize=fuzzer,address (configure: HAVE_CLANG_FUZZER).
-# frame-fuzz.test runs the frame fuzzer for a bounded time and skips (77)
-# when clang's fuzzer runtime is not available; service-fuzz.test the same
-# for slimlinkd's socket messages and rings.
+# Each *-fuzz.test runs one target through run-fuzzer.sh (a repeatable
+# exploration from the committed corpus) and skips (77) when clang's fuzzer
+# runtime is not available.
 TESTS += tests/fuzz/frame-fuzz.test
 EXTRA_DIST += \
+	tests/fuzz/run-fuzzer.sh \
 	tests/fuzz/frame-fuzz.test \
 	tests/fuzz/frame_fuzzer.cpp \
 	tests/fuzz/corpus
