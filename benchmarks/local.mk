@@ -2,7 +2,8 @@
 # benchmarks — point-to-point latency/bandwidth, slim vs its inner transport
 # (included by the top Makefile.am). See benchmarks/README.md.
 
-bin_PROGRAMS += benchmarks/slimlink-osu-like
+# Not installed: benchmarks run from the build tree (compare-slim finds it).
+noinst_PROGRAMS += benchmarks/slimlink-osu-like
 benchmarks_slimlink_osu_like_SOURCES = benchmarks/osu_like.c
 benchmarks_slimlink_osu_like_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_osu_like_LDADD = $(MPICH_LIBS)
@@ -61,7 +62,8 @@ EXTRA_DIST += benchmarks/run-codec-bench
 # slimlink-cg: conjugate gradients on a 2-D Poisson problem (1-D slabs, one
 # halo row to each neighbour, two reductions per iteration: Alya's CG shape),
 # solved at full precision and with the halo sends marked for lossy packing;
-# prints the iterations, residuals and the packed answer's error.
+# prints the iterations, residuals and the packed answer's error. Installed:
+# scripts/demo runs it.
 bin_PROGRAMS += benchmarks/slimlink-cg
 benchmarks_slimlink_cg_SOURCES = benchmarks/cg.c benchmarks/bench_options.h benchmarks/mini_app.h
 benchmarks_slimlink_cg_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
@@ -70,8 +72,9 @@ benchmarks_slimlink_cg_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
 # slimlink-fft: a distributed 3-D FFT (slabs, all-to-all transposes: GROMACS
 # PME's shape) in a small MD loop of Gaussian charges, run at full precision
 # and with both transposes' sends marked for lossy packing; prints the
-# FFT's self-checks, the times and the packed potential's error.
-bin_PROGRAMS += benchmarks/slimlink-fft
+# FFT's self-checks, the times and the packed potential's error. Not
+# installed.
+noinst_PROGRAMS += benchmarks/slimlink-fft
 benchmarks_slimlink_fft_SOURCES = benchmarks/fft3d.c benchmarks/bench_options.h benchmarks/mini_app.h
 benchmarks_slimlink_fft_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_fft_LDADD = src/libslimlink.la $(MPICH_LIBS) -lm
@@ -87,8 +90,9 @@ EXTRA_DIST += benchmarks/run-packing-bench
 EXTRA_DIST += benchmarks/run-e2e-bench
 
 # slimlink-patterns: solver loops, transposes, irregular traffic and a phase
-# change, for the predictor corpus (benchmarks/run-predictor-table).
-bin_PROGRAMS += benchmarks/slimlink-patterns
+# change, for the predictor corpus (benchmarks/run-predictor-table). Not
+# installed.
+noinst_PROGRAMS += benchmarks/slimlink-patterns
 benchmarks_slimlink_patterns_SOURCES = benchmarks/patterns.c
 benchmarks_slimlink_patterns_CFLAGS = $(AM_CFLAGS) $(MPICH_CFLAGS)
 benchmarks_slimlink_patterns_LDADD = $(MPICH_LIBS)
