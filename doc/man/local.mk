@@ -50,7 +50,8 @@ doc/man/slim-replay.1: $(srcdir)/doc/man/slim-replay.1.md $(man_deps)
 doc/man/slim-plot.1: $(srcdir)/doc/man/slim-plot.1.md $(man_deps)
 	$(AM_V_GEN)src=$(srcdir)/doc/man/slim-plot.1.md; $(man_generate)
 
-# Each page renders without warnings, and slimlink(7) documents every
-# UCX_SLIM_* variable of the code (with its default) and every report field.
+# Each page renders without warnings, slimlink(7) documents every
+# UCX_SLIM_* variable of the code (with its default) and every report field,
+# and README.md does not repeat them as a table.
 TESTS += tests/man/man-pages.test
 EXTRA_DIST += tests/man/man-pages.test
