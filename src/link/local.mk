@@ -8,14 +8,6 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_link_model.cpp \
 	tests/unit/test_replay.cpp
 
-# PortMap (thesis §4.5.4): which port a UCX device drives, with hwloc.
-src_libslimcore_la_SOURCES += \
-	src/link/port_map.h src/link/port_map.cpp
-src_libslimcore_la_CPPFLAGS += $(HWLOC_CFLAGS)
-src_libslimcore_la_LIBADD += $(HWLOC_LIBS) -lrt -lpthread
-tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_port_map.cpp
-
 # Controller and backends (one file per backend, registered in backend.cpp).
 # libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.
 src_libslimcore_la_SOURCES += \
