@@ -3,7 +3,7 @@
 // socket, the clients' sockets and a timerfd for deadlines (a timerfd, not
 // epoll_wait's milliseconds: a client's "low until t" is acted on within
 // microseconds of t, and epoll_pwait2 needs Linux 5.11).
-#include "link/service_server.h"
+#include "service/service_server.h"
 
 #include "base/log.h"
 #include "link/service_client.h"

@@ -9,7 +9,7 @@
 // event. All events of one instant are applied before the port is set, so
 // the port sees the maximum at that instant and never flaps inside it;
 // traffic of that instant then meets the port as set.
-#include "link/port_service.h"
+#include "service/port_service.h"
 
 #include "base/log.h"
 #include "base/output_file.h"
