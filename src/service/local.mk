@@ -10,6 +10,11 @@ src_libslimservice_la_SOURCES = \
 	src/service/backend_exec.cpp \
 	src/service/backend_ibmad.h src/service/backend_ibmad.cpp \
 	src/service/port_service.h src/service/port_service.cpp \
+	src/service/port_service_state.h \
+	src/service/demand_merge.cpp \
+	src/service/port_driver.cpp \
+	src/service/job_reports.cpp \
+	src/service/state_file.h src/service/state_file.cpp \
 	src/service/service_server.h src/service/service_server.cpp
 src_libslimservice_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS)
 # libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.

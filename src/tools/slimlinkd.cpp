@@ -23,6 +23,7 @@
 #include "service/backend_registry.h"
 #include "service/port_service.h"
 #include "service/service_server.h"
+#include "service/state_file.h"
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>

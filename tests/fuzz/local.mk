@@ -41,6 +41,10 @@ if HAVE_CLANG_FUZZER
 service_fuzzer_sources = \
 	$(srcdir)/tests/fuzz/service_fuzzer.cpp \
 	$(srcdir)/src/service/port_service.cpp \
+	$(srcdir)/src/service/demand_merge.cpp \
+	$(srcdir)/src/service/port_driver.cpp \
+	$(srcdir)/src/service/job_reports.cpp \
+	$(srcdir)/src/service/state_file.cpp \
 	$(srcdir)/src/link/service_io.cpp \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
@@ -50,6 +54,8 @@ service_fuzzer_sources = \
 	$(srcdir)/src/base/parse.cpp
 service_fuzzer_headers = \
 	$(srcdir)/src/service/port_service.h \
+	$(srcdir)/src/service/port_service_state.h \
+	$(srcdir)/src/service/state_file.h \
 	$(srcdir)/src/link/service_io.h \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \

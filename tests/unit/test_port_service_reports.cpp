@@ -10,6 +10,7 @@
 #include "link/link_model.h"
 #include "link/service_protocol.h"
 #include "service/port_service.h"
+#include "service/state_file.h"
 
 #include <catch2/catch.hpp>
 
