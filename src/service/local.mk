@@ -15,7 +15,9 @@ src_libslimservice_la_SOURCES = \
 	src/service/port_driver.cpp \
 	src/service/job_reports.cpp \
 	src/service/state_file.h src/service/state_file.cpp \
-	src/service/service_server.h src/service/service_server.cpp
+	src/service/service_server.h src/service/service_server.cpp \
+	src/service/socket_folder.h src/service/socket_folder.cpp \
+	src/service/log_throttle.h src/service/log_throttle.cpp
 src_libslimservice_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS)
 # libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.
 src_libslimservice_la_LIBADD = $(IBMAD_LIBS)
