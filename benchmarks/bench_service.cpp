@@ -23,10 +23,10 @@
 // Usage: service-bench [--records N] [--batch N] [--reactions N] [--kills N]
 #include "bench_cli.h"
 #include "link/backend.h"
-#include "link/port_service.h"
 #include "link/service_client.h"
 #include "link/service_protocol.h"
-#include "link/service_server.h"
+#include "service/port_service.h"
+#include "service/service_server.h"
 
 #include <sys/syscall.h>
 #include <sys/wait.h>

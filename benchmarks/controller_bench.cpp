@@ -53,7 +53,7 @@ std::unique_ptr<Controller> make_controller()
     BackendConfig config; // emulated, default figures: 4 lanes, tau 10 us
     ControllerOptions options;
     options.on_error        = [](const std::string& m) { std::fprintf(stderr, "error: %s\n", m.c_str()); };
-    return std::make_unique<Controller>(std::move(make_backend("emulated", config).backend), options);
+    return std::make_unique<Controller>(std::move(make_emulated_backend(config).backend), options);
 }
 
 }  // namespace

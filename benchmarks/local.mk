@@ -39,7 +39,7 @@ benchmarks_controller_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 noinst_PROGRAMS += benchmarks/service-bench
 benchmarks_service_bench_SOURCES = benchmarks/bench_service.cpp benchmarks/bench_cli.h
 benchmarks_service_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS)
-benchmarks_service_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+benchmarks_service_bench_LDADD = src/libslimservice.la src/libslimcore.la $(SPDLOG_LIBS)
 
 # replay-bench: events/s of the replay driver (src/link/replay.h) on a
 # 10^7-event trace, oracle and SPPS. Not installed: a development tool.

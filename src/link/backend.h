@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Link backends, the libfabric way (STYLE.md): the Controller decides, a
-// backend only applies a width and reports what it did. One file per backend
-// (backend_<name>.cpp), each registered by name in backend.cpp's table.
+// Link backends, the libfabric way: the Controller decides, a backend only
+// applies a width and reports what it did. One file per backend
+// (backend_<name>.cpp); the node service lists them by name
+// (service/backend_registry.h).
 //
 // No exceptions leave this interface: it will sit behind the C API and the
 // UCX module, so every operation returns a Status.
@@ -14,7 +15,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace slim::link {
 
@@ -138,23 +138,9 @@ struct BackendResult {
     Status                       status = Status::success();
 };
 
-using BackendFactory = std::function<BackendResult(const BackendConfig&)>;
-
-// Creates the backend registered as `name` ("emulated", "exec", "ibmad"),
-// initialised and ready; or an error saying why not (never throws).
-BackendResult make_backend(const std::string& name, const BackendConfig& config);
-
-// Adds (or replaces) a backend by name, e.g. a site plug-in or a test double.
-void register_backend(const std::string& name, BackendFactory factory);
-
-// Names of all registered backends, built-ins first.
-std::vector<std::string> backend_names();
-
-// The built-in factories, one per backend_<name>.cpp. Listed explicitly in
-// backend.cpp (as libfabric lists its providers in fi_ini) rather than by
-// static registrars, which a static link of libslimcore would drop.
+// The emulated port (backend_emulated.cpp): what a rank drives, alone or
+// beside the node service's client (tee_backend.h). The real backends and
+// the table of backends by name are the service's (service/backend_registry.h).
 BackendResult make_emulated_backend(const BackendConfig& config);
-BackendResult make_exec_backend(const BackendConfig& config);
-BackendResult make_ibmad_backend(const BackendConfig& config);
 
 }  // namespace slim::link

@@ -183,22 +183,4 @@ void Controller::report(const std::string& message)
     slim::logger().error("{}", message);
 }
 
-std::unique_ptr<LinkBackend> make_backend_or_emulated(const std::string& name,
-                                                      const BackendConfig& config,
-                                                      const ErrorReporter& report)
-{
-    BackendResult result = make_backend(name, config);
-    if (result.status) {
-        return std::move(result.backend);
-    }
-    const std::string message = result.status.message() +
-                                "; the link stays at full width (emulated accounting only)";
-    if (report) {
-        report(message);
-    } else {
-        slim::logger().error("{}", message);
-    }
-    return std::move(make_emulated_backend(config).backend);
-}
-
 }  // namespace slim::link

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The live link-width Controller (ARCHITECTURE.md §4): the one place that
+// The live link-width Controller: the one place that
 // decides widths. Requests from the predictor ("low power until t"), from
 // regions/packing ("burst at ratio r") and from traffic ("wake") are merged —
 // the highest demanded width wins, nothing demanded means full width — and
@@ -99,13 +99,5 @@ private:
     bool                         closed_ = false; // restored at exit
     std::string                  error_;
 };
-
-// The backend named by UCX_SLIM_LINK, or — when it cannot start (no IB
-// hardware, no umad permission, a bad command) — the emulated one, after
-// reporting why once: the real port is then never touched (it stays at full
-// width) while the emulated accounting goes on.
-std::unique_ptr<LinkBackend> make_backend_or_emulated(const std::string& name,
-                                                      const BackendConfig& config,
-                                                      const ErrorReporter& report);
 
 }  // namespace slim::link

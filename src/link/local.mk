@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# src/link — the link-width model, controller, backends and the node service.
+# src/link — the link-width model, the controller, the emulated port a rank
+# drives, and the rank's side of the node service (client, wire protocol).
 src_libslimcore_la_SOURCES += \
 	src/link/link_model.h src/link/link_model.cpp \
 	src/link/replay.h src/link/replay.cpp
@@ -8,29 +9,16 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_link_model.cpp \
 	tests/unit/test_replay.cpp
 
-# PortMap (thesis §4.5.4): which port a UCX device drives, with hwloc.
-src_libslimcore_la_SOURCES += \
-	src/link/port_map.h src/link/port_map.cpp
-src_libslimcore_la_CPPFLAGS += $(HWLOC_CFLAGS)
-src_libslimcore_la_LIBADD += $(HWLOC_LIBS) -lrt -lpthread
-tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_port_map.cpp
-
-# Controller and backends (one file per backend, registered in backend.cpp).
-# libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.
+# The controller and the backends a rank drives: the emulated port, and the
+# tee beside the node service's client. The real backends are the
+# service's (src/service/local.mk).
 src_libslimcore_la_SOURCES += \
 	src/link/backend.h src/link/backend.cpp \
 	src/link/backend_emulated.cpp \
-	src/link/backend_exec.cpp \
-	src/link/backend_ibmad.h src/link/backend_ibmad.cpp \
 	src/link/controller.h src/link/controller.cpp \
 	src/link/tee_backend.h
-src_libslimcore_la_CPPFLAGS += $(IBMAD_CFLAGS)
-src_libslimcore_la_LIBADD += $(IBMAD_LIBS)
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_controller.cpp
-tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS)
-tests_unit_slim_unit_tests_LDADD += $(IBMAD_LIBS)
 
 # The default policy: candidates replayed in shadow, the best followed (issue 11).
 src_libslimcore_la_SOURCES += \
@@ -38,16 +26,11 @@ src_libslimcore_la_SOURCES += \
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_adaptive_policy.cpp
 
-# The node service's decisions (issue 13): pure, driven on a manual clock in tests.
-src_libslimcore_la_SOURCES += src/link/port_service.h src/link/port_service.cpp src/link/service_protocol.h
-tests_unit_slim_unit_tests_SOURCES += tests/unit/test_port_service.cpp
-tests_unit_slim_unit_tests_SOURCES += tests/unit/test_port_service_reports.cpp
-
-# slimlinkd (issue 13): the rank's client and ServiceBackend, and the
-# service's socket loop around the PortService.
+# The rank's side of slimlinkd: the wire protocol, the socket plumbing both
+# sides use, the client and its ServiceBackend.
 src_libslimcore_la_SOURCES += \
+	src/link/service_protocol.h \
 	src/link/service_io.h src/link/service_io.cpp \
-	src/link/service_client.h src/link/service_client.cpp \
-	src/link/service_server.h src/link/service_server.cpp
+	src/link/service_client.h src/link/service_client.cpp
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_service_client.cpp

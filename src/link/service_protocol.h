@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The slimlinkd protocol (issue 13): the one place that says what crosses
+// The slimlinkd protocol: the one place that says what crosses
 // between a rank (client) and the node service that owns a port.
 //
 // One service per node and port owns the backend (emulated, ibmad, exec);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// A rank's backend when a node service drives the port (issue 13): every
+// A rank's backend when a node service drives the port: every
 // command goes to the port's owner (the service's client) and, as well, to
 // an emulated port that only this process's demand drives. The port's
 // energy is the service's, accounted once for the node; the model here

@@ -81,7 +81,7 @@ LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
     controller_ = std::make_unique<link::Controller>(
             config_.backend_factory
                     ? config_.backend_factory(config_.backend)
-                    : link::make_backend_or_emulated(config_.backend_name, config_.backend, {}),
+                    : link::make_emulated_backend(config_.backend).backend,
             options);
     if (!config_.trace_path.empty()) {
         try {

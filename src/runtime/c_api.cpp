@@ -315,11 +315,6 @@ const char *slim_core_inner_name(void)
     return engine != nullptr ? engine->config().inner.c_str() : nullptr;
 }
 
-void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes)
-{
-    slim::process_traffic().record(op, dir, bytes);
-}
-
 void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire_bytes,
                        size_t orig_bytes, uintptr_t peer)
 {

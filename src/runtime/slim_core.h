@@ -25,12 +25,9 @@ slim_status_t slim_core_init(void);
  * after a successful slim_core_init(); NULL before. */
 const char *slim_core_inner_name(void);
 
-/* Records one observed data operation. Lock-free (relaxed atomics); safe to
- * call before slim_core_init() (counts are kept from the start). */
-void slim_core_record(slim_op_t op, slim_dir_t dir, size_t bytes);
-
-/* Records one observed operation (like slim_core_record) and hands it to
- * the live loop: the link wakes for it and it joins the current burst.
+/* Records one observed operation (lock-free; counted even before
+ * slim_core_init()) and hands it to the live loop: the link wakes for it
+ * and it joins the current burst.
  * am_id: the AM id (0 for RMA and atomics); wire_bytes: what crossed the
  * link; orig_bytes: its size before packing; peer: identifies the endpoint
  * (0 when unknown). Never blocks for long, never throws. */

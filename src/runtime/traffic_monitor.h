@@ -83,7 +83,7 @@ private:
 // Never torn down: teardown code of UCX may still record at process exit.
 static_assert(std::is_trivially_destructible_v<TrafficMonitor>);
 
-// The process-wide counters that slim_core_record() feeds.
+// The process-wide counters that slim_core_traffic() feeds.
 TrafficMonitor &process_traffic() noexcept;
 
 // Serially written monitors (one per UCT interface) count towards the

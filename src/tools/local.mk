@@ -46,13 +46,13 @@ EXTRA_DIST += \
 	tests/data/replay-bad-unsorted.trace \
 	tests/data/replay-periodic.trace
 
-# slimlinkd: the node service that owns a link port (issue 13;
-# src/link/service_protocol.h).
+# slimlinkd: the node service that owns a link port (src/service/;
+# src/link/service_protocol.h says what crosses its socket).
 bin_PROGRAMS += src/tools/slimlinkd
 src_tools_slimlinkd_SOURCES = src/tools/slimlinkd.cpp src/tools/cli_common.h
 src_tools_slimlinkd_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(NLOHMANN_JSON_CFLAGS) \
 	$(CLI11_CFLAGS)
-src_tools_slimlinkd_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+src_tools_slimlinkd_LDADD = src/libslimservice.la src/libslimcore.la $(SPDLOG_LIBS)
 
 # Its command-line tests, driven by a small client that attaches, publishes
 # a scripted demand and leaves (or is killed).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// slimlinkd: the node service that owns a link port's backend (issue 13;
+// slimlinkd: the node service that owns a link port's backend (src/service;
 // src/link/service_protocol.h). Ranks attach over a Unix-domain socket and
 // publish their demand into rings the service maps; the port runs at the
 // maximum demand over live clients and goes back to full width when the
@@ -16,12 +16,14 @@
 #include "base/parse.h"
 #include "link/backend.h"
 #include "link/link_model.h"
-#include "link/port_service.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
-#include "link/service_server.h"
 #include "predict/trace.h"
+#include "service/backend_registry.h"
+#include "service/port_service.h"
+#include "service/service_server.h"
+#include "service/state_file.h"
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>

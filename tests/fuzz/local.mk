@@ -41,18 +41,22 @@ endif
 if HAVE_CLANG_FUZZER
 service_fuzzer_sources = \
 	$(srcdir)/tests/fuzz/service_fuzzer.cpp \
-	$(srcdir)/src/link/port_service.cpp \
+	$(srcdir)/src/service/port_service.cpp \
+	$(srcdir)/src/service/demand_merge.cpp \
+	$(srcdir)/src/service/port_driver.cpp \
+	$(srcdir)/src/service/job_reports.cpp \
+	$(srcdir)/src/service/state_file.cpp \
 	$(srcdir)/src/link/service_io.cpp \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
-	$(srcdir)/src/link/backend_exec.cpp \
-	$(srcdir)/src/link/backend_ibmad.cpp \
 	$(srcdir)/src/link/link_model.cpp \
 	$(srcdir)/src/base/log.cpp \
 	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/base/parse.cpp
 service_fuzzer_headers = \
-	$(srcdir)/src/link/port_service.h \
+	$(srcdir)/src/service/port_service.h \
+	$(srcdir)/src/service/port_service_state.h \
+	$(srcdir)/src/service/state_file.h \
 	$(srcdir)/src/link/service_io.h \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \
@@ -65,8 +69,8 @@ tests/fuzz/service-fuzzer: $(service_fuzzer_sources) $(service_fuzzer_headers)
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(CLANGXX) -std=c++17 -g -O1 -Wall -Wextra \
 		-fsanitize=fuzzer,address -fno-omit-frame-pointer \
-		-I. -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS) -o $@ $(service_fuzzer_sources) \
-		$(SPDLOG_LIBS) $(IBMAD_LIBS) -lrt -lpthread
+		-I. -I$(srcdir)/src $(SPDLOG_CFLAGS) -o $@ $(service_fuzzer_sources) \
+		$(SPDLOG_LIBS) -lpthread
 endif
 
 # The trace readers: slim-replay's text trace reader and its OTF2 reader,

@@ -19,9 +19,9 @@
 // - a report lists only clients of the reporter's own uid (their records
 //   carry the uid they were deposited under).
 #include "link/backend.h"
-#include "link/port_service.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
+#include "service/port_service.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -2,6 +2,7 @@
 #include "slim_core.h"
 #include "slimlink.h"
 #include "slimlink_config.h"
+#include "traffic_monitor.h"
 
 #include <catch2/catch.hpp>
 
@@ -53,8 +54,8 @@ TEST_CASE("recorded operations show up in the process traffic snapshot")
 {
     slim_traffic_t before{};
     REQUIRE(slim_traffic_get(&before) == SLIM_OK);
-    slim_core_record(SLIM_OP_GET, SLIM_DIR_RECV, 512);
-    slim_core_record(SLIM_OP_COUNT, SLIM_DIR_RECV, 512); // ignored
+    slim::process_traffic().record(SLIM_OP_GET, SLIM_DIR_RECV, 512);
+    slim::process_traffic().record(SLIM_OP_COUNT, SLIM_DIR_RECV, 512); // ignored
     slim_traffic_t after{};
     REQUIRE(slim_traffic_get(&after) == SLIM_OK);
     CHECK(after.op[SLIM_OP_GET][SLIM_DIR_RECV].count ==

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The live link Controller and its backends (ARCHITECTURE.md §4): merging of
+// The live link Controller and its backends: merging of
 // width requests, "any error -> full width, reported once", the exec and
 // ibmad backends.
 #include "link/backend.h"
-#include "link/backend_ibmad.h"
 #include "link/controller.h"
+#include "service/backend_ibmad.h"
+#include "service/backend_registry.h"
 
 #include "slimlink_config.h"
 

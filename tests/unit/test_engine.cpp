@@ -5,6 +5,7 @@
 #include "json_check.h"
 #include "slim_core.h"
 #include "slimlink.h"
+#include "traffic_monitor.h"
 
 #include <catch2/catch.hpp>
 
@@ -37,16 +38,16 @@ int slim_unit_child_main(const char *scenario)
         return 0;
     }
     if (name == "traffic-then-exit" || name == "traffic-report-now") {
-        slim_core_record(SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 8); // before init: still counted
+        slim::process_traffic().record(SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 8); // before init: still counted
         if (slim_core_init() != SLIM_OK) {
             return 3;
         }
-        slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, 100);
-        slim_core_record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, 28);
+        slim::process_traffic().record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, 100);
+        slim::process_traffic().record(SLIM_OP_AM_ANY, SLIM_DIR_RECV, 28);
         if (name == "traffic-report-now") {
             slim_core_report();
             slim_core_report();
-            slim_core_record(SLIM_OP_PUT, SLIM_DIR_SEND, 1); // after the report: not in it
+            slim::process_traffic().record(SLIM_OP_PUT, SLIM_DIR_SEND, 1); // after the report: not in it
         }
         std::printf("app output\n"); // buffered: must precede the report
         return 0;                     // exit() runs the report hook

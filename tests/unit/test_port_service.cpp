@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The node service's decisions (issue 13, port_service.h): the port at the
+// The node service's decisions (port_service.h): the port at the
 // maximum demand over a node's clients, merged in time order up to the
 // horizon, its energy accounted once, and the end-of-job reports. Time is
 // passed by hand; the emulated port (L = 4 lanes, 0.5 W per lane, low = 1
@@ -7,8 +7,8 @@
 // number comes from a separate LinkModel fed the steps worked out by hand.
 #include "link/backend.h"
 #include "link/link_model.h"
-#include "link/port_service.h"
 #include "link/service_protocol.h"
+#include "service/port_service.h"
 
 #include <catch2/catch.hpp>
 

@@ -8,8 +8,9 @@
 // hand, at uptime-like values, as CLOCK_MONOTONIC gives them.
 #include "link/backend.h"
 #include "link/link_model.h"
-#include "link/port_service.h"
 #include "link/service_protocol.h"
+#include "service/port_service.h"
+#include "service/state_file.h"
 
 #include <catch2/catch.hpp>
 

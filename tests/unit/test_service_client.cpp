@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// slimlinkd end to end in one process (issue 13): a ServiceServer on a
+// slimlinkd end to end in one process: a ServiceServer on a
 // thread, a socket in a temporary 0700 folder, and real ServiceClients --
 // some in forked processes, so that a SIGKILL really closes a socket. The
 // port is a test backend without a model (a real port's shape: the service
 // acts at published deadlines) whose width the test reads atomically.
 #include "base/log.h"
 #include "link/backend.h"
-#include "link/port_service.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
-#include "link/service_server.h"
+#include "service/port_service.h"
+#include "service/service_server.h"
 
 #include <catch2/catch.hpp>
 #include <spdlog/sinks/ostream_sink.h>

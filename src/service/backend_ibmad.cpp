@@ -15,9 +15,9 @@
 // Without hardware or permission, make_backend fails with one clear error;
 // the controller then keeps the real link at full width and the emulated
 // accounting goes on (make_backend_or_emulated).
-#include "link/backend_ibmad.h"
+#include "service/backend_ibmad.h"
 
-#include "link/backend.h"
+#include "service/backend_registry.h"
 
 #include "slimlink_config.h"
 

@@ -20,7 +20,7 @@
 //   running and is waited for, at most the timeout.
 // - For fatal signals the full-width command line is built at start, so the
 //   handler only needs fork/execve/waitpid/nanosleep/kill (async-signal-safe).
-#include "link/backend.h"
+#include "service/backend_registry.h"
 
 #include <atomic>
 #include <cerrno>

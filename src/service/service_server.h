@@ -4,7 +4,7 @@
 // epoll). Separate from main() so that tests run a service in-process.
 #pragma once
 
-#include "link/port_service.h"
+#include "service/port_service.h"
 
 #include <atomic>
 #include <chrono>

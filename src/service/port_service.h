@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The node service's decisions (issue 13), without sockets or threads so
+// The node service's decisions, without sockets or threads so
 // that tests drive it on a manual clock: the port runs at the maximum
 // demand over live clients (thesis §4.5.4), full width when none is live;
 // it is the only place a backend runs, and its energy is accounted once.
@@ -42,6 +42,7 @@
 
 #include "link/backend.h"
 #include "link/service_protocol.h"
+#include "service/state_file.h"
 
 #include <array>
 #include <cstdint>
@@ -94,14 +95,6 @@ struct JobReport {
 //       return make_backend_or_emulated(name, config, report);
 //   });
 using BackendMaker = std::function<std::unique_ptr<LinkBackend>(Clock replay_clock)>;
-
-// The port's state file is the socket's path with this suffix.
-inline constexpr const char* kStateFileSuffix = ".state";
-
-// A state file's text (see PortService::use_state_file), nullopt when there
-// is none or it is not a regular file of this user (never follows a link,
-// never blocks on a FIFO).
-std::optional<std::string> read_state_file(const std::string& path);
 
 class PortService {
 public:
@@ -240,7 +233,6 @@ private:
     void poll_backend();
     void check_restored();
     void write_state(const std::string& text);
-    void remove_state();
     void fail(const Status& status);
     unsigned target() const;
     void recount(Client& client);
@@ -277,8 +269,7 @@ private:
     bool width_unknown_ = false;
     std::string width_note_;     // why the width is unknown
     std::string state_origin_;   // what the state file of a previous service said
-    std::string state_path_;
-    bool state_written_ = false; // this service wrote the state file
+    StateFile state_;
     void restore_failed(const Status& status);
     TimeNs now_ = 0;             // the latest now given to any call
     TimeNs floor_ = 0;           // every event before it has been applied

@@ -3,11 +3,13 @@
 // socket, the clients' sockets and a timerfd for deadlines (a timerfd, not
 // epoll_wait's milliseconds: a client's "low until t" is acted on within
 // microseconds of t, and epoll_pwait2 needs Linux 5.11).
-#include "link/service_server.h"
+#include "service/service_server.h"
 
 #include "base/log.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
+#include "service/log_throttle.h"
+#include "service/socket_folder.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -57,53 +59,6 @@ constexpr int kAcceptsPerWake = 64;
 // streams, log, listener, epoll, timer, lock, a ring's memfd being sent).
 constexpr rlim_t kReservedDescriptors = 16;
 
-// Repeated log lines of one kind (refusals, accept errors, timeouts) are
-// limited to a burst per window; what was left out is counted and said
-// once the window has passed. A hostile client must not be able to fill
-// the disk or spin the loop on logging.
-class LogThrottle {
-public:
-    bool allow(const char* kind, TimeNs now)
-    {
-        State& s = kinds_[kind];
-        roll(kind, s, now);
-        if (s.lines < kBurst) {
-            ++s.lines;
-            return true;
-        }
-        ++s.suppressed;
-        return false;
-    }
-    // Says what was left out in windows that have ended.
-    void flush(TimeNs now)
-    {
-        for (auto& [kind, s] : kinds_) {
-            roll(kind, s, now);
-        }
-    }
-
-private:
-    static constexpr unsigned kBurst    = 10;
-    static constexpr TimeNs   kWindowNs = 10'000'000'000;
-    struct State {
-        TimeNs        start      = 0;
-        unsigned      lines      = 0;
-        std::uint64_t suppressed = 0;
-    };
-    static void roll(const std::string& kind, State& s, TimeNs now)
-    {
-        if (now - s.start < kWindowNs) {
-            return;
-        }
-        if (s.suppressed > 0) {
-            logger().warn("slimlinkd: {} more '{}' messages left out of the log in the last {} s",
-                          s.suppressed, kind, (now - s.start) / 1'000'000'000);
-        }
-        s = State{now, 0, 0};
-    }
-    std::map<std::string, State> kinds_;
-};
-
 // The descriptor limit, the soft one raised to the hard one: a system
 // instance holds a socket per rank of every user on the node.
 rlim_t raise_descriptor_limit()
@@ -120,76 +75,6 @@ rlim_t raise_descriptor_limit()
         }
     }
     return rl.rlim_cur;
-}
-
-
-// Creates the socket's folder, or checks the one that is there: a per-user
-// folder must be this user's and 0700 (another user's folder could hold a
-// socket of theirs under our name); a system folder root's, not writable
-// by group or others.
-void prepare_folder(const std::string& folder, bool system)
-{
-    const mode_t mode = system ? 0755 : 0700;
-    if (::mkdir(folder.c_str(), mode) == 0) {
-        // mkdir honours the umask; the mode must be exactly this.
-        if (::chmod(folder.c_str(), mode) != 0) {
-            throw ServiceError("slimlinkd: chmod " + io::mode_string(mode) + " " + folder + ": " +
-                               errno_text(errno));
-        }
-    } else if (errno != EEXIST) {
-        throw ServiceError("slimlinkd: cannot create the socket folder " + folder + ": " +
-                           errno_text(errno));
-    }
-    struct stat st{};
-    if (::lstat(folder.c_str(), &st) != 0) {
-        throw ServiceError("slimlinkd: socket folder " + folder + ": " + errno_text(errno));
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        throw ServiceError("slimlinkd: socket folder " + folder +
-                           " is not a directory (a symbolic link is not accepted)");
-    }
-    const std::string state = "owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                              io::mode_string(st.st_mode);
-    if (system) {
-        if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-            throw ServiceError("slimlinkd: socket folder " + folder + " is " + state +
-                               "; a system service's folder must belong to root (uid 0) and "
-                               "not be writable by group or others");
-        }
-        return;
-    }
-    if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-        throw ServiceError("slimlinkd: socket folder " + folder + " is " + state +
-                           "; a per-user service's folder must belong to this user (uid " +
-                           std::to_string(::geteuid()) + ") with mode 0700");
-    }
-}
-
-sockaddr_un address_of(const std::string& path)
-{
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof addr.sun_path) {
-        throw ServiceError("slimlinkd: socket path '" + path + "' is " +
-                           std::to_string(path.size()) + " bytes; 1 to " +
-                           std::to_string(sizeof addr.sun_path - 1) + " are accepted");
-    }
-    path.copy(addr.sun_path, path.size());
-    return addr;
-}
-
-// Someone is accepting connections on `path`.
-bool listening(const sockaddr_un& addr)
-{
-    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return false;
-    }
-    const int rc  = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-    const int err = errno;
-    ::close(fd);
-    // EAGAIN: a full backlog, which only a live listener has.
-    return rc == 0 || err == EAGAIN;
 }
 
 }  // namespace
@@ -297,8 +182,8 @@ ServiceServer::Impl::~Impl()
 void ServiceServer::Impl::bind_socket()
 {
     const std::string& path = options.socket_path;
-    const sockaddr_un  addr = address_of(path);
-    prepare_folder(folder_of(path), options.system);
+    const sockaddr_un  addr = socket_address(path);
+    prepare_socket_folder(folder_of(path), options.system);
 
     // Two services starting at once both find no listener: the lock, held
     // for the service's life, lets only one of them replace the socket.
@@ -318,7 +203,7 @@ void ServiceServer::Impl::bind_socket()
             throw ServiceError("slimlinkd: " + path +
                                " exists and is not a socket; remove it or choose another --socket");
         }
-        if (listening(addr)) {
+        if (someone_listens(addr)) {
             throw ServiceError("another slimlinkd is listening on " + path);
         }
         logger().info("slimlinkd: replacing the stale socket {} (nobody listens on it)", path);

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "service/state_file.h"
+
+#include "base/log.h"
+#include "base/output_file.h"
+#include "link/service_protocol.h"
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace slim::link {
+
+// Reads only a regular file of ours: the folder is the socket's (checked
+// by the server), but a state file that is anything else was not written by
+// a service of ours.
+std::optional<std::string> read_state_file(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT) {
+            logger().warn("slimlinkd: state file {}: {}; ignored", path, std::strerror(errno));
+        }
+        return std::nullopt;
+    }
+    struct stat st{};
+    std::string text;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+        logger().warn("slimlinkd: state file {} is not a regular file of uid {}; ignored", path,
+                      ::geteuid());
+        ::close(fd);
+        return std::nullopt;
+    }
+    char buf[service::kTextBytes];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n > 0) {
+        text.assign(buf, static_cast<std::size_t>(n));
+    }
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
+        text.pop_back();
+    }
+    for (char& c : text) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+            c = '?';  // it goes into logs and reports
+        }
+    }
+    return text.empty() ? std::string("no reason recorded") : text;
+}
+
+void StateFile::write(const std::string& text)
+{
+    if (path_.empty()) {
+        return;
+    }
+    try {
+        const int fd = base::open_output_file(path_, base::ExistingFile::truncate, 0600);
+        const std::string line = text + "\n";
+        const ssize_t n = ::write(fd, line.data(), line.size());
+        const int err = n < 0 ? errno : 0;
+        ::close(fd);
+        if (n != static_cast<ssize_t>(line.size())) {
+            logger().warn("slimlinkd: writing state file {}: {}", path_,
+                          err != 0 ? std::strerror(err) : "short write");
+            return;
+        }
+        written_ = true;
+    } catch (const std::exception& e) {
+        logger().warn("slimlinkd: cannot write the port's state file: {}", e.what());
+    }
+}
+
+void StateFile::remove()
+{
+    if (path_.empty()) {
+        return;
+    }
+    if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
+        logger().warn("slimlinkd: removing state file {}: {}", path_, std::strerror(errno));
+    }
+    written_ = false;
+}
+
+}  // namespace slim::link

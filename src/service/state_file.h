@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// A port's state file, next to the service's socket: one line saying why
+// the port may not be at full width. A service writes it when a real port
+// first leaves full width and when a restore fails, and removes it once the
+// port is confirmed back at full width at exit; a service killed while the
+// port is narrow leaves it behind for the next one (PortService::
+// use_state_file) and for slimlinkd --status.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace slim::link {
+
+// The port's state file is the socket's path with this suffix.
+inline constexpr const char* kStateFileSuffix = ".state";
+
+// A state file's text, nullopt when there is none or it is not a regular
+// file of this user (never follows a link, never blocks on a FIFO).
+std::optional<std::string> read_state_file(const std::string& path);
+
+class StateFile {
+public:
+    // Empty: no file (tests, or before the server has checked its folder).
+    void set_path(std::string path) { path_ = std::move(path); }
+    const std::string& path() const { return path_; }
+    // This service wrote the file and has not removed it since.
+    bool written() const { return written_; }
+
+    // Replaces the file's text by `text` (mode 0600). A failure is logged:
+    // the service goes on, only the next one will know less.
+    void write(const std::string& text);
+    // Removes the file, if there is one; a failure is logged.
+    void remove();
+
+private:
+    std::string path_;
+    bool        written_ = false;
+};
+
+}  // namespace slim::link
