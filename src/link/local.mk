@@ -1,13 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# src/link — the link-width model, controller, backends and the node service.
-src_libslimcore_la_SOURCES += \
-	src/link/link_model.h src/link/link_model.cpp \
-	src/link/replay.h src/link/replay.cpp
-
-tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_link_model.cpp \
-	tests/unit/test_replay.cpp
-
+# src/link — the link controller, backends and the node service (the link
+# model it drives is in src/predict).
 # PortMap (thesis §4.5.4): which port a UCX device drives, with hwloc.
 src_libslimcore_la_SOURCES += \
 	src/link/port_map.h src/link/port_map.cpp
@@ -31,12 +24,6 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_controller.cpp
 tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS)
 tests_unit_slim_unit_tests_LDADD += $(IBMAD_LIBS)
-
-# The default policy: candidates replayed in shadow, the best followed (issue 11).
-src_libslimcore_la_SOURCES += \
-	src/link/adaptive_policy.h src/link/adaptive_policy.cpp
-tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_adaptive_policy.cpp
 
 # The node service's decisions (issue 13): pure, driven on a manual clock in tests.
 src_libslimcore_la_SOURCES += src/link/port_service.h src/link/port_service.cpp src/link/service_protocol.h

@@ -15,13 +15,13 @@
 #include "base/output_file.h"
 #include "base/parse.h"
 #include "link/backend.h"
-#include "link/link_model.h"
+#include "predict/link_model.h"
 #include "link/port_service.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
 #include "link/service_server.h"
-#include "predict/trace.h"
+#include "trace/trace.h"
 #include "tools/cli_common.h"
 
 #include <CLI/CLI.hpp>
