@@ -41,7 +41,7 @@ benchmarks_service_bench_SOURCES = benchmarks/bench_service.cpp benchmarks/bench
 benchmarks_service_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS)
 benchmarks_service_bench_LDADD = src/libslimservice.la src/libslimcore.la $(SPDLOG_LIBS)
 
-# replay-bench: events/s of the replay driver (src/link/replay.h) on a
+# replay-bench: events/s of the replay driver (src/predict/replay.h) on a
 # 10^7-event trace, oracle and SPPS. Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/replay-bench
 benchmarks_replay_bench_SOURCES = benchmarks/replay_bench.cpp benchmarks/bench_cli.h

@@ -34,7 +34,8 @@ namespace {
 
 using slim::predict::Event;
 using slim::predict::EventId;
-using slim::predict::Policy;
+// The pattern predictor's two forms (PredictorConfig::tuned).
+enum class Policy { pps, spps };
 using slim::predict::Predictor;
 using slim::predict::PredictorConfig;
 using slim::predict::TimeNs;
@@ -142,7 +143,7 @@ struct RunResult {
 PredictorConfig config_for(Policy policy)
 {
     PredictorConfig c;
-    c.policy = policy;
+    c.tuned = policy == Policy::spps;
     return c;
 }
 

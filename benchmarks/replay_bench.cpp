@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// replay-bench: how fast the replay driver (src/link/replay.h) runs, in
+// replay-bench: how fast the replay driver (src/predict/replay.h) runs, in
 // events per second, on a synthetic 10^7-event trace under the oracle and
 // under SPPS (the predictor included), and under the adaptive default (every
 // candidate replayed in shadow: the live loop's prediction work per event,
@@ -12,7 +12,8 @@
 // Usage: replay-bench [--events N] [--policy oracle|spps|adaptive|all]
 // Exit status: 0; 2 on a usage error.
 #include "bench_cli.h"
-#include "link/replay.h"
+#include "predict/policy_registry.h"
+#include "predict/replay.h"
 
 #include <algorithm>
 #include <chrono>
@@ -25,13 +26,11 @@
 
 namespace {
 
-using slim::link::PolicyKind;
 using slim::link::Replay;
 using slim::link::ReplayConfig;
 using slim::link::ReplayResult;
 using slim::predict::Event;
 using slim::predict::EventId;
-using slim::predict::Policy;
 using slim::predict::TimeNs;
 using Clock = std::chrono::steady_clock;
 
@@ -94,14 +93,7 @@ int main(int argc, char** argv)
             continue;
         }
         ReplayConfig c;
-        if (std::strcmp(name, "oracle") == 0) {
-            c.policy.kind = PolicyKind::oracle;
-        } else if (std::strcmp(name, "adaptive") == 0) {
-            c.policy.kind = PolicyKind::adaptive;
-        } else {
-            c.policy.kind = PolicyKind::predictor;
-            c.policy.predictor.policy = Policy::spps;
-        }
+        c.policy = slim::link::bound_to(slim::link::replay_policy(name), c.link);
         const Run r = run(c, events);
         std::printf("replay %-8s %12.0f events/s %8.1f ns/event  savings %.1f %%\n", name,
                     static_cast<double>(events) / r.seconds, r.seconds * 1e9 / static_cast<double>(events),

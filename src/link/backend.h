@@ -8,7 +8,7 @@
 // UCX module, so every operation returns a Status.
 #pragma once
 
-#include "link/link_model.h"
+#include "predict/link_model.h"
 
 #include <chrono>
 #include <functional>

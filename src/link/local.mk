@@ -1,13 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# src/link — the link-width model, the controller, the emulated port a rank
-# drives, and the rank's side of the node service (client, wire protocol).
-src_libslimcore_la_SOURCES += \
-	src/link/link_model.h src/link/link_model.cpp \
-	src/link/replay.h src/link/replay.cpp
-
-tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_link_model.cpp \
-	tests/unit/test_replay.cpp
+# src/link — the controller, the emulated port a rank drives, and the rank's
+# side of the node service (client, wire protocol). The link model it drives
+# is in src/predict; the node service itself in src/service.
 
 # The controller and the backends a rank drives: the emulated port, and the
 # tee beside the node service's client. The real backends are the
@@ -19,12 +13,6 @@ src_libslimcore_la_SOURCES += \
 	src/link/tee_backend.h
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_controller.cpp
-
-# The default policy: candidates replayed in shadow, the best followed (issue 11).
-src_libslimcore_la_SOURCES += \
-	src/link/adaptive_policy.h src/link/adaptive_policy.cpp
-tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_adaptive_policy.cpp
 
 # The rank's side of slimlinkd: the wire protocol, the socket plumbing both
 # sides use, the client and its ServiceBackend.

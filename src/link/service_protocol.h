@@ -45,7 +45,7 @@
 // the system socket first.
 #pragma once
 
-#include "link/link_model.h"
+#include "predict/link_model.h"
 
 #include <atomic>
 #include <cstddef>

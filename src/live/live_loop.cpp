@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "live/live_loop.h"
 
+#include "predict/adaptive_policy.h"
+
 #include <limits>
 #include <stdexcept>
 
@@ -33,18 +35,6 @@ struct Fnv {
 
 } // namespace
 
-const char* to_string(PredictorKind kind)
-{
-    switch (kind) {
-    case PredictorKind::adaptive: return "adaptive";
-    case PredictorKind::spps:    return "spps";
-    case PredictorKind::pps:     return "pps";
-    case PredictorKind::timeout: return "timeout";
-    case PredictorKind::off:     return "off";
-    }
-    return "?";
-}
-
 predict::EventId event_id(const Traffic& t)
 {
     Fnv f;
@@ -55,26 +45,29 @@ predict::EventId event_id(const Traffic& t)
     return static_cast<predict::EventId>(f.h ^ (f.h >> 32));
 }
 
-LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
+namespace {
+
+// The spec bound to the loop's link; the oracle is refused (it needs the
+// future: a replay's policy only).
+link::PolicySpec live_spec(const LiveConfig& config)
+{
+    if (config.policy.kind == link::PolicyKind::oracle) {
+        throw std::invalid_argument("the oracle needs the next event's time: it runs only in a replay");
+    }
+    return link::bound_to(config.policy, config.backend.link);
+}
+
+}  // namespace
+
+LiveLoop::LiveLoop(LiveConfig config)
+    : config_(std::move(config)),
+      policy_(live_spec(config_), config_.backend.link, config_.compression_aware)
 {
     clock_ = config_.backend.clock ? config_.backend.clock : link::steady_clock_ns();
     config_.backend.clock = clock_;
     config_.max_burst_gap_ns = std::max(config_.max_burst_gap_ns, config_.burst_gap_ns);
     burst_gap_ns_            = config_.burst_gap_ns;
     widest_gap_ns_           = burst_gap_ns_;
-    if (config_.kind == PredictorKind::spps || config_.kind == PredictorKind::pps) {
-        config_.predictor.policy = config_.kind == PredictorKind::spps ? predict::Policy::spps
-                                                                       : predict::Policy::pps;
-        config_.predictor.t_react_ns = config_.backend.link.tau_ns;
-        predictor_.emplace(config_.predictor);
-    }
-    if (config_.kind == PredictorKind::adaptive) {
-        link::AdaptiveConfig a;
-        a.link      = config_.backend.link;
-        a.packed    = config_.compression_aware;
-        a.predictor = config_.predictor;
-        adaptive_   = std::make_unique<link::AdaptivePolicy>(a);
-    }
     link::ControllerOptions options;
     options.clock           = clock_;
     options.low_width       = config_.backend.link.low_width;
@@ -87,7 +80,7 @@ LiveLoop::LiveLoop(LiveConfig config) : config_(std::move(config))
         try {
             trace_ = std::make_unique<predict::TraceWriter>(config_.trace_path);
             trace_->comment("slimlink live trace: t_start_ns t_end_ns event_id bytes packed_bytes");
-            trace_->comment("predictor " + std::string(to_string(config_.kind)) +
+            trace_->comment("predictor " + config_.policy.registry_name +
                             ", burst gap " + std::to_string(config_.burst_gap_ns) + " ns");
         } catch (const std::exception& e) {
             trace_error_ = e.what();
@@ -327,18 +320,12 @@ void LiveLoop::close_burst(TimeNs now_ns)
         }
     }
 
-    if (predictor_) {
-        const predict::Decision d = predictor_->on_event(event);
-        if (d.low_power) {
-            controller_->low_power_until(d.low_power->until_ns);
-        }
-    }
-    if (adaptive_) {
-        const link::AdaptiveDecision d = adaptive_->on_event(event);
-        adaptive_timeout_ = d.timeout_ns;
-        if (d.low_power) {
-            controller_->low_power_until(d.low_power->until_ns);
-        }
+    // The policy's decision for the gap after this event: a window now,
+    // a timeout when poll() finds the link idle that long.
+    const link::GapDecision& d = policy_.on_event(event);
+    idle_timeout_ = d.timeout_ns;
+    if (d.low_power) {
+        controller_->low_power_until(d.low_power->until_ns);
     }
 
     last_end_ns_ = event.end_ns;
@@ -367,7 +354,7 @@ LiveSummary LiveLoop::summary(bool final)
         close_burst(now());
     }
     LiveSummary s;
-    s.predictor  = to_string(config_.kind);
+    s.predictor  = config_.policy.registry_name;
     s.backend    = controller_->backend().name();
     s.events     = events_;
     s.burst_gap_ns        = burst_gap_ns_;
@@ -390,18 +377,18 @@ LiveSummary LiveLoop::summary(bool final)
     }
     s.transitions      = stats_at_last_end_.transitions;
     s.time_at_width_ns = stats_at_last_end_.time_at_width_ns;
-    if (predictor_) {
-        const predict::PredictorStats& p = predictor_->stats();
+    if (const predict::Predictor* predictor = policy_.predictor()) {
+        const predict::PredictorStats& p = predictor->stats();
         s.hits        = p.hits;
         s.predictions = p.predictions;
         s.restarts    = p.restarts;
         s.gt_ns       = p.gt_ns;
     }
-    if (adaptive_) {
-        s.hits            = adaptive_->hits();
-        s.predictions     = adaptive_->predictions();
-        s.policy_in_force = adaptive_->in_force().name();
-        s.policy_switches = adaptive_->switches();
+    if (const link::AdaptivePolicy* adaptive = policy_.adaptive()) {
+        s.hits            = adaptive->hits();
+        s.predictions     = adaptive->predictions();
+        s.policy_in_force = adaptive->in_force().name();
+        s.policy_switches = adaptive->switches();
     }
     s.controller_failed = controller_->failed();
     s.controller_error  = controller_->error();

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The live loop (ARCHITECTURE.md §3–4, issue 6): traffic that `slim` sees
+// The live loop (ARCHITECTURE.md §3–4): traffic that `slim` sees
 // becomes events for the predictor, whose low-power requests drive the link
 // Controller and its backend (emulated by default); every operation wakes
 // the link first. Optionally every event is written to a trace that
@@ -21,12 +21,11 @@
 // Not thread-safe: the LiveDrain serialises calls.
 #pragma once
 
-#include "link/adaptive_policy.h"
 #include "link/controller.h"
 #include "live/op_ring.h"
-#include "live/predictor_kind.h"
-#include "predict/predictor.h"
-#include "predict/trace.h"
+#include "predict/gap_policy.h"
+#include "predict/policy_registry.h"
+#include "trace/trace.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -44,13 +43,13 @@ using predict::TimeNs;
 inline constexpr TimeNs kDefaultBurstGapNs = 20'000;
 
 struct LiveConfig {
-    PredictorKind             kind = PredictorKind::adaptive;
-    predict::PredictorConfig  predictor;          // spps / pps
-    TimeNs                    timeout_ns = 100'000; // timeout policy
+    // What decides the width (UCX_SLIM_PREDICTOR; the registry's live
+    // policies): its predictors are bound to backend.link.
+    link::PolicySpec          policy = link::default_live_policy();
     link::BackendConfig       backend;            // link, clock, ...
     std::string               backend_name = "emulated";
     // Builds the backend instead of backend_name (the node service's
-    // client, issue 13); it must read `backend.clock`.
+    // client); it must read `backend.clock`.
     std::function<std::unique_ptr<link::LinkBackend>(const link::BackendConfig&)> backend_factory;
     // Operations closer than this form one burst (event). 2 tau: an idle
     // interval shorter than a transition down and back up saves nothing
@@ -103,9 +102,9 @@ struct DrainCounters {
 };
 
 struct LiveSummary {
-    std::string   predictor;                 // "adaptive", "spps", "pps", "timeout", "off"
+    std::string   predictor;                 // the policy's registry name (link::live_policy_names)
     std::string   backend;
-    // Who drove the port (issue 13), filled by the runtime: "slimlinkd"
+    // Who drove the port, filled by the runtime: "slimlinkd"
     // (the node service: the shared port's energy is in the node report,
     // and the energy and late wake-ups below are this rank's demand alone,
     // on a port of its own; link/tee_backend.h) or "in-process" (this
@@ -137,7 +136,7 @@ struct LiveSummary {
     std::string   trace_path;                // written trace, if any
     std::uint64_t trace_events = 0;
     std::string   trace_error;               // why the trace stopped, if it did
-    // The send path's record log and its drain (issue 11).
+    // The send path's record log and its drain.
     DrainCounters drain;
     std::uint64_t ops_dropped = 0;           // records lost to a full ring
     std::uint64_t ops_logged  = 0;           // records written (runs, first sends, regions)
@@ -215,7 +214,7 @@ private:
     };
 
     void close_burst(TimeNs now);
-    // Follows the event rate with the burst gap (issue 11). Every event
+    // Follows the event rate with the burst gap. Every event
     // costs the drain a few hundred ns of shadow replays under the
     // adaptive policy (about a microsecond with its first twenty
     // candidates), taken from a core the application polls on; a
@@ -234,13 +233,13 @@ private:
     void adapt_burst_gap(TimeNs start, std::uint64_t split_gaps);
     // Adds an operation at `t` to the open burst.
     void extend_burst(const Traffic& traffic, TimeNs t);
-    // The idle timeout in force: the timeout policy's, or the adaptive
-    // policy's when it follows a timeout; none before the first event.
+    // The idle timeout the policy asked for after the last event (the
+    // timeout policy's, or the adaptive policy's when it follows a
+    // timeout); none before the first event.
     std::optional<TimeNs> active_timeout() const
     {
         if (events_ == 0) return std::nullopt;
-        if (config_.kind == PredictorKind::timeout) return config_.timeout_ns;
-        return adaptive_timeout_;
+        return idle_timeout_;
     }
     TimeNs now();
     // How long after its last operation the open burst ends: the burst
@@ -254,9 +253,9 @@ private:
     LiveConfig                         config_;
     link::Clock                        clock_;
     std::unique_ptr<link::Controller>  controller_;
-    std::optional<predict::Predictor>  predictor_;
-    std::unique_ptr<link::AdaptivePolicy> adaptive_;
-    std::optional<TimeNs>              adaptive_timeout_;
+    // Held by value: close_burst() calls it with no indirection.
+    link::GapPolicy                    policy_;
+    std::optional<TimeNs>              idle_timeout_;
     std::unique_ptr<predict::TraceWriter> trace_;
     std::string                        trace_error_;
     std::optional<OpenBurst>           open_;

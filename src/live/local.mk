@@ -2,7 +2,7 @@
 # src/live — the live loop: slim's traffic -> events -> predictor -> link
 # controller -> backend, and the per-rank event trace (issue 6).
 src_libslimcore_la_SOURCES += \
-	src/live/live_loop.h src/live/live_loop.cpp src/live/predictor_kind.h \
+	src/live/live_loop.h src/live/live_loop.cpp \
 	src/live/live_drain.h src/live/live_drain.cpp src/live/op_ring.h \
 	src/live/op_log.h src/live/op_log.cpp \
 	src/live/record_clock.h src/live/record_clock.cpp

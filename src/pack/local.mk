@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# src/pack and src/policy — lossy packing of marked float64 buffers.
+# src/pack and src/precision — lossy packing of marked float64 buffers.
 src_libslimcore_la_SOURCES += \
 	src/pack/codec.h src/pack/codec.cpp \
 	src/pack/region_registry.h src/pack/region_registry.cpp \
-	src/policy/policy.h src/policy/policy.cpp
+	src/precision/precision_rules.h src/precision/precision_rules.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_codec.cpp \
 	tests/unit/test_region_registry.cpp \
-	tests/unit/test_policy.cpp
+	tests/unit/test_precision_rules.cpp
 
 # The packing frame (wire format in frame.h).
 src_libslimcore_la_SOURCES += src/pack/frame.h src/pack/frame.cpp src/pack/wire_bytes.h

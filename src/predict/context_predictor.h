@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// A context predictor of idle intervals (issue 11): the idle interval after
+// A context predictor of idle intervals: the idle interval after
 // an event is predicted from the event's context — the ids of the last
 // `depth` events and the size classes of the idle intervals between them —
 // as the interval that followed the same context the last two times.
@@ -18,7 +18,7 @@
 // call to call (a rendezvous acknowledgement joins the fragment before it
 // or not), but the bytes it moves do not: on a
 // solver loop's traces the event key left 32 % of the oracle's idle time
-// unpredicted, the run key 10 % (2026-11-26, predictor table).
+// unpredicted, the run key 10 % (the predictor table's traces).
 //
 // Pure like the thesis predictor: time is an input, fixed memory (an
 // open-addressed table, no allocation after construction).
@@ -38,7 +38,7 @@ namespace slim::predict {
 enum class ContextKey { events, runs };
 
 // (AdaptivePolicy shares one predictor among candidates whose configs are
-// equal in every field: same_context() in link/adaptive_policy.cpp lists
+// equal in every field: same_context() in predict/adaptive_policy.cpp lists
 // them; a new field goes there too.)
 struct ContextConfig {
     std::size_t depth        = 2;        // events in a context (1..8)
@@ -46,7 +46,7 @@ struct ContextConfig {
     TimeNs      t_react_ns   = 10'000;
     double      tolerance    = 0.10;     // two intervals within +-10 % agree
     // Contexts remembered (power of two). 512 (16 KiB): the 56 live traces
-    // of 2026-11-26 replay to the same savings with 64 as with 4096, and
+    // replay to the same savings with 64 as with 4096, and
     // six run-keyed candidates of 4096 entries (768 KiB together) made the
     // drain's lookups cache and TLB misses: ContextPredictor::find took
     // 0.33 % of both cores in a 512 KiB bandwidth test, slimlink's second

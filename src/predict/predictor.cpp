@@ -81,7 +81,7 @@ struct Predictor::Impl {
           pmcc(grams, pmcc_config(c)),
           tuner(c.tuner)
     {
-        if (c.policy == Policy::pps) {
+        if (!c.tuned) {
             mode         = Mode::running;
             gt           = c.fixed_gt_ns;
             stats.gt_ns  = gt;
@@ -140,7 +140,7 @@ Decision Predictor::Impl::on_event(const Event& event)
     previous_end = std::max(event.end_ns, event.start_ns);
 
     Step step = Step::run;
-    if (config.policy == Policy::spps) {
+    if (config.tuned) {
         step = front_end(idle);
         if (step == Step::skip) {
             return decision;
@@ -225,7 +225,7 @@ Predictor::Impl::Step Predictor::Impl::front_end(std::optional<TimeNs> idle)
     case Mode::running:
         break;
     }
-    if (idle && config.policy == Policy::spps && config.retry_after_intervals > 0 &&
+    if (idle && config.tuned && config.retry_after_intervals > 0 &&
         ++idle_without_prediction >= config.retry_after_intervals) {
         retune();
         return Step::skip;

@@ -17,10 +17,10 @@
 
 namespace slim::predict {
 
-enum class Policy { pps, spps };
-
 struct PredictorConfig {
-    Policy      policy            = Policy::spps;
+    // SPPS (true): ADGT tunes the grouping threshold; PPS (false): fixed_gt_ns.
+    // A gap policy sets it from its kind (gap_policy.h).
+    bool        tuned             = true;
     TimeNs      fixed_gt_ns       = 20'000;   // PPS (and tests); SPPS tunes it
     double      displacement      = 0.05;     // Algorithm 4 displacement factor
     TimeNs      t_react_ns        = 10'000;   // link reactivation time

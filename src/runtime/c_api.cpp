@@ -215,7 +215,7 @@ const char *slim_version(void)
 slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
 {
     if (ptr == nullptr || bytes == 0 || label == nullptr || wraps(ptr, bytes) ||
-        !slim::policy::valid_label(label)) {
+        !slim::precision::valid_label(label)) {
         return SLIM_ERR_INVALID;
     }
     return guarded([&] {
@@ -276,7 +276,7 @@ slim_status_t slim_unmark(const void *ptr)
 
 slim_status_t slim_region_begin(const char *label)
 {
-    if (label == nullptr || !slim::policy::valid_label(label)) {
+    if (label == nullptr || !slim::precision::valid_label(label)) {
         try {
             slim::logger().warn("slim_region_begin: the label must be [A-Za-z0-9_.-]+; "
                                 "the region is ignored");

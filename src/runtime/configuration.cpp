@@ -127,13 +127,13 @@ ServiceChoice parse_service(const std::string &value)
     return choice;
 }
 
-// Inline rules or @file; a PolicyError already names the variable, the
+// Inline rules or @file; a PrecisionRulesError already names the variable, the
 // offending rule (and file:line) and the accepted forms.
-policy::Policy parse_policy(const std::string &value)
+precision::PrecisionRules parse_policy(const std::string &value)
 {
     try {
-        return policy::Policy::parse(value);
-    } catch (const policy::PolicyError &e) {
+        return precision::PrecisionRules::parse(value);
+    } catch (const precision::PrecisionRulesError &e) {
         throw ConfigError(e.what());
     }
 }
@@ -146,7 +146,7 @@ thread_local std::string last_error;
 // rules parsed from it, once.
 struct PolicyValue {
     std::string    text;
-    policy::Policy policy;
+    precision::PrecisionRules policy;
 };
 
 std::string var_of(const ucs_config_field_t &field)
@@ -288,7 +288,7 @@ Config Config::from_ucx()
     config.forward_only = raw.forward_only != 0;
     config.policy       = static_cast<const PolicyValue *>(raw.policy)->policy;
     config.packing      = static_cast<PackingMode>(raw.packing);
-    config.predictor    = static_cast<live::PredictorKind>(raw.predictor);
+    config.predictor    = link::live_policy(slim_config_predictors[raw.predictor]);
     config.trace_dir    = raw.trace;
     config.service      = parse_service(raw.service);
     // UCX's time parser has no range: 0s lets the leader take what is there

@@ -15,8 +15,8 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "env.h"
-#include "live/predictor_kind.h"
-#include "policy/policy.h"
+#include "predict/policy_registry.h"
+#include "precision/precision_rules.h"
 
 #include <chrono>
 #include <cstddef>
@@ -68,7 +68,7 @@ struct Config {
     static constexpr const char *log_level_var = "UCX_SLIM_LOG_LEVEL";
     static constexpr const char *link_var         = "UCX_SLIM_LINK";
     static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
-    static constexpr const char *policy_var       = policy::policy_var;
+    static constexpr const char *policy_var       = precision::policy_var;
     static constexpr const char *report_wait_var  = "UCX_SLIM_REPORT_WAIT";
     static constexpr const char *service_var      = "UCX_SLIM_SERVICE";
     static constexpr const char *bounce_size_var  = "UCX_SLIM_BOUNCE_SIZE";
@@ -90,11 +90,11 @@ struct Config {
     // slim only forwards: nothing recorded, packed or reported.
     bool         forward_only = false;
     // Lossy packing rules for slim_mark() labels; the default packs nothing.
-    policy::Policy policy;
+    precision::PrecisionRules policy;
     PackingMode  packing = PackingMode::automatic;
     // Who drives the link from live traffic: spps (default), pps, timeout
     // (the EEE-style baseline) or off (always on; accounting only).
-    live::PredictorKind predictor = live::PredictorKind::adaptive;
+    link::PolicySpec predictor = link::default_live_policy();
     // Directory for per-rank event traces (slim-replay's format); empty: none.
     std::string  trace_dir;
     ServiceChoice service;

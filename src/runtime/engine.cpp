@@ -122,7 +122,7 @@ void Engine::start_live() noexcept
 {
     try {
         live::LiveConfig lc;
-        lc.kind                = config_.predictor;
+        lc.policy              = config_.predictor;
         lc.backend_name        = to_string(config_.link);
         lc.backend.exec_template = config_.link_exec;
         // Injected waits belong on the sending thread (push()), not on the

@@ -49,7 +49,7 @@ public:
     explicit Engine(Config config);
 
     const Config &config() const noexcept { return config_; }
-    const policy::Policy &policy() const noexcept { return config_.policy; }
+    const precision::PrecisionRules &policy() const noexcept { return config_.policy; }
 
     // Buffers marked through slim_mark*(); the send path reads it lock-free.
     pack::RegionRegistry       &regions() noexcept { return regions_; }

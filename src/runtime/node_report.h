@@ -16,7 +16,7 @@
 #define SLIM_RUNTIME_NODE_REPORT_H
 
 #include "configuration.h"
-#include "link/link_model.h"
+#include "predict/link_model.h"
 #include "link/service_client.h"
 #include "link/service_protocol.h"
 #include "live/live_loop.h"

@@ -5,7 +5,11 @@
 # slim-replay: the pattern predictor over an event trace (README.md, "Event
 # traces and slim-replay").
 bin_PROGRAMS += src/tools/slim-replay
-src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp src/tools/cli_common.h
+src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp src/tools/cli_common.h \
+	src/tools/replay_options.h src/tools/replay_options.cpp \
+	src/tools/help_formatter.h src/tools/help_formatter.cpp \
+	src/tools/replay_report.h src/tools/replay_report.cpp \
+	src/tools/trace_input.h src/tools/trace_input.cpp
 src_tools_slim_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(NLOHMANN_JSON_CFLAGS) $(CLI11_CFLAGS)
 src_tools_slim_replay_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 

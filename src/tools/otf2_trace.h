@@ -46,7 +46,7 @@
 // prints anything.
 #pragma once
 
-#include "predict/trace.h"
+#include "trace/trace.h"
 #include "predict/types.h"
 
 #include <cstdint>

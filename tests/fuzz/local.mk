@@ -49,7 +49,7 @@ service_fuzzer_sources = \
 	$(srcdir)/src/link/service_io.cpp \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
-	$(srcdir)/src/link/link_model.cpp \
+	$(srcdir)/src/predict/link_model.cpp \
 	$(srcdir)/src/base/log.cpp \
 	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/base/parse.cpp
@@ -60,7 +60,7 @@ service_fuzzer_headers = \
 	$(srcdir)/src/link/service_io.h \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \
-	$(srcdir)/src/link/link_model.h \
+	$(srcdir)/src/predict/link_model.h \
 	$(srcdir)/src/base/output_file.h
 
 check_SCRIPTS += tests/fuzz/service-fuzzer
@@ -88,15 +88,15 @@ EXTRA_DIST += \
 if HAVE_CLANG_FUZZER
 trace_fuzzer_sources = \
 	$(srcdir)/tests/fuzz/trace_fuzzer.cpp \
-	$(srcdir)/src/predict/trace.cpp \
+	$(srcdir)/src/trace/trace.cpp \
 	$(srcdir)/src/base/output_file.cpp
 trace_fuzzer_headers = \
-	$(srcdir)/src/predict/trace.h \
+	$(srcdir)/src/trace/trace.h \
 	$(srcdir)/src/predict/types.h \
 	$(srcdir)/src/base/output_file.h
 otf2_fuzzer_sources = \
 	$(srcdir)/tests/fuzz/otf2_fuzzer.cpp \
-	$(srcdir)/src/predict/trace.cpp \
+	$(srcdir)/src/trace/trace.cpp \
 	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/tools/otf2_trace.cpp \
 	$(srcdir)/tests/replay/otf2_sample.cpp

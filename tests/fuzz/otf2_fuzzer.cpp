@@ -15,7 +15,7 @@
 //   never reach the terminal raw) and is of bounded length;
 // - its events, read by TraceReader under the text format's rules, either
 //   all pass or stop at a TraceError of the same kind.
-#include "predict/trace.h"
+#include "trace/trace.h"
 #include "tools/otf2_trace.h"
 #include "../replay/otf2_sample.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// libFuzzer target for the text trace reader (src/predict/trace.h), built
+// libFuzzer target for the text trace reader (src/trace/trace.h), built
 // with clang++ -fsanitize=fuzzer,address by tests/fuzz/local.mk. Traces come
 // from other machines and other people. Properties, for any input read as a
 // trace file:
@@ -11,7 +11,7 @@
 //   not above bytes (unless bytes is 0);
 // - every event, formatted as a trace line, parses back to itself;
 // - the same events given in memory read back the same way.
-#include "predict/trace.h"
+#include "trace/trace.h"
 
 #include <cstdint>
 #include <cstdlib>

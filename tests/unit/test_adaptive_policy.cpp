@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The default policy (issue 11): candidates in shadow, the best followed;
+// The default policy: candidates in shadow, the best followed;
 // and the context predictor that is one of them. Traces are built here,
 // with the shapes the issue names.
-#include "link/adaptive_policy.h"
-#include "link/replay.h"
+#include "predict/adaptive_policy.h"
+#include "predict/replay.h"
 #include "predict/context_predictor.h"
 
 #include <catch2/catch.hpp>
@@ -13,7 +13,6 @@
 
 using slim::link::AdaptiveConfig;
 using slim::link::AdaptivePolicy;
-using slim::link::CandidateKind;
 using slim::link::PolicyKind;
 using slim::link::ReplayConfig;
 using slim::predict::Event;
@@ -89,7 +88,7 @@ TEST_CASE("the adaptive policy follows a timeout where nothing repeats")
     irregular(b, 400, rng);
     AdaptivePolicy policy;
     feed(policy, b.events, [](std::size_t) {});
-    CHECK(policy.in_force().kind == CandidateKind::timeout);
+    CHECK(policy.in_force().kind == PolicyKind::timeout);
     CHECK(policy.in_force().timeout_ns <= 50'000);
 }
 
@@ -100,7 +99,7 @@ TEST_CASE("the adaptive policy follows a predictor where the idle intervals repe
     solver(b, 300, rng);
     AdaptivePolicy policy;
     feed(policy, b.events, [](std::size_t) {});
-    CHECK(policy.in_force().kind != CandidateKind::timeout);
+    CHECK(policy.in_force().kind != PolicyKind::timeout);
 
     // Between the default's timeouts and the thesis's PPS, PPS wins this
     // trace (PPS is no longer among the defaults: run-keyed contexts beat it
@@ -108,17 +107,17 @@ TEST_CASE("the adaptive policy follows a predictor where the idle intervals repe
     AdaptiveConfig only;
     only.candidates.clear();
     for (auto k : AdaptiveConfig::default_candidates()) {
-        if (k.kind == CandidateKind::timeout) {
+        if (k.kind == PolicyKind::timeout) {
             only.candidates.push_back(k);
         }
     }
     slim::link::Candidate thesis;
-    thesis.kind  = CandidateKind::pps;
-    thesis.gt_ns = 20'000;
+    thesis.kind  = PolicyKind::pps;
+    thesis.predictor.fixed_gt_ns = 20'000;
     only.candidates.push_back(thesis);
     AdaptivePolicy pps(only);
     feed(pps, b.events, [](std::size_t) {});
-    CHECK(pps.in_force().kind == CandidateKind::pps);
+    CHECK(pps.in_force().kind == PolicyKind::pps);
 
     const auto r = slim::link::replay(b.events, adaptive_replay());
     REQUIRE(r.energy_savings_pct);
@@ -136,10 +135,10 @@ TEST_CASE("the adaptive policy switches after a phase change")
     AdaptivePolicy policy;
     bool timeout_before = false;
     feed(policy, b.events, [&](std::size_t i) {
-        if (i + 1 == change) timeout_before = policy.in_force().kind == CandidateKind::timeout;
+        if (i + 1 == change) timeout_before = policy.in_force().kind == PolicyKind::timeout;
     });
     CHECK(timeout_before);
-    CHECK(policy.in_force().kind != CandidateKind::timeout);
+    CHECK(policy.in_force().kind != PolicyKind::timeout);
     CHECK(policy.switches() >= 1);
 }
 
@@ -207,7 +206,7 @@ TEST_CASE("context with a timeout fallback covers both the repeating and the irr
         ReplayConfig c;
         c.policy.kind                        = kind;
         c.policy.context.depth               = 2;
-        c.policy.context_fallback_timeout_ns = fallback_ns;
+        c.policy.fallback_timeout_ns = fallback_ns;
         c.policy.timeout_ns                  = timeout_ns;
         const auto r = slim::link::replay(b.events, c);
         REQUIRE(r.energy_savings_pct);
@@ -232,7 +231,7 @@ TEST_CASE("context with a timeout fallback covers both the repeating and the irr
     CHECK(*adaptive.time_penalty_pct <= 1.0);
     bool has_hybrid = false;
     for (const auto& k : AdaptiveConfig::default_candidates()) {
-        has_hybrid = has_hybrid || (k.kind == CandidateKind::context_timeout &&
+        has_hybrid = has_hybrid || (k.kind == PolicyKind::context && k.fallback_timeout_ns > 0 &&
                                     k.name().find(" + timeout ") != std::string::npos);
     }
     CHECK(has_hybrid);
@@ -314,7 +313,7 @@ slim::link::ReplayResult replay_context(const std::vector<Event>& events, slim::
     c.policy.kind                    = PolicyKind::context;
     c.policy.context.key             = key;
     c.policy.context.tolerance       = 0.5;
-    c.policy.context_after_window_ns = after_ns;
+    c.policy.after_ns = after_ns;
     const auto r = slim::link::replay(events, c);
     REQUIRE(r.energy_savings_pct);
     return r;
@@ -398,9 +397,9 @@ TEST_CASE("a context goes low again when a gap outlasts its window")
     // measured from the event's end and lies beyond the window.
     AdaptiveConfig config;
     slim::link::Candidate k;
-    k.kind      = CandidateKind::context;
-    k.key       = slim::predict::ContextKey::runs;
-    k.tolerance = 0.5;
+    k.kind      = PolicyKind::context;
+    k.context.key       = slim::predict::ContextKey::runs;
+    k.context.tolerance = 0.5;
     k.after_ns  = 50'000;
     config.candidates = {k};
     config.initial    = 0;
@@ -424,12 +423,12 @@ TEST_CASE("the adaptive policy hands over at a switch: the old candidate's hit, 
     // of 400 us gaps the first check replaces the timeout. The event of
     // that check already gets the context's window for the gap after it.
     slim::link::Candidate timeout;
-    timeout.kind       = CandidateKind::timeout;
+    timeout.kind       = PolicyKind::timeout;
     timeout.timeout_ns = 1'000'000;
     slim::link::Candidate runs;
-    runs.kind  = CandidateKind::context;
-    runs.key   = slim::predict::ContextKey::runs;
-    runs.depth = 1;
+    runs.kind  = PolicyKind::context;
+    runs.context.key   = slim::predict::ContextKey::runs;
+    runs.context.depth = 1;
     AdaptiveConfig config;
     config.candidates  = {timeout, runs};
     config.initial     = 0;
@@ -467,8 +466,8 @@ TEST_CASE("replays that share a context predictor decide as replays with their o
         c.policy.kind                        = PolicyKind::context;
         c.policy.context.key                 = slim::predict::ContextKey::runs;
         c.policy.context.tolerance           = 0.5;
-        c.policy.context_fallback_timeout_ns = fallback_ns;
-        c.policy.context_after_window_ns     = after_ns;
+        c.policy.fallback_timeout_ns = fallback_ns;
+        c.policy.after_ns     = after_ns;
         return c;
     };
     const ReplayConfig a = config_for(200'000, 0), c = config_for(50'000, 50'000);

@@ -5,13 +5,14 @@
 #include "configuration.h"
 #include "slim_config.h"
 
-#include "live/predictor_kind.h"
+#include "predict/policy_registry.h"
 
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <unistd.h>  // environ
 
@@ -404,11 +405,11 @@ TEST_CASE("UCX_SLIM_PACKING decides whether the transport steers UCP")
 
 TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, adaptive by default")
 {
-    CHECK(parse({}).predictor == slim::live::PredictorKind::adaptive);
-    CHECK(parse({{"UCX_SLIM_PREDICTOR", "spps"}}).predictor == slim::live::PredictorKind::spps);
-    CHECK(parse({{"UCX_SLIM_PREDICTOR", "PPS"}}).predictor == slim::live::PredictorKind::pps);
-    CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor == slim::live::PredictorKind::timeout);
-    CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor == slim::live::PredictorKind::off);
+    CHECK(parse({}).predictor.registry_name == "adaptive");
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "spps"}}).predictor.kind == slim::link::PolicyKind::spps);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "PPS"}}).predictor.kind == slim::link::PolicyKind::pps);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor.kind == slim::link::PolicyKind::timeout);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor.kind == slim::link::PolicyKind::always_on);
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PREDICTOR", "oracle"}}),
                       Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are "
                                "[adaptive|spps|pps|timeout|off]"));
@@ -483,10 +484,12 @@ TEST_CASE("the table's enum names are the C++ enums' names, in order")
         CHECK(std::string(slim_config_packing_modes[i]) ==
               slim::to_string(static_cast<slim::PackingMode>(i)));
     }
+    // UCX's list of UCX_SLIM_PREDICTOR values is the registry's live list.
+    std::vector<std::string> predictors;
     for (unsigned i = 0; slim_config_predictors[i] != nullptr; ++i) {
-        CHECK(std::string(slim_config_predictors[i]) ==
-              slim::live::to_string(static_cast<slim::live::PredictorKind>(i)));
+        predictors.emplace_back(slim_config_predictors[i]);
     }
+    CHECK(predictors == slim::link::live_policy_names());
 }
 
 TEST_CASE("a bad value from one variable leaves the others' reporting intact")

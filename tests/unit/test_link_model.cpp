@@ -2,7 +2,7 @@
 // The emulated port of issue "link-width controller": every number below is
 // computed by hand from the model (L = 4 lanes, 0.5 W per lane, low = 1 lane,
 // tau = 10 us unless a test says otherwise).
-#include "link/link_model.h"
+#include "predict/link_model.h"
 
 #include <catch2/catch.hpp>
 

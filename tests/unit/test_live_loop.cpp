@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The live loop on a manual clock: bursts from operations, the predictor
 // driving the emulated link, and a trace that replays to the same savings.
-#include "link/replay.h"
+#include "predict/policy_registry.h"
+#include "predict/replay.h"
 #include "live/live_loop.h"
 #include "live/live_drain.h"
 #include "live/op_log.h"
 #include "live/op_ring.h"
 #include "live/record_clock.h"
-#include "predict/trace.h"
+#include "trace/trace.h"
 
 #include <catch2/catch.hpp>
 
@@ -25,7 +26,6 @@
 
 using slim::live::LiveConfig;
 using slim::live::LiveLoop;
-using slim::live::PredictorKind;
 using slim::live::Traffic;
 using slim::predict::TimeNs;
 
@@ -36,13 +36,13 @@ struct ManualClock {
     slim::link::Clock clock() { return [this] { return now; }; }
 };
 
-LiveConfig config_for(ManualClock& clock, PredictorKind kind, const std::string& trace = {})
+LiveConfig config_for(ManualClock& clock, const char* policy, const std::string& trace = {})
 {
     LiveConfig c;
-    c.kind                  = kind;
+    c.policy                = slim::link::live_policy(policy);
     c.backend.clock         = clock.clock();
     c.trace_path            = trace;
-    c.predictor.fixed_gt_ns = 20'000;
+    c.policy.predictor.fixed_gt_ns = 20'000;
     // These cases time the loop's mechanisms on the 5 us gap they were
     // written for; the default (2 tau) is checked on its own below.
     c.burst_gap_ns = 5'000;
@@ -90,7 +90,7 @@ std::string temp_path(const char* name)
 TEST_CASE("operations closer than the burst gap form one event, identified by the first")
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::off));
+    LiveLoop loop(config_for(clock, "off"));
     loop.on_traffic(op(0, 100, 7));
     clock.now += 1'000;
     loop.on_traffic(op(2, 50, 8));
@@ -111,7 +111,7 @@ TEST_CASE("a burst is named by its first send, whichever neighbour's message arr
     const std::string path = temp_path("send-id.trace");
     ManualClock clock;
     {
-        LiveLoop loop(config_for(clock, PredictorKind::off, path));
+        LiveLoop loop(config_for(clock, "off", path));
         Traffic received = op(5, 4096, 2);
         received.send    = false;
         loop.on_traffic(received);
@@ -149,7 +149,7 @@ TEST_CASE("the drain thread ends a burst a gap after its last operation, with no
     // after the last operation, not when it happened to look.
     TimeNs           replay_now = 0;
     LiveConfig       c;
-    c.kind            = PredictorKind::spps;
+    c.policy          = slim::link::live_policy("spps");
     c.backend.clock   = slim::live::LiveDrain::replay_clock(replay_now);
     const slim::link::Clock wall = slim::link::steady_clock_ns();
     replay_now = wall();
@@ -184,7 +184,7 @@ TEST_CASE("the drain writes the trace to its file within its flush period, with 
     std::remove(path.c_str());
     ManualClock unused;
     TimeNs      replay_now = 1'000'000;
-    LiveConfig  c          = config_for(unused, PredictorKind::pps, path);
+    LiveConfig  c          = config_for(unused, "pps", path);
     c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
     LiveLoop                    loop(c);
     REQUIRE(loop.trace_error().empty());
@@ -234,10 +234,10 @@ TEST_CASE("the drain replays recorded operations exactly as a perfectly timed lo
     // polls every 2 us, once recorded into the ring and drained in one go
     // much later. Energy, events and late wake-ups agree.
     ManualClock direct_clock;
-    LiveLoop    direct(config_for(direct_clock, PredictorKind::pps));
+    LiveLoop    direct(config_for(direct_clock, "pps"));
 
     TimeNs     replay_now = 0;
-    LiveConfig c = config_for(direct_clock, PredictorKind::pps);
+    LiveConfig c = config_for(direct_clock, "pps");
     c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
     replay_now = direct_clock.now;
     LiveLoop             drained(c);
@@ -536,7 +536,7 @@ TEST_CASE("a repeating pattern lets the predictor save link energy, and the trac
 {
     ManualClock clock;
     const std::string trace = temp_path("pattern.trace");
-    LiveLoop loop(config_for(clock, PredictorKind::pps, trace));
+    LiveLoop loop(config_for(clock, "pps", trace));
     for (int i = 0; i < 200; ++i) iteration(loop, clock);
     const auto live = loop.summary(true);
 
@@ -550,10 +550,8 @@ TEST_CASE("a repeating pattern lets the predictor save link energy, and the trac
 
     // slim-replay's engine over the trace, same policy: the same savings.
     slim::link::ReplayConfig rc;
-    rc.policy.kind                  = slim::link::PolicyKind::predictor;
-    rc.policy.predictor.policy      = slim::predict::Policy::pps;
+    rc.policy = slim::link::bound_to(slim::link::live_policy("pps"), rc.link);
     rc.policy.predictor.fixed_gt_ns = 20'000;
-    rc.policy.predictor.t_react_ns  = rc.link.tau_ns;
     slim::predict::TraceReader reader(trace);
     slim::link::Replay replay(rc);
     while (auto e = reader.next()) replay.on_event(*e);
@@ -566,7 +564,7 @@ TEST_CASE("a repeating pattern lets the predictor save link energy, and the trac
 TEST_CASE("SPPS tunes its threshold on live traffic and saves energy")
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::spps));
+    LiveLoop loop(config_for(clock, "spps"));
     for (int i = 0; i < 400; ++i) iteration(loop, clock);
     const auto s = loop.summary(true);
     CHECK(s.gt_ns.has_value());
@@ -578,7 +576,7 @@ TEST_CASE("SPPS tunes its threshold on live traffic and saves energy")
 TEST_CASE("the timeout baseline lowers the link after the idle timeout")
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::timeout));
+    LiveLoop loop(config_for(clock, "timeout"));
     for (int i = 0; i < 50; ++i) iteration(loop, clock);
     const auto s = loop.summary(true);
     REQUIRE(s.energy_savings_pct.has_value());
@@ -589,7 +587,7 @@ TEST_CASE("the timeout baseline lowers the link after the idle timeout")
 TEST_CASE("an unwritable trace path is reported, and the loop goes on")
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::off, "/nonexistent-dir/x.trace"));
+    LiveLoop loop(config_for(clock, "off", "/nonexistent-dir/x.trace"));
     loop.on_traffic(op(0, 8, 1));
     const auto s = loop.summary(true);
     CHECK(s.events == 1);
@@ -597,11 +595,11 @@ TEST_CASE("an unwritable trace path is reported, and the loop goes on")
 }
 
 // Bursts of 200 us of packed traffic (wire 0.5 of the original), 50 us apart.
-slim::live::LiveSummary packed_bursts(PredictorKind kind)
+slim::live::LiveSummary packed_bursts(const char* policy)
 {
     ManualClock clock;
-    LiveConfig  c = config_for(clock, kind);
-    c.timeout_ns  = 20'000;
+    LiveConfig  c = config_for(clock, policy);
+    c.policy.timeout_ns = 20'000;
     LiveLoop loop(c);
     for (int i = 0; i < 20; ++i) {
         for (int k = 0; k < 100; ++k) {
@@ -617,7 +615,7 @@ slim::live::LiveSummary packed_bursts(PredictorKind kind)
 
 TEST_CASE("packed bursts wake a low link only to the lanes they fill")
 {
-    const auto s = packed_bursts(PredictorKind::timeout);
+    const auto s = packed_bursts("timeout");
     CHECK(s.time_at_width_ns[2] > 0);
     CHECK(s.time_at_width_ns[3] == 0);
     CHECK(s.time_at_width_ns[4] < s.time_at_width_ns[2]);  // only before the first low
@@ -630,7 +628,7 @@ TEST_CASE("a packed burst after a low-power period that already ended keeps the 
     // PPS predicts each 300 us gap and wakes the link before the next burst
     // (displacement and t_react): those bursts find it at full width again.
     ManualClock clock;
-    LiveLoop    loop(config_for(clock, PredictorKind::pps));
+    LiveLoop    loop(config_for(clock, "pps"));
     for (int i = 0; i < 200; ++i) {
         for (int k = 0; k < 50; ++k) {
             Traffic packed    = op(0, 2048, 1);
@@ -651,7 +649,7 @@ TEST_CASE("a link at full width is not narrowed for a packed burst")
 {
     // A width change takes tau: narrowing for each burst would cost
     // transitions and late wake-ups for the unpacked traffic after it.
-    const auto s = packed_bursts(PredictorKind::off);
+    const auto s = packed_bursts("off");
     CHECK(s.time_at_width_ns[2] == 0);
     CHECK(s.transitions == 0);
 }
@@ -659,8 +657,8 @@ TEST_CASE("a link at full width is not narrowed for a packed burst")
 TEST_CASE("unpacked bursts wake a low link to full width")
 {
     ManualClock clock;
-    LiveConfig  c = config_for(clock, PredictorKind::timeout);
-    c.timeout_ns  = 20'000;
+    LiveConfig  c = config_for(clock, "timeout");
+    c.policy.timeout_ns = 20'000;
     LiveLoop loop(c);
     for (int i = 0; i < 20; ++i) {
         for (int k = 0; k < 100; ++k) {
@@ -679,7 +677,7 @@ TEST_CASE("unpacked bursts wake a low link to full width")
 TEST_CASE("a region holds the width its packing needs until it ends")
 {
     ManualClock clock;
-    LiveLoop loop(config_for(clock, PredictorKind::off));
+    LiveLoop loop(config_for(clock, "off"));
     loop.on_traffic(op(0, 8, 1));
     idle(loop, clock, 10'000);
     loop.region_begin(0.5);            // keep 4 of 8: 2 of 4 lanes
@@ -699,7 +697,7 @@ TEST_CASE("a region holds the width its packing needs until it ends")
 TEST_CASE("the default burst gap is two link transitions, so protocol round trips stay in one event")
 {
     LiveConfig c;
-    CHECK(c.kind == PredictorKind::adaptive);
+    CHECK(c.policy.kind == slim::link::PolicyKind::adaptive);
     CHECK(c.burst_gap_ns == 2 * c.backend.link.tau_ns);
     // A rendezvous split by 12 us round trips: one event at the default gap.
     ManualClock clock;
@@ -716,7 +714,7 @@ TEST_CASE("the default burst gap is two link transitions, so protocol round trip
 TEST_CASE("the adaptive default saves on live traffic and names the policy it follows")
 {
     ManualClock clock;
-    LiveConfig  c = config_for(clock, PredictorKind::adaptive);
+    LiveConfig  c = config_for(clock, "adaptive");
     LiveLoop    loop(c);
     for (int i = 0; i < 100; ++i) iteration(loop, clock);
     const auto s = loop.summary(true);

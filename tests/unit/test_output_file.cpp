@@ -3,7 +3,7 @@
 // directory are never written through a planted symbolic link or into
 // another user's file, and new ones get the mode asked for.
 #include "base/output_file.h"
-#include "predict/trace.h"
+#include "trace/trace.h"
 
 #include <catch2/catch.hpp>
 

@@ -6,7 +6,7 @@
 // lane, tau = 10 us) reads the service's replay clock, and every expected
 // number comes from a separate LinkModel fed the steps worked out by hand.
 #include "link/backend.h"
-#include "link/link_model.h"
+#include "predict/link_model.h"
 #include "link/service_protocol.h"
 #include "service/port_service.h"
 

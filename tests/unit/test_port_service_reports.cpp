@@ -7,7 +7,7 @@
 // real port left narrow is remembered in a state file. Time is passed by
 // hand, at uptime-like values, as CLOCK_MONOTONIC gives them.
 #include "link/backend.h"
-#include "link/link_model.h"
+#include "predict/link_model.h"
 #include "link/service_protocol.h"
 #include "service/port_service.h"
 #include "service/state_file.h"

@@ -18,7 +18,6 @@
 using slim::predict::Decision;
 using slim::predict::Event;
 using slim::predict::EventId;
-using slim::predict::Policy;
 using slim::predict::Predictor;
 using slim::predict::PredictorConfig;
 using slim::predict::PredictorStats;
@@ -68,7 +67,7 @@ constexpr TimeNs kUs = 1'000;
 PredictorConfig pps(TimeNs gt = 20 * kUs)
 {
     PredictorConfig c;
-    c.policy      = Policy::pps;
+    c.tuned       = false;
     c.fixed_gt_ns = gt;
     return c;
 }
@@ -76,7 +75,7 @@ PredictorConfig pps(TimeNs gt = 20 * kUs)
 PredictorConfig spps()
 {
     PredictorConfig c;
-    c.policy = Policy::spps;
+    c.tuned = true;
     return c;
 }
 
@@ -532,9 +531,9 @@ TEST_CASE("the predictor allocates nothing per event once constructed", "[predic
     for (int i = 0; i < 300; ++i) {
         t.fft_iteration();
     }
-    for (const Policy policy : {Policy::pps, Policy::spps}) {
-        CAPTURE(policy == Policy::pps);
-        PredictorConfig c = policy == Policy::pps ? pps() : spps();
+    for (const bool tuned : {false, true}) {
+        CAPTURE(!tuned);
+        PredictorConfig c = tuned ? spps() : pps();
         c.gram_kinds_capacity = 512;  // fills up during the churn
         c.pattern_capacity    = 256;
         const std::uint64_t at_start = g_allocations.load();

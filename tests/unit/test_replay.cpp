@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The replay driver (src/link/replay.h) on traces whose results are worked
+// The replay driver (src/predict/replay.h) on traces whose results are worked
 // out by hand from the link model (default link: 4 lanes of 0.5 W, low
 // width 1, tau 10 us, so 2 W at full width, in any transition, and 0.5 W
 // low). The periodic trace: 1000 bursts of 100 us, 900 us idle between.
@@ -9,7 +9,7 @@
 //              0.5 W x 790 us + 20 uJ for the late wake-up = 635 uJ, and
 //              each burst after the first waits 10 us.
 //   Baseline 2 W x 999.1 ms; bursts 1000 x 200 uJ in every policy.
-#include "link/replay.h"
+#include "predict/replay.h"
 
 #include <catch2/catch.hpp>
 
@@ -22,7 +22,6 @@ using slim::link::ReplayConfig;
 using slim::link::ReplayResult;
 using slim::predict::Event;
 using slim::predict::EventId;
-using slim::predict::Policy;
 using slim::predict::TimeNs;
 
 namespace {
@@ -149,8 +148,7 @@ TEST_CASE("packed bursts need only the lanes their packed bytes fill", "[replay]
 
 TEST_CASE("PPS on the Figure 5.3 trace puts the link in low power and saves energy", "[replay]")
 {
-    ReplayConfig c = with_policy(PolicyKind::predictor);
-    c.policy.predictor.policy = Policy::pps;
+    ReplayConfig c = with_policy(PolicyKind::pps);
     c.policy.predictor.fixed_gt_ns = 20'000;
     slim::link::Replay driver(c);
     std::uint64_t requests = 0;

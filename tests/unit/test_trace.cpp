@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Event traces (src/predict/trace.h): the line format, every rejected input
+// Event traces (src/trace/trace.h): the line format, every rejected input
 // with its FILE:LINE message, streaming, and writer/reader round trips.
-#include "predict/trace.h"
+#include "trace/trace.h"
 
 #include <catch2/catch.hpp>
 

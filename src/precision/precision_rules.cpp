@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "policy/policy.h"
+#include "precision/precision_rules.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace slim::policy {
+namespace slim::precision {
 
 namespace {
 
@@ -168,11 +168,11 @@ public:
         try {
             parsed = parse_rule(rule);
         } catch (const Reason& r) {
-            throw PolicyError(error_text(where, rule, r.text));
+            throw PrecisionRulesError(error_text(where, rule, r.text));
         }
         for (const Parsed& existing : rules_) {
             if (existing.label == parsed.label) {
-                throw PolicyError(
+                throw PrecisionRulesError(
                         error_text(where, rule, "duplicate label '" + parsed.label + "'"));
             }
         }
@@ -209,7 +209,7 @@ std::string read_policy_file(std::string_view spec, const std::string& path)
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
-        throw PolicyError(error_text("", spec, "cannot open " + path + ": " + std::strerror(err)));
+        throw PrecisionRulesError(error_text("", spec, "cannot open " + path + ": " + std::strerror(err)));
     }
     struct Closer {
         int fd;
@@ -218,18 +218,18 @@ std::string read_policy_file(std::string_view spec, const std::string& path)
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
-        throw PolicyError(error_text("", spec, "cannot stat " + path + ": " + std::strerror(err)));
+        throw PrecisionRulesError(error_text("", spec, "cannot stat " + path + ": " + std::strerror(err)));
     }
     if (S_ISDIR(st.st_mode)) {
-        throw PolicyError(error_text("", spec, "cannot read " + path + ": Is a directory"));
+        throw PrecisionRulesError(error_text("", spec, "cannot read " + path + ": Is a directory"));
     }
     if (!S_ISREG(st.st_mode)) {
-        throw PolicyError(error_text("", spec,
+        throw PrecisionRulesError(error_text("", spec,
                                      path + " is not a regular file" + file_kind(st.st_mode) +
                                              "; a policy file must be a regular file"));
     }
     const auto too_large = [&](const std::string& size) {
-        return PolicyError(error_text("", spec,
+        return PrecisionRulesError(error_text("", spec,
                                       path + " has " + size +
                                               " bytes; a policy file may have at most " +
                                               std::to_string(kMaxPolicyFileBytes) + " (1 MiB)"));
@@ -246,7 +246,7 @@ std::string read_policy_file(std::string_view spec, const std::string& path)
         }
         if (n < 0) {
             const int err = errno;
-            throw PolicyError(
+            throw PrecisionRulesError(
                     error_text("", spec, "cannot read " + path + ": " + std::strerror(err)));
         }
         if (n == 0) {
@@ -263,7 +263,7 @@ std::vector<Parsed> parse_file(std::string_view spec)
 {
     const std::string path(trim(spec.substr(1)));
     if (path.empty()) {
-        throw PolicyError(error_text("", spec, "'@' must be followed by a file path"));
+        throw PrecisionRulesError(error_text("", spec, "'@' must be followed by a file path"));
     }
     std::istringstream in(read_policy_file(spec, path));
     Builder            builder;
@@ -303,7 +303,7 @@ bool valid_label(std::string_view label)
     return !label.empty() && std::all_of(label.begin(), label.end(), ok);
 }
 
-Policy Policy::parse(std::string_view spec)
+PrecisionRules PrecisionRules::parse(std::string_view spec)
 {
     const std::string_view text = trim(spec);
     std::vector<Parsed>    parsed;
@@ -316,14 +316,14 @@ Policy Policy::parse(std::string_view spec)
         }
         parsed = builder.take();
     }
-    Policy policy;
+    PrecisionRules rules;
     for (Parsed& p : parsed) {
-        policy.rules_.push_back(Rule{std::move(p.label), p.precision});
+        rules.rules_.push_back(Rule{std::move(p.label), p.precision});
     }
-    return policy;
+    return rules;
 }
 
-std::optional<pack::Precision> Policy::lookup(std::string_view label) const
+std::optional<pack::Precision> PrecisionRules::lookup(std::string_view label) const
 {
     const Rule* fallback = nullptr;
     for (const Rule& rule : rules_) {
@@ -337,10 +337,10 @@ std::optional<pack::Precision> Policy::lookup(std::string_view label) const
     return fallback != nullptr ? fallback->precision : std::nullopt;
 }
 
-bool Policy::lossy() const
+bool PrecisionRules::lossy() const
 {
     return std::any_of(rules_.begin(), rules_.end(),
                        [](const Rule& r) { return r.precision.has_value(); });
 }
 
-}  // namespace slim::policy
+}  // namespace slim::precision

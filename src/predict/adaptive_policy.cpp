@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "link/adaptive_policy.h"
+#include "predict/adaptive_policy.h"
 
-#include "link/replay.h"
+#include "predict/replay.h"
 
 #include <cmath>
 #include <memory>
@@ -10,8 +10,6 @@
 namespace slim::link {
 
 namespace {
-
-std::string micros(TimeNs ns) { return std::to_string(ns / 1'000) + "us"; }
 
 // Every field of ContextConfig: predictors configured alike decide alike.
 bool same_context(const predict::ContextConfig& a, const predict::ContextConfig& b)
@@ -23,36 +21,13 @@ bool same_context(const predict::ContextConfig& a, const predict::ContextConfig&
 
 }  // namespace
 
-std::string Candidate::name() const
-{
-    // " +-50%" unless the context predictor's own default (10 %).
-    const auto agreement = [this] {
-        const predict::ContextConfig defaults;
-        if (tolerance == defaults.tolerance) {
-            return std::string();
-        }
-        return " +-" + std::to_string(static_cast<int>(tolerance * 100.0 + 0.5)) + "%";
-    };
-    const std::string context =
-            (key == predict::ContextKey::runs ? "runs " : "context ") + std::to_string(depth) + agreement();
-    const std::string again = after_ns > 0 ? ", again " + micros(after_ns) + " after" : "";
-    switch (kind) {
-    case CandidateKind::timeout: return "timeout " + micros(timeout_ns);
-    case CandidateKind::pps:     return "pps gt " + micros(gt_ns);
-    case CandidateKind::spps:    return "spps";
-    case CandidateKind::context: return context + again;
-    case CandidateKind::context_timeout: return context + " + timeout " + micros(timeout_ns) + again;
-    }
-    return "?";
-}
-
 std::vector<Candidate> AdaptiveConfig::default_candidates()
 {
     // Ten candidates: every one is replayed in shadow on every event, on the
     // drain thread, which takes its time from a core a rank polls on. The
     // set was chosen on 28 live traces (the predictor table's seven
     // workloads, two runs of two ranks, one on a quiet and one on a loaded
-    // machine, 2026-11-26) by greedy selection from 77 candidates (timeouts,
+    // machine) by greedy selection from 77 candidates (timeouts,
     // PPS, context and run-keyed context at depths 1, 2, 4, agreeing within
     // 10 or 50 %, alone or with a 50 or 200 us timeout, with or without a
     // second low period after the window): the mean fraction of the oracle
@@ -68,7 +43,7 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     // down (each late wake-up costs tau).
     for (TimeNs t : {20'000, 50'000, 100'000, 200'000}) {
         Candidate k;
-        k.kind       = CandidateKind::timeout;
+        k.kind       = PolicyKind::timeout;
         k.timeout_ns = t;
         c.push_back(k);
     }
@@ -80,12 +55,12 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     // the 28 traces: 0.87 without, 0.91 with).
     const auto runs = [&c](std::size_t depth, TimeNs timeout, TimeNs after) {
         Candidate k;
-        k.kind       = CandidateKind::context_timeout;
-        k.key        = predict::ContextKey::runs;
-        k.depth      = depth;
-        k.timeout_ns = timeout;
-        k.tolerance  = 0.5;
-        k.after_ns   = after;
+        k.kind                = PolicyKind::context;
+        k.context.key         = predict::ContextKey::runs;
+        k.context.depth       = depth;
+        k.fallback_timeout_ns = timeout;
+        k.context.tolerance   = 0.5;
+        k.after_ns            = after;
         c.push_back(k);
     };
     runs(2, 200'000, 0);
@@ -124,39 +99,16 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
         return contexts.back();
     };
     for (const Candidate& k : config_.candidates) {
-        std::shared_ptr<SharedContext> shared;
+        if (k.kind == PolicyKind::oracle || k.kind == PolicyKind::adaptive) {
+            throw std::invalid_argument("the adaptive policy cannot follow " + k.name());
+        }
         ReplayConfig rc;
         rc.link   = config_.link;
         rc.packed = config_.packed;
-        switch (k.kind) {
-        case CandidateKind::timeout:
-            rc.policy.kind       = PolicyKind::timeout;
-            rc.policy.timeout_ns = k.timeout_ns;
-            break;
-        case CandidateKind::pps:
-        case CandidateKind::spps:
-            rc.policy.kind                  = PolicyKind::predictor;
-            rc.policy.predictor             = config_.predictor;
-            rc.policy.predictor.policy      = k.kind == CandidateKind::pps ? predict::Policy::pps
-                                                                           : predict::Policy::spps;
-            rc.policy.predictor.fixed_gt_ns = k.gt_ns;
-            rc.policy.predictor.t_react_ns  = config_.link.tau_ns;
-            break;
-        case CandidateKind::context:
-        case CandidateKind::context_timeout:
-            rc.policy.kind               = PolicyKind::context;
-            rc.policy.context            = config_.context;
-            rc.policy.context.depth      = k.depth;
-            rc.policy.context.tolerance  = k.tolerance;
-            rc.policy.context.key        = k.key;
-            rc.policy.context.run_gap_ns = context_run_gap_ns(config_.link);
-            rc.policy.context_after_window_ns = k.after_ns;
-            rc.policy.context.t_react_ns = config_.link.tau_ns;
-            if (k.kind == CandidateKind::context_timeout) {
-                rc.policy.context_fallback_timeout_ns = k.timeout_ns;
-            }
+        rc.policy = bound_to(k, config_.link);
+        std::shared_ptr<SharedContext> shared;
+        if (k.kind == PolicyKind::context) {
             shared = shared_context(rc.policy.context);
-            break;
         }
         shadows_.push_back(std::make_unique<Replay>(rc, std::move(shared)));
     }
@@ -167,16 +119,14 @@ AdaptivePolicy::~AdaptivePolicy() = default;
 AdaptivePolicy::AdaptivePolicy(AdaptivePolicy&&) noexcept = default;
 AdaptivePolicy& AdaptivePolicy::operator=(AdaptivePolicy&&) noexcept = default;
 
-AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
+GapDecision AdaptivePolicy::on_event(const predict::Event& event)
 {
-    AdaptiveDecision out;
     for (const std::unique_ptr<Replay>& shadow : shadows_) {
         shadow->on_event(event);
     }
     // The hit scores the gap before this event: the candidate in force
     // then, even when the check below replaces it.
-    out.hit = config_.candidates[current_].kind != CandidateKind::timeout &&
-              shadows_[current_]->decision().hit;
+    const bool hit = shadows_[current_]->decision().hit;
     ++events_;
     const bool early = config_.early_check > 0 &&
                        (events_ == config_.early_check || events_ == 2 * config_.early_check);
@@ -184,19 +134,10 @@ AdaptiveDecision AdaptivePolicy::on_event(const predict::Event& event)
         check();
     }
     // The gap after this event is the one in force now: its window.
-    const Candidate& k = config_.candidates[current_];
-    out.low_power      = shadows_[current_]->decision().low_power;
-    if (k.kind == CandidateKind::timeout) {
-        out.timeout_ns = k.timeout_ns;
-        out.low_power.reset();
-    } else if (k.kind == CandidateKind::context_timeout && !out.low_power) {
-        out.timeout_ns = k.timeout_ns;
-    }
-    if (out.low_power && k.after_ns > 0) {
-        // Measured from the event's end, like every timeout.
-        out.timeout_ns = (out.low_power->until_ns - out.low_power->from_ns) + k.after_ns;
-    }
-    hits_ += out.hit ? 1 : 0;
+    GapDecision out       = shadows_[current_]->decision();
+    out.hit               = hit;
+    out.prediction_active = out.low_power.has_value();
+    hits_ += hit ? 1 : 0;
     predictions_ += out.low_power ? 1 : 0;
     return out;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // UCX_SLIM_POLICY: every accepted rule form, and every malformed one rejected
 // with a message naming the offending token and the accepted forms.
-#include "policy/policy.h"
+#include "precision/precision_rules.h"
 
 #include <catch2/catch.hpp>
 
@@ -15,17 +15,17 @@
 using Catch::Matchers::Contains;
 using slim::pack::Precision;
 using slim::pack::Rounding;
-using slim::policy::Policy;
-using slim::policy::PolicyError;
+using slim::precision::PrecisionRules;
+using slim::precision::PrecisionRulesError;
 
 namespace {
 
-// The PolicyError message for `spec`, or "" when it parses.
+// The PrecisionRulesError message for `spec`, or "" when it parses.
 std::string error_for(const std::string &spec)
 {
     try {
-        Policy::parse(spec);
-    } catch (const PolicyError &e) {
+        PrecisionRules::parse(spec);
+    } catch (const PrecisionRulesError &e) {
         return e.what();
     }
     return "";
@@ -40,7 +40,7 @@ void check_rejected(const std::string &spec, const std::string &token, const std
                              "LABEL=rel:EPS[:truncate|round], LABEL is [A-Za-z0-9_.-]+ or *"));
 }
 
-bool packs_as(const Policy &policy, const std::string &label, int keep, Rounding mode)
+bool packs_as(const PrecisionRules &policy, const std::string &label, int keep, Rounding mode)
 {
     const std::optional<Precision> p = policy.lookup(label);
     return p && p->keep_bytes == keep && p->mode == mode;
@@ -68,20 +68,20 @@ private:
 
 } // namespace
 
-TEST_CASE("an empty policy packs nothing", "[policy]")
+TEST_CASE("an empty policy packs nothing", "[precision]")
 {
     for (const char *spec : {"", "  ", ";"}) {
-        const Policy p = Policy::parse(spec);
+        const PrecisionRules p = PrecisionRules::parse(spec);
         CHECK_FALSE(p.lossy());
         CHECK_FALSE(p.lookup("halo"));
     }
-    CHECK_FALSE(Policy{}.lossy());
-    CHECK_FALSE(Policy{}.lookup("halo"));
+    CHECK_FALSE(PrecisionRules{}.lossy());
+    CHECK_FALSE(PrecisionRules{}.lookup("halo"));
 }
 
-TEST_CASE("keep rules take N 2..7 and an optional mode, truncate by default", "[policy]")
+TEST_CASE("keep rules take N 2..7 and an optional mode, truncate by default", "[precision]")
 {
-    const Policy p = Policy::parse("a=keep:2;b=keep:7:round;c=keep:4:truncate");
+    const PrecisionRules p = PrecisionRules::parse("a=keep:2;b=keep:7:round;c=keep:4:truncate");
     CHECK(p.lossy());
     CHECK(packs_as(p, "a", 2, Rounding::truncate));
     CHECK(packs_as(p, "b", 7, Rounding::nearest_even));
@@ -89,24 +89,24 @@ TEST_CASE("keep rules take N 2..7 and an optional mode, truncate by default", "[
     CHECK_FALSE(p.lookup("d")); // no rule, no '*'
 }
 
-TEST_CASE("off rules and the '*' default decide labels without their own rule", "[policy]")
+TEST_CASE("off rules and the '*' default decide labels without their own rule", "[precision]")
 {
-    const Policy p = Policy::parse("halo=keep:4:round;fft=rel:1e-6;ghost=off;*=keep:3");
+    const PrecisionRules p = PrecisionRules::parse("halo=keep:4:round;fft=rel:1e-6;ghost=off;*=keep:3");
     CHECK(packs_as(p, "halo", 4, Rounding::nearest_even));
     CHECK(packs_as(p, "other", 3, Rounding::truncate));
     CHECK_FALSE(p.lookup("ghost")); // its own off beats '*'
 
-    const Policy off_default = Policy::parse("*=off;halo=keep:5");
+    const PrecisionRules off_default = PrecisionRules::parse("*=off;halo=keep:5");
     CHECK(packs_as(off_default, "halo", 5, Rounding::truncate));
     CHECK_FALSE(off_default.lookup("other"));
-    CHECK_FALSE(Policy::parse("*=off;x=off").lossy());
+    CHECK_FALSE(PrecisionRules::parse("*=off;x=off").lossy());
 }
 
-TEST_CASE("rel rules pick the smallest keep whose bound meets the epsilon", "[policy]")
+TEST_CASE("rel rules pick the smallest keep whose bound meets the epsilon", "[precision]")
 {
     // truncate bound 2^-(8k-12): k=2 6.25e-2, k=3 2.4e-4, k=4 9.5e-7, k=5 3.7e-9,
     // k=6 1.5e-11, k=7 5.7e-14; round bound is half of that.
-    const Policy p = Policy::parse("a=rel:1e-3;b=rel:0.25;c=rel:1e-6;d=rel:1e-6:round;"
+    const PrecisionRules p = PrecisionRules::parse("a=rel:1e-3;b=rel:0.25;c=rel:1e-6;d=rel:1e-6:round;"
                                    "e=rel:0.0625;f=rel:0.03125:round;g=rel:6e-14;"
                                    "h=rel:3e-14:round;i=rel:0.06:round");
     CHECK(packs_as(p, "a", 3, Rounding::truncate));
@@ -118,19 +118,19 @@ TEST_CASE("rel rules pick the smallest keep whose bound meets the epsilon", "[po
     CHECK(packs_as(p, "g", 7, Rounding::truncate));
     CHECK(packs_as(p, "h", 7, Rounding::nearest_even));
     CHECK(packs_as(p, "i", 2, Rounding::nearest_even));
-    CHECK(slim::policy::keep_for_bound(1e-9, Rounding::truncate) == 6);
-    CHECK(slim::policy::keep_for_bound(4e-9, Rounding::truncate) == 5);
+    CHECK(slim::precision::keep_for_bound(1e-9, Rounding::truncate) == 6);
+    CHECK(slim::precision::keep_for_bound(4e-9, Rounding::truncate) == 5);
 }
 
 TEST_CASE("labels may use letters, digits, '_', '.' and '-'; blanks around rules are ignored",
-          "[policy]")
+          "[precision]")
 {
-    const Policy p = Policy::parse(" Halo_2.x-y = keep:3 ; fft=off; ");
+    const PrecisionRules p = PrecisionRules::parse(" Halo_2.x-y = keep:3 ; fft=off; ");
     CHECK(packs_as(p, "Halo_2.x-y", 3, Rounding::truncate));
     CHECK_FALSE(p.lookup("halo_2.x-y")); // labels are case-sensitive
 }
 
-TEST_CASE("malformed rules are rejected naming the rule and the reason", "[policy]")
+TEST_CASE("malformed rules are rejected naming the rule and the reason", "[precision]")
 {
     check_rejected("halo=keep:9", "halo=keep:9", "keep must be 2..7");
     check_rejected("halo=keep:1", "halo=keep:1", "keep must be 2..7");
@@ -165,27 +165,27 @@ TEST_CASE("malformed rules are rejected naming the rule and the reason", "[polic
     check_rejected("halo=off:3", "halo=off:3", "off takes no arguments");
 }
 
-TEST_CASE("a trailing or doubled ';' is allowed", "[policy]")
+TEST_CASE("a trailing or doubled ';' is allowed", "[precision]")
 {
-    CHECK(packs_as(Policy::parse("halo=keep:4;"), "halo", 4, Rounding::truncate));
-    CHECK(packs_as(Policy::parse("halo=keep:4;;fft=keep:5"), "fft", 5, Rounding::truncate));
+    CHECK(packs_as(PrecisionRules::parse("halo=keep:4;"), "halo", 4, Rounding::truncate));
+    CHECK(packs_as(PrecisionRules::parse("halo=keep:4;;fft=keep:5"), "fft", 5, Rounding::truncate));
 }
 
-TEST_CASE("@file reads one rule per line with comments and blank lines", "[policy]")
+TEST_CASE("@file reads one rule per line with comments and blank lines", "[precision]")
 {
     const TempFile file("# packing for the halo exchange\n"
                         "\n"
                         "halo = keep:4:round   # measured: 1e-7 is enough\n"
                         "   fft=rel:1e-6\r\n"
                         "*=off\n");
-    const Policy p = Policy::parse("@" + file.path());
+    const PrecisionRules p = PrecisionRules::parse("@" + file.path());
     CHECK(packs_as(p, "halo", 4, Rounding::nearest_even));
     CHECK(packs_as(p, "fft", 4, Rounding::truncate));
     CHECK_FALSE(p.lookup("other"));
-    CHECK(Policy::parse(" @" + file.path() + " ").lossy());
+    CHECK(PrecisionRules::parse(" @" + file.path() + " ").lossy());
 }
 
-TEST_CASE("@file errors name the file and line of the bad rule", "[policy]")
+TEST_CASE("@file errors name the file and line of the bad rule", "[precision]")
 {
     SECTION("a bad line")
     {

@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Replays an event trace through the link model (link_model.h) under a
-// power policy and says what it would have cost: energy against an
+// gap policy (gap_policy.h) and says what it would have cost: energy against an
 // always-on link, and the delay late wake-ups add to the run. Pure, like
 // the predictor: events in (original time), a result out; no clock, no I/O,
 // no allocation per event. slim-replay (src/tools/) is its command line;
 // README.md, "Event traces and slim-replay", has the semantics.
 #pragma once
 
-#include "link/adaptive_policy.h"
-#include "link/link_model.h"
-#include "predict/context_predictor.h"
-#include "predict/predictor.h"
+#include "predict/gap_policy.h"
+#include "predict/link_model.h"
 #include "predict/types.h"
 
 #include <array>
@@ -23,32 +21,9 @@ namespace slim::link {
 
 using predict::Event;
 
-enum class PolicyKind {
-    always_on,  // never requests low power: the baseline
-    timeout,    // EEE-style: low after `timeout_ns` of idle, wake on demand
-    oracle,     // knows the next event: low in every gap >= 2 tau, back in time
-    predictor,  // PPS / SPPS (predict::Predictor) low-power requests
-    context,    // predict::ContextPredictor low-power requests
-    adaptive,   // AdaptivePolicy: follows the best of its candidates
-};
-
-struct ReplayPolicy {
-    PolicyKind               kind       = PolicyKind::always_on;
-    TimeNs                   timeout_ns = 100'000;   // timeout only
-    predict::PredictorConfig predictor;              // predictor only
-    predict::ContextConfig   context;                // context only
-    // context only: when the context predictor has no window for a gap,
-    // fall back to an idle timeout of this length (0: none).
-    TimeNs                   context_fallback_timeout_ns = 0;
-    // context only: when a window was predicted and the gap outlasts it,
-    // low again this long after the window's end (0: never).
-    TimeNs                   context_after_window_ns = 0;
-    AdaptiveConfig           adaptive;               // adaptive only (link, packed: ReplayConfig's)
-};
-
 struct ReplayConfig {
     LinkConfig   link;
-    ReplayPolicy policy;
+    PolicySpec   policy;
     // Thesis §4.5.2: a burst needs only burst_width() lanes for its packed
     // bytes (events with bytes and packed_bytes both non-zero); otherwise
     // every burst needs the full width.
@@ -105,38 +80,13 @@ struct ReplayResult {
     TimeNs time_in_transition_ns = 0;
 };
 
-// A context predictor that several replays of the same trace share: its
-// decisions depend on the events alone, not on what a replay's link did,
-// so AdaptivePolicy's candidates that differ only in their timeouts ask one
-// predictor instead of one each (six of the ten defaults share two; the
-// live drain's per-event work took a busy-polling rank's core).
-class SharedContext {
-public:
-    explicit SharedContext(const predict::ContextConfig& config) : predictor_(config) {}
-    // The decision on the event_index-th event (1-based), computed once.
-    const predict::Decision& decide(const predict::Event& event, std::uint64_t event_index)
-    {
-        if (event_index != decided_) {
-            decision_ = predictor_.on_event(event);
-            decided_  = event_index;
-        }
-        return decision_;
-    }
-    const predict::ContextPredictor& predictor() const { return predictor_; }
-
-private:
-    predict::ContextPredictor predictor_;
-    predict::Decision         decision_;
-    std::uint64_t             decided_ = 0;
-};
-
 // Drives one LinkModel through a trace. Feed events in order with
 // on_event(); result() may be asked at any time (it integrates the model to
 // the end of the last replayed burst).
 //
-// Each event, shifted by the delay D accumulated so far, first lets the
-// policy act on the gap before it (the policy sees the next start, so the
-// gap actions are taken when that event arrives), then asks the link for
+// Each event, shifted by the delay D accumulated so far, first carries out
+// what the policy decided for the gap before it (taken when that event
+// arrives: the oracle and the timeout depend on when that is), then asks the link for
 // its width (waiting adds to D), then lasts burst_duration() (what it lasts
 // beyond the recorded duration adds to D).
 class Replay {
@@ -148,24 +98,22 @@ public:
     explicit Replay(const ReplayConfig& config, std::shared_ptr<SharedContext> shared = nullptr);
 
     // Events must come in order (start >= previous end, end >= start), as
-    // predict::TraceReader guarantees. Returns the predictor's decision on
-    // this event (a default Decision for the other policies).
-    const predict::Decision& on_event(const Event& event);
+    // predict::TraceReader guarantees. Returns the policy's decision on
+    // this event.
+    const GapDecision& on_event(const Event& event);
 
     ReplayResult result();
     // The decision on the last event, as on_event() returned it.
-    const predict::Decision& decision() const { return decision_; }
+    const GapDecision& decision() const { return policy_.decision(); }
 
     const ReplayConfig& config() const { return config_; }
-    // The predictor of PolicyKind::predictor, else none.
-    const predict::Predictor* predictor() const
-    {
-        return predictor_ ? &*predictor_ : nullptr;
-    }
+    const GapPolicy&    policy() const { return policy_; }
+    // The predictor of pps and spps, else none.
+    const predict::Predictor* predictor() const { return policy_.predictor(); }
     // The policy of PolicyKind::adaptive, else none.
-    const AdaptivePolicy* adaptive() const { return adaptive_.get(); }
+    const AdaptivePolicy* adaptive() const { return policy_.adaptive(); }
     // The context predictor of PolicyKind::context, else none.
-    const predict::ContextPredictor* context() const { return context_ ? &context_->predictor() : nullptr; }
+    const predict::ContextPredictor* context() const { return policy_.context(); }
 
     // The width `event` needs: the full width, or burst_width() with packing.
     unsigned required_width(const Event& event) const;
@@ -200,12 +148,9 @@ private:
 
     ReplayConfig                      config_;
     std::optional<LinkModel>          model_;       // built at the first event
-    std::optional<predict::Predictor> predictor_;
-    std::shared_ptr<SharedContext>    context_;
-    std::unique_ptr<AdaptivePolicy>   adaptive_;
-    predict::Decision                 decision_;    // on the last event
+    GapPolicy                         policy_;
     std::optional<predict::LowPowerRequest> pending_low_;  // original time
-    std::optional<TimeNs>             pending_timeout_;    // adaptive: a timeout in force
+    std::optional<TimeNs>             pending_timeout_;    // from the gap's start
     std::uint64_t events_          = 0;
     TimeNs        first_start_ns_  = 0;
     TimeNs        last_end_ns_     = 0;   // original time

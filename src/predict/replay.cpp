@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Replay driver: see replay.h. The gap actions of a policy are taken when
-// the event after the gap arrives, because the oracle and the timeout both
-// depend on when that is; the model only ever sees times moving forward.
-#include "link/replay.h"
+// Replay driver: see replay.h. What a policy decided for a gap is carried
+// out when the event after the gap arrives, because the oracle and the
+// timeout both depend on when that is; the model only ever sees times
+// moving forward.
+#include "predict/replay.h"
 
 #include <algorithm>
 #include <utility>
@@ -11,27 +12,10 @@ namespace slim::link {
 
 Replay::Replay(const ReplayConfig& config, std::shared_ptr<SharedContext> shared)
     : config_(config),
+      policy_(config.policy, config.link, config.packed, std::move(shared)),
       recording_flips_at_(config.timeline_events > 0 ? config.timeline_first_event : UINT64_MAX)
 {
-    switch (config_.policy.kind) {
-    case PolicyKind::predictor:
-        predictor_.emplace(config_.policy.predictor);
-        break;
-    case PolicyKind::context:
-        context_ = shared ? std::move(shared) : std::make_shared<SharedContext>(config_.policy.context);
-        break;
-    case PolicyKind::adaptive: {
-        AdaptiveConfig a = config_.policy.adaptive;
-        a.link   = config_.link;
-        a.packed = config_.packed;
-        adaptive_ = std::make_unique<AdaptivePolicy>(a);
-        break;
-    }
-    default:
-        break;
-    }
 }
-
 
 unsigned Replay::required_width(const Event& event) const
 {
@@ -43,58 +27,32 @@ unsigned Replay::required_width(const Event& event) const
     return LinkModel::burst_width(lanes, event.bytes, event.packed_bytes);
 }
 
+// What the policy decided after the last event, carried out on the gap
+// before the next one: a window (and low again after it), or a timeout.
 void Replay::act_on_gap(TimeNs gap_end)
 {
-    const TimeNs   gap_start = actual_end_ns_;
-    const unsigned low  = config_.link.low_width;
-    const unsigned full = config_.link.lanes;
-    const TimeNs   tau  = config_.link.tau_ns;
-    PolicyKind kind       = config_.policy.kind;
-    TimeNs     timeout_ns = config_.policy.timeout_ns;
-    if (kind == PolicyKind::adaptive) {
-        // The candidate in force after the last event decided this gap: a
-        // window, a timeout, or a window and a timeout after it.
-        if (pending_low_ && pending_timeout_) {
-            act_on_window(gap_end, *pending_timeout_);
-            return;
+    const TimeNs gap_start = actual_end_ns_;
+    if (policy_.kind() == PolicyKind::oracle) {
+        // Down and back up take tau each: a shorter gap cannot be used
+        // without a late wake-up.
+        const TimeNs tau = config_.link.tau_ns;
+        if (gap_end - gap_start >= 2 * tau) {
+            request_width(gap_start, config_.link.low_width);
+            request_width(gap_end - tau, config_.link.lanes);
         }
-        kind = pending_timeout_ ? PolicyKind::timeout : PolicyKind::predictor;
-        timeout_ns = pending_timeout_.value_or(0);
-    } else if (kind == PolicyKind::context && pending_low_ && config_.policy.context_after_window_ns > 0) {
-        act_on_window(gap_end, (pending_low_->until_ns - pending_low_->from_ns) +
-                                       config_.policy.context_after_window_ns);
         return;
-    } else if (kind == PolicyKind::context && !pending_low_ &&
-               config_.policy.context_fallback_timeout_ns > 0) {
-        // No window predicted for this gap: the hybrid waits like a timeout.
-        kind       = PolicyKind::timeout;
-        timeout_ns = config_.policy.context_fallback_timeout_ns;
     }
-    switch (kind) {
-    case PolicyKind::always_on:
+    if (pending_low_) {
+        act_on_window(gap_end, pending_timeout_.value_or(0));
         return;
-    case PolicyKind::timeout: {
-        const TimeNs at = gap_start + timeout_ns;
+    }
+    if (pending_timeout_) {
+        const TimeNs at = gap_start + *pending_timeout_;
         // Only when the link has been idle that long; the wake-up is paid
         // by traffic().
         if (at < gap_end) {
-            request_width(at, low);
+            request_width(at, config_.link.low_width);
         }
-        return;
-    }
-    case PolicyKind::oracle:
-        // Down and back up take tau each: a shorter gap cannot be used
-        // without a late wake-up.
-        if (gap_end - gap_start >= 2 * tau) {
-            request_width(gap_start, low);
-            request_width(gap_end - tau, full);
-        }
-        return;
-    case PolicyKind::predictor:
-    case PolicyKind::context:
-    case PolicyKind::adaptive:
-        act_on_window(gap_end);
-        return;
     }
 }
 
@@ -124,7 +82,7 @@ void Replay::act_on_window(TimeNs gap_end, TimeNs again_ns)
     }
 }
 
-const predict::Decision& Replay::on_event(const Event& event)
+const GapDecision& Replay::on_event(const Event& event)
 {
     const TimeNs start = event.start_ns + delay_ns_;
     if (events_ == recording_flips_at_) {
@@ -166,24 +124,10 @@ const predict::Decision& Replay::on_event(const Event& event)
         follow_width(actual_end_ns_);
     }
 
-    if (predictor_) {
-        // The predictor sees the trace as recorded: what it predicts does
-        // not depend on how the link delayed the run.
-        decision_ = predictor_->on_event(event);
-        pending_low_ = decision_.low_power;
-    } else if (context_) {
-        decision_    = context_->decide(event, events_);
-        pending_low_ = decision_.low_power;
-    } else if (adaptive_) {
-        const AdaptiveDecision a = adaptive_->on_event(event);
-        decision_                   = predict::Decision{};
-        decision_.hit               = a.hit;
-        decision_.low_power         = a.low_power;
-        decision_.prediction_active = a.low_power.has_value();
-        pending_low_     = a.low_power;
-        pending_timeout_ = a.timeout_ns;
-    }
-    return decision_;
+    const GapDecision& decision = policy_.on_event(event);
+    pending_low_     = decision.low_power;
+    pending_timeout_ = decision.timeout_ns;
+    return decision;
 }
 
 void Replay::request_width_recorded(TimeNs t, unsigned width)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The emulated port of issue "link-width controller" (thesis §2.6, §4.5.2).
-#include "link/link_model.h"
+#include "predict/link_model.h"
 
 #include "base/parse.h"
 

@@ -13,7 +13,7 @@
 // (slim-replay's OTF2 archives, src/tools/otf2_trace.h) under the same rules.
 #pragma once
 
-#include "types.h"
+#include "predict/types.h"
 
 #include <cstddef>
 #include <fstream>

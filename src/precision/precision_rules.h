@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// Packing policy (UCX_SLIM_POLICY): maps the labels that applications give
-// to slim_mark() to a precision, or to "not packed".
+// Precision rules (UCX_SLIM_POLICY, the variable's name kept for users):
+// map the labels that applications give to slim_mark() to a precision, or
+// to "not packed". "Policy" in the code means what decides the link width
+// (predict/policy_registry.h); these are rules, not a policy.
 //
 //   UCX_SLIM_POLICY="halo=keep:4:round;fft=rel:1e-6;*=off"
 //   UCX_SLIM_POLICY=@/path/to/file      (one rule per line, '#' comments)
@@ -9,9 +11,9 @@
 //        | LABEL=rel:EPS[:truncate|round] (EPS in (0, 0.25]: the smallest keep
 //        whose relative error bound is <= EPS). LABEL is [A-Za-z0-9_.-]+ or
 //        `*`, the rule for labels without their own. Empty rules are ignored,
-//        so a trailing ';' is fine. Every malformed input throws PolicyError.
-#ifndef SLIM_POLICY_POLICY_H
-#define SLIM_POLICY_POLICY_H
+//        so a trailing ';' is fine. Every malformed input throws PrecisionRulesError.
+#ifndef SLIM_PRECISION_PRECISION_RULES_H
+#define SLIM_PRECISION_PRECISION_RULES_H
 
 #include "pack/codec.h"
 
@@ -21,13 +23,13 @@
 #include <string_view>
 #include <vector>
 
-namespace slim::policy {
+namespace slim::precision {
 
 constexpr const char* policy_var = "UCX_SLIM_POLICY";
 
 // The message names the offending token (and file:line for @file) and lists
 // the accepted forms.
-class PolicyError : public std::runtime_error {
+class PrecisionRulesError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
@@ -42,13 +44,13 @@ std::optional<int> keep_for_bound(double eps, pack::Rounding mode);
 // True for [A-Za-z0-9_.-]+ (not `*`): what slim_mark() accepts as a label.
 bool valid_label(std::string_view label);
 
-class Policy {
+class PrecisionRules {
 public:
-    Policy() = default;   // packs nothing
+    PrecisionRules() = default;   // packs nothing
 
     // Parses an UCX_SLIM_POLICY value: "" (packs nothing), inline rules, or
-    // "@path". Throws PolicyError.
-    static Policy parse(std::string_view spec);
+    // "@path". Throws PrecisionRulesError.
+    static PrecisionRules parse(std::string_view spec);
 
     // The precision for `label`: its own rule, else the `*` rule, else none
     // (not packed). An `off` rule also yields none.
@@ -65,6 +67,6 @@ private:
     std::vector<Rule> rules_;
 };
 
-}  // namespace slim::policy
+}  // namespace slim::precision
 
 #endif

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "tools/replay_report.h"
+
+#include "base/parse.h"
+#include "predict/adaptive_policy.h"
+#include "predict/predictor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <optional>
+#include <utility>
+
+namespace slim::tools {
+
+namespace {
+
+using slim::link::LinkConfig;
+using slim::link::PolicyKind;
+using slim::link::PolicySpec;
+using slim::link::Replay;
+using slim::link::ReplayConfig;
+using slim::link::ReplayResult;
+using slim::predict::Predictor;
+using slim::predict::PredictorConfig;
+using slim::predict::PredictorStats;
+using slim::predict::TimeNs;
+using slim::predict::TraceReader;
+using Options = ReplayOptions;
+
+std::optional<double> ratio(double num, double den)
+{
+    if (den <= 0) {
+        return std::nullopt;
+    }
+    return num / den;
+}
+
+// "20us", "1.25ms": a readable duration for the text summary.
+std::string human_duration(TimeNs ns)
+{
+    std::array<char, 48> buf{};
+    if (ns < 1000) {
+        std::snprintf(buf.data(), buf.size(), "%lldns", static_cast<long long>(ns));
+    } else if (ns < 1'000'000) {
+        std::snprintf(buf.data(), buf.size(), "%.4gus", static_cast<double>(ns) / 1e3);
+    } else if (ns < 1'000'000'000) {
+        std::snprintf(buf.data(), buf.size(), "%.4gms", static_cast<double>(ns) / 1e6);
+    } else {
+        std::snprintf(buf.data(), buf.size(), "%.4gs", static_cast<double>(ns) / 1e9);
+    }
+    return buf.data();
+}
+
+// Widths worth listing: the full and the low width, and any other the link
+// spent time at (a packed burst's width), widest first.
+template <typename F>
+void for_each_width(const Options& o, const ReplayResult& r, F&& f)
+{
+    for (unsigned w = slim::link::kMaxLanes; w >= 1; --w) {
+        if (w == o.link.lanes || w == o.link.low_width || r.time_at_width_ns[w] > 0) {
+            f(w, r.time_at_width_ns[w]);
+        }
+    }
+}
+
+std::string percent(std::optional<double> v)
+{
+    if (!v) {
+        return "n/a";
+    }
+    std::array<char, 32> b{};
+    std::snprintf(b.data(), b.size(), "%.1f %%", *v);
+    return b.data();
+}
+
+// "L=4, P=0.5 W/lane, low=1, tau=10us, packed"
+std::string link_text(const Options& o)
+{
+    std::array<char, 160> b{};
+    std::snprintf(b.data(), b.size(), "L=%u, P=%s W/lane, low=%u, tau=%s%s", o.link.lanes,
+                  slim::parse::format_real(o.link.lane_watts).c_str(), o.link.low_width,
+                  human_duration(o.link.tau_ns).c_str(), o.packed ? ", packed" : "");
+    return b.data();
+}
+
+// --timeline: the link's usable width (a step at each change) and the
+// bursts as replayed, in compact arrays ([t, width], [start, end, width]):
+// a window can hold many thousand steps.
+nlohmann::ordered_json timeline_json(const Replay& driver)
+{
+    using Json = nlohmann::ordered_json;
+    const slim::link::WidthTimeline& t = driver.timeline();
+    Json steps  = Json::array();
+    for (const slim::link::WidthChange& c : t.widths) {
+        steps.push_back({c.at_ns, c.width});
+    }
+    Json bursts = Json::array();
+    for (const slim::link::ReplayedBurst& b : t.bursts) {
+        bursts.push_back({b.start_ns, b.end_ns, b.width});
+    }
+    const ReplayConfig& c = driver.config();
+    Json j;
+    // 1-based, as --dump-events counts; 0 when the trace has no events.
+    j["first_event"] = t.bursts.empty() ? 0 : c.timeline_first_event + 1;
+    j["events"]      = t.bursts.size();
+    j["steps"]       = std::move(steps);
+    j["bursts"]      = std::move(bursts);
+    return j;
+}
+
+}  // namespace
+
+std::string text_summary(const Options& o, const Replay& driver, const ReplayResult& r,
+                         const TraceReader& trace)
+{
+    std::array<char, 256> line{};
+    std::string out;
+    auto add = [&](const std::string& label, const std::string& value) {
+        std::snprintf(line.data(), line.size(), "  %-22s %s\n", label.c_str(), value.c_str());
+        out.append(line.data());
+    };
+    auto fraction = [](std::optional<double> v) {
+        if (!v) {
+            return std::string("n/a");
+        }
+        std::array<char, 32> b{};
+        std::snprintf(b.data(), b.size(), "%.4f", *v);
+        return std::string(b.data());
+    };
+    out.append("slim-replay: ").append(trace.name()).append(", policy ").append(o.policy.registry_name);
+    if (o.policy.kind == PolicyKind::timeout) {
+        out.append(" after ").append(human_duration(o.policy.timeout_ns));
+    }
+    out.append("\n");
+    add("events", std::to_string(r.events));
+    if (const Predictor* predictor = driver.predictor()) {
+        const PredictorStats& s = predictor->stats();
+        std::string gt;
+        if (s.gt_ns) {
+            gt = human_duration(*s.gt_ns) + " (" + std::to_string(*s.gt_ns) + " ns, " +
+                 (o.policy.kind == PolicyKind::pps ? "fixed" : "tuned by ADGT") + ")";
+        } else if (s.gave_up) {
+            gt = "none (ADGT found no grouping threshold; gave up, " +
+                 std::to_string(s.tuning_retries) + " retries)";
+        } else {
+            gt = "none yet (still sampling idle intervals)";
+        }
+        const auto hit_rate = ratio(static_cast<double>(s.hits), static_cast<double>(s.events));
+        const auto idle_share = ratio(static_cast<double>(s.predicted_idle_ns),
+                                      static_cast<double>(s.total_idle_ns));
+        add("grams", std::to_string(s.grams));
+        add("grouping threshold", gt);
+        add("restarts", std::to_string(s.restarts));
+        add("predictions", std::to_string(s.predictions));
+        add("mispredictions", std::to_string(s.mispredictions));
+        add("hit rate", fraction(hit_rate) + " (" + std::to_string(s.hits) + " of " +
+                                std::to_string(s.events) + " events)");
+        add("predicted idle share", fraction(idle_share) + " (" +
+                                            human_duration(s.predicted_idle_ns) + " of " +
+                                            human_duration(s.total_idle_ns) + " idle)");
+    }
+    if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
+        add("policy in force", a->in_force().name() + " (changed " + std::to_string(a->switches()) +
+                                       " times)");
+        add("predictions", std::to_string(a->predictions()) + ", " + std::to_string(a->hits()) +
+                                   " hits");
+    }
+    add("link", link_text(o));
+    std::array<char, 160> b{};
+    std::snprintf(b.data(), b.size(), " (%.6g J; always on %.6g J)", r.energy_joules,
+                  r.baseline_joules);
+    add("energy savings", percent(r.energy_savings_pct) + b.data());
+    add("time penalty", percent(r.time_penalty_pct) + " (" + human_duration(r.delay_ns) +
+                                " added to " + human_duration(r.original_span_ns) + ")");
+    add("late wake-ups", std::to_string(r.late_wakeups) + " (" +
+                                 human_duration(r.wakeup_delay_ns) + " waited)");
+    add("transitions", std::to_string(r.transitions));
+    for_each_width(o, r, [&](unsigned w, TimeNs t) {
+        add("time at width " + std::to_string(w), human_duration(t));
+    });
+    add("time in transition", human_duration(r.time_in_transition_ns));
+    return out;
+}
+
+// The summary as one line of JSON (README.md lists the keys, in this
+// order): ordered_json keeps the order the keys are set in.
+std::string json_summary(const Options& o, const Replay& driver, const ReplayResult& r,
+                         const TraceReader& trace)
+{
+    using Json = nlohmann::ordered_json;
+    // none (an empty trace, no idle time) is null rather than NaN.
+    auto number = [](std::optional<double> v) { return v ? Json(*v) : Json(nullptr); };
+    Json j;
+    j["schema"] = "slimlink.replay.v1";
+    j["trace"]  = trace.name();
+    j["policy"] = o.policy.registry_name;
+    if (o.policy.kind == PolicyKind::timeout) {
+        j["timeout_ns"] = o.policy.timeout_ns;
+    }
+    if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
+        j["policy_in_force"] = a->in_force().name();
+        j["policy_switches"] = a->switches();
+        j["predictions"]     = a->predictions();
+        j["hits"]            = a->hits();
+    }
+    if (const Predictor* predictor = driver.predictor()) {
+        const PredictorStats&  s = predictor->stats();
+        const PredictorConfig& c = predictor->config();
+        j["displacement"]   = c.displacement;
+        j["t_react_ns"]     = c.t_react_ns;
+        j["events"]         = s.events;
+        j["grams"]          = s.grams;
+        j["gt_ns"]          = s.gt_ns ? Json(*s.gt_ns) : Json(nullptr);
+        j["gave_up"]        = s.gave_up;
+        j["tuning_retries"] = s.tuning_retries;
+        j["restarts"]       = s.restarts;
+        j["predictions"]    = s.predictions;
+        j["mispredictions"] = s.mispredictions;
+        j["hits"]           = s.hits;
+        j["hit_rate"] =
+                number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events)));
+        j["total_idle_ns"]     = s.total_idle_ns;
+        j["predicted_idle_ns"] = s.predicted_idle_ns;
+        j["predicted_idle_share"] = number(ratio(static_cast<double>(s.predicted_idle_ns),
+                                                 static_cast<double>(s.total_idle_ns)));
+    } else {
+        j["events"] = r.events;
+    }
+    j["link"] = {{"lanes", o.link.lanes},
+                 {"lane_watts", o.link.lane_watts},
+                 {"low_width", o.link.low_width},
+                 {"tau_ns", o.link.tau_ns}};
+    j["packed"]                = o.packed;
+    j["energy_joules"]         = r.energy_joules;
+    j["baseline_joules"]       = r.baseline_joules;
+    j["energy_savings_pct"]    = number(r.energy_savings_pct);
+    j["original_span_ns"]      = r.original_span_ns;
+    j["delay_ns"]              = r.delay_ns;
+    j["time_penalty_pct"]      = number(r.time_penalty_pct);
+    j["late_wakeups"]          = r.late_wakeups;
+    j["wakeup_delay_ns"]       = r.wakeup_delay_ns;
+    j["transitions"]           = r.transitions;
+    Json& widths               = j["time_at_width_ns"] = Json::object();
+    for_each_width(o, r, [&](unsigned w, TimeNs t) { widths[std::to_string(w)] = t; });
+    j["time_in_transition_ns"] = r.time_in_transition_ns;
+    if (o.timeline_events > 0) {
+        j["timeline"] = timeline_json(driver);
+    }
+    // A trace name that is not UTF-8 (a file name is any bytes) gets U+FFFD
+    // rather than an exception or invalid JSON.
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+
+void dump_event(std::uint64_t index, std::uint32_t id, bool prediction)
+{
+    std::array<char, 48> buf{};
+    // Numbers stop short of the end, so the separators always fit (20 + 10
+    // digits at most).
+    char* const numbers_end = buf.data() + buf.size() - 8;
+    char* p = std::to_chars(buf.data(), numbers_end, index).ptr;
+    *p++ = ' ';
+    p = std::to_chars(p, numbers_end, id).ptr;
+    *p++ = ' ';
+    *p++ = prediction ? '1' : '0';
+    *p++ = '\n';
+    std::fwrite(buf.data(), 1, static_cast<std::size_t>(p - buf.data()), stdout);
+}
+
+// The predictor's own check of its configuration (beyond our ranges) is a
+
+}  // namespace slim::tools
