@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "context_predictor.h"
 
+#include "base/power_of_two.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -40,11 +42,7 @@ ContextPredictor::ContextPredictor(const ContextConfig& config) : config_(config
     if (config_.depth < 1 || config_.depth > 8) {
         throw std::invalid_argument("context depth must be 1..8");
     }
-    std::size_t n = 16;
-    while (n < config_.table_entries) {
-        n <<= 1;
-    }
-    table_.resize(n);
+    table_.resize(power_of_two_at_least(std::max<std::size_t>(config_.table_entries, 16)));
     ids_.resize(config_.depth);
     classes_.resize(config_.depth);
     run_sizes_.resize(config_.depth);

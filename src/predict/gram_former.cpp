@@ -2,6 +2,8 @@
 // Algorithm 1 (thesis §5.2.2) and the gram table behind it.
 #include "gram_former.h"
 
+#include "base/power_of_two.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -10,15 +12,6 @@ namespace slim::predict {
 namespace detail {
 
 namespace {
-
-std::size_t power_of_two_at_least(std::size_t n)
-{
-    std::size_t p = 1;
-    while (p < n) {
-        p <<= 1;
-    }
-    return p;
-}
 
 // The splitmix64 finalizer: sequence hashes differ mostly in high bits.
 std::uint64_t mix(std::uint64_t x)
