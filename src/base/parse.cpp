@@ -35,6 +35,15 @@ constexpr std::array<Unit, 4> duration_units{{{"ns", 1}, {"us", 1000}, {"ms", 10
 
 } // namespace
 
+std::string_view trim(std::string_view s, std::string_view blanks)
+{
+    const auto first = s.find_first_not_of(blanks);
+    if (first == std::string_view::npos) {
+        return {};
+    }
+    return s.substr(first, s.find_last_not_of(blanks) - first + 1);
+}
+
 bool iequals(std::string_view a, std::string_view b)
 {
     if (a.size() != b.size()) {

@@ -24,6 +24,10 @@ public:
 // UCX_SLIM_* values and command-line options use them, so messages stay uniform.
 namespace parse {
 
+// `s` without its leading and trailing `blanks` (by default spaces, tabs
+// and line ends).
+std::string_view trim(std::string_view s, std::string_view blanks = " \t\r\n");
+
 // ASCII case-insensitive equality ("Stdout" names stdout).
 bool iequals(std::string_view a, std::string_view b);
 

@@ -18,6 +18,7 @@
 // the send path never waits for the consumer.
 #pragma once
 
+#include "base/power_of_two.h"
 #include "predict/types.h"
 
 #include <algorithm>
@@ -74,11 +75,7 @@ struct OpRecord {
 // A ring's slot count: `capacity` rounded up to a power of two, at least 2.
 inline std::size_t ring_slots(std::size_t capacity) noexcept
 {
-    std::size_t n = 2;
-    while (n < capacity) {
-        n <<= 1;
-    }
-    return n;
+    return power_of_two_at_least(capacity < 2 ? 2 : capacity);
 }
 
 class OpRing {

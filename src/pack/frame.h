@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The self-describing packing frame (ARCHITECTURE.md §2): what travels on the
-// reserved AM id in place of an active message or a put whose payload
-// overlaps marked float64 regions. The receiver needs no marking: it
-// validates the frame against its own length and rebuilds the original
-// payload in scratch memory. Pure: no allocation, no logging, no exceptions.
+// The self-describing packing frame: what travels on the reserved AM id in
+// place of an active message or a put whose payload overlaps marked float64
+// regions. The receiver needs no marking: it validates the frame against its
+// own length and rebuilds the original payload in scratch memory. Pure: no
+// allocation, no logging, no exceptions.
 //
 // Wire format, version 1. Little-endian, serialised field by field (never a
 // struct image), no padding:

@@ -3,6 +3,9 @@
 src_libslimcore_la_SOURCES += \
 	src/pack/codec.h src/pack/codec.cpp \
 	src/pack/region_registry.h src/pack/region_registry.cpp \
+	src/pack/region_node.h src/pack/region_node_pool.h \
+	src/pack/region_writer_index.h src/pack/chunk_filter.h \
+	src/pack/grace_period.h src/pack/label_table.h src/pack/label_table.cpp \
 	src/precision/precision_rules.h src/precision/precision_rules.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \

@@ -12,32 +12,29 @@
 // some time: sorted and disjoint. While a mark is in progress a reader may see
 // a gap (that data then travels exact), never lossy data where none is marked.
 //
-// Reclamation: unlinked nodes are retired and freed in batches after a grace
-// period, with a two-slot reader counter and a generation flip (the scheme of
-// classic userspace RCU / SRCU, reduced to one structure). A reader
-//   1. reads the generation g, increments readers[g & 1],
-//   2. re-reads the generation; if it changed, undoes the increment and
-//      retries (only when a writer flipped meanwhile: lock-free),
-//   3. walks the list, decrements readers[g & 1].
-// A writer that frees a batch flips the generation and waits until the old
-// slot drains: every reader that could have reached a retired node started
-// before the flip. All of these are seq_cst.
+// Reclamation: unlinked nodes are retired and freed in batches, each after a
+// grace period (grace_period.h).
+//
+// The pieces, one per file: the node (region_node.h) and where nodes live
+// (region_node_pool.h), the writer's index (region_writer_index.h), the
+// chunk filter that answers most unmarked lookups (chunk_filter.h), the
+// grace periods (grace_period.h) and the label table (label_table.h).
 #include "pack/region_registry.h"
+
+#include "pack/chunk_filter.h"
+#include "pack/grace_period.h"
+#include "pack/label_table.h"
+#include "pack/region_node.h"
+#include "pack/region_node_pool.h"
+#include "pack/region_writer_index.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
-#include <memory>
 #include <mutex>
-#include <new>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
-
-#include <sys/mman.h>
 
 namespace slim::pack {
 
@@ -51,320 +48,8 @@ constexpr int         kMaxHeight   = 24;
 // Retired nodes are freed this many at a time (one grace period each).
 constexpr std::size_t kRetireBatch = 256;
 
-// The chunk filter: how many regions touch each 64 KiB chunk, counted in a
-// hashed table. A lookup of a buffer whose chunks all count zero (the usual
-// unmarked send: its buffer is not next to marked data) returns without
-// walking the list, so its cost does not grow with the number of marks.
-constexpr unsigned       kChunkShift      = 16;
-constexpr unsigned       kFilterBits      = 16;
-constexpr std::size_t    kFilterSlots     = std::size_t{1} << kFilterBits;
-// Regions wider than this many chunks are counted in `wide` instead (which
-// turns the filter off while any exists); lookups wider than this walk.
-constexpr std::uintptr_t kFilterMaxChunks = 64;
-
-std::size_t filter_slot(std::uintptr_t chunk)
-{
-    return static_cast<std::size_t>((chunk * 0x9e3779b97f4a7c15ULL) >> (64 - kFilterBits));
-}
-
-constexpr std::uintptr_t kNoKey = std::numeric_limits<std::uintptr_t>::max();
-
-// 32 bytes, followed in the same allocation by `height` links, one per
-// level: the atomic next pointer readers follow, and beside it the begin of
-// the node it points to (the writer's, so that its searches decide where to
-// stop without loading the next node, and so that linking and unlinking
-// only store into the neighbours: no cache miss waits for them).
-struct Node {
-    std::uintptr_t begin = 0;
-    std::uintptr_t end   = 0;   // exclusive; begin < end
-    std::uintptr_t base  = 0;   // element boundaries are relative to this
-    std::uint32_t  label = 0;   // index into Impl::labels
-    std::uint8_t   keep  = 0;   // Precision, packed
-    std::uint8_t   mode  = 0;
-    std::uint8_t   height = 0;
-
-    struct Link {
-        std::atomic<Node*> next;
-        std::uintptr_t     next_key;   // writer only; kNoKey past the last node
-    };
-
-    Link&       link(int l) { return reinterpret_cast<Link*>(this + 1)[l]; }
-    const Link& link(int l) const { return reinterpret_cast<const Link*>(this + 1)[l]; }
-    std::atomic<Node*>&       next(int l) { return link(l).next; }
-    const std::atomic<Node*>& next(int l) const { return link(l).next; }
-    std::uintptr_t&           next_key(int l) { return link(l).next_key; }
-
-    Precision precision() const
-    {
-        Precision p;
-        p.keep_bytes = keep;
-        p.mode       = static_cast<Rounding>(mode);
-        return p;
-    }
-
-    static std::size_t bytes_for(int height)
-    {
-        return sizeof(Node) + sizeof(Link) * static_cast<std::size_t>(height);
-    }
-
-    // `raw` holds bytes_for(height).
-    static Node* create(void* raw, int height)
-    {
-        Node* node   = new (raw) Node();
-        node->height = static_cast<std::uint8_t>(height);
-        for (int l = 0; l < height; ++l) {
-            new (&node->link(l)) Link{{nullptr}, kNoKey};
-        }
-        return node;
-    }
-};
-
-static_assert(sizeof(Node) == 32 && alignof(Node) == alignof(std::atomic<Node*>));
-
-// Nodes of height up to 6 (63 in 64) come from 2 MiB slabs, in two slot
-// sizes, that the kernel may back with huge pages: a search visits nodes
-// scattered over the whole list, and with 4 KiB pages most visits were TLB
-// misses too. Taller nodes use malloc. Slabs are kept until the registry
-// ends; freed slots are reused.
-class NodePool {
-public:
-    static constexpr std::size_t kSlabSize = std::size_t{2} << 20;
-
-    NodePool() = default;
-    NodePool(const NodePool&) = delete;
-    NodePool& operator=(const NodePool&) = delete;
-    ~NodePool()
-    {
-        for (void* slab : slabs_) {
-            ::munmap(slab, kSlabSize);
-        }
-    }
-
-    Node* create(int height)
-    {
-        const std::size_t bytes = Node::bytes_for(height);
-        const int         cls   = size_class(bytes);
-        void* memory = cls >= 0 ? take_slot(classes_[cls]) : std::malloc(bytes);
-        if (memory == nullptr) {
-            throw std::bad_alloc();
-        }
-        return Node::create(memory, height);
-    }
-
-    void destroy(Node* node)
-    {
-        const int cls = size_class(Node::bytes_for(node->height));
-        if (cls >= 0) {
-            auto* slot = reinterpret_cast<FreeSlot*>(node);
-            slot->next = classes_[cls].free;
-            classes_[cls].free = slot;
-        } else {
-            std::free(node);
-        }
-    }
-
-private:
-    struct FreeSlot {
-        FreeSlot* next;
-    };
-    struct SizeClass {
-        std::size_t    slot;
-        FreeSlot*      free     = nullptr;
-        unsigned char* bump     = nullptr;
-        unsigned char* bump_end = nullptr;
-    };
-
-    static int size_class(std::size_t bytes) { return bytes <= 64 ? 0 : bytes <= 128 ? 1 : -1; }
-
-    void* take_slot(SizeClass& c)
-    {
-        if (c.free != nullptr) {
-            FreeSlot* slot = c.free;
-            c.free         = slot->next;
-            return slot;
-        }
-        if (c.bump == c.bump_end) {
-            void* slab = ::mmap(nullptr, kSlabSize, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (slab == MAP_FAILED) {
-                return nullptr;
-            }
-            ::madvise(slab, kSlabSize, MADV_HUGEPAGE);   // a hint; fine if refused
-            slabs_.push_back(slab);
-            c.bump     = static_cast<unsigned char*>(slab);
-            c.bump_end = c.bump + kSlabSize;
-        }
-        void* slot = c.bump;
-        c.bump += c.slot;
-        return slot;
-    }
-
-    std::vector<void*> slabs_;
-    SizeClass          classes_[2] = {SizeClass{64}, SizeClass{128}};
-};
-
-// The writer's own ordered index of the linked nodes, (begin, node, height)
-// in address order, in buckets of at most kBucket entries: finding a
-// position costs a binary search over the buckets' first keys (which stay
-// in cache) and one within a bucket, two or three cache misses instead of
-// the ~20 of a walk down the skip list. The predecessors a node needs at
-// each of its levels are then the nearest entries before it that are tall
-// enough: a short backward scan of contiguous entries. Readers never see
-// it; it changes only with the list, under the write mutex.
-class WriterIndex {
-public:
-    struct Entry {
-        std::uintptr_t begin;
-        std::uintptr_t end;
-        Node*          node;
-        int            height;
-    };
-    struct Pos {
-        std::size_t bucket = 0;
-        std::size_t index  = 0;
-    };
-
-    // The first entry whose begin is >= key (or the end).
-    Pos lower_bound(std::uintptr_t key) const
-    {
-        if (buckets_.empty()) {
-            return {};
-        }
-        const auto after = std::upper_bound(first_keys_.begin(), first_keys_.end(), key);
-        std::size_t b = after == first_keys_.begin()
-                                ? 0
-                                : static_cast<std::size_t>(after - first_keys_.begin()) - 1;
-        const Bucket& bucket = *buckets_[b];
-        std::size_t   i      = static_cast<std::size_t>(
-                std::lower_bound(bucket.keys, bucket.keys + bucket.size, key) - bucket.keys);
-        if (i == bucket.size && b + 1 < buckets_.size()) {
-            ++b;
-            i = 0;
-        }
-        return {b, i};
-    }
-
-    bool at_end(Pos p) const
-    {
-        return buckets_.empty() ||
-               (p.bucket + 1 == buckets_.size() && p.index == buckets_[p.bucket]->size);
-    }
-    std::uintptr_t begin_at(Pos p) const { return buckets_[p.bucket]->keys[p.index]; }
-    std::uintptr_t end_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].end; }
-    Node*          node_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].node; }
-    int            height_at(Pos p) const
-    {
-        return static_cast<int>(buckets_[p.bucket]->infos[p.index].height);
-    }
-
-    // Steps to the next entry (or the end).
-    void next(Pos& p) const
-    {
-        if (++p.index == buckets_[p.bucket]->size && p.bucket + 1 < buckets_.size()) {
-            ++p.bucket;
-            p.index = 0;
-        }
-    }
-
-    // Steps to the previous entry; false at the front.
-    bool prev(Pos& p) const
-    {
-        if (p.index > 0) {
-            --p.index;
-            return true;
-        }
-        if (p.bucket == 0) {
-            return false;
-        }
-        --p.bucket;
-        p.index = buckets_[p.bucket]->size - 1;
-        return true;
-    }
-
-    // Inserts before `p` (a lower_bound of e.begin).
-    void insert(Pos p, const Entry& e)
-    {
-        if (buckets_.empty()) {
-            buckets_.push_back(std::make_unique<Bucket>());
-            first_keys_.push_back(e.begin);
-            p = {};
-        }
-        Bucket& bucket = *buckets_[p.bucket];
-        bucket.insert(p.index, e);
-        first_keys_[p.bucket] = bucket.keys[0];
-        if (bucket.size == kBucket) {   // full: split in halves
-            auto upper = std::make_unique<Bucket>();
-            bucket.move_upper_half(*upper);
-            const auto next = static_cast<std::ptrdiff_t>(p.bucket + 1);
-            first_keys_.insert(first_keys_.begin() + next, upper->keys[0]);
-            buckets_.insert(buckets_.begin() + next, std::move(upper));
-        }
-    }
-
-    void erase(Pos p)
-    {
-        Bucket& bucket = *buckets_[p.bucket];
-        bucket.erase(p.index);
-        if (bucket.size == 0) {
-            const auto b = static_cast<std::ptrdiff_t>(p.bucket);
-            buckets_.erase(buckets_.begin() + b);
-            first_keys_.erase(first_keys_.begin() + b);
-        } else {
-            first_keys_[p.bucket] = bucket.keys[0];
-        }
-    }
-
-private:
-    static constexpr std::size_t kBucket = 128;
-
-    // Fixed arrays in one allocation: the keys apart (a binary search
-    // touches few cache lines), the rest of an entry together (its
-    // neighbours' heights, nodes and ends are read side by side).
-    struct Info {
-        std::uintptr_t end;
-        Node*          node;
-        std::uintptr_t height;
-    };
-    struct Bucket {
-        std::size_t    size = 0;
-        std::uintptr_t keys[kBucket];
-        Info           infos[kBucket];
-
-        void insert(std::size_t i, const Entry& e)
-        {
-            shift_up(keys, i);
-            shift_up(infos, i);
-            keys[i]  = e.begin;
-            infos[i] = Info{e.end, e.node, static_cast<std::uintptr_t>(e.height)};
-            ++size;
-        }
-        void erase(std::size_t i)
-        {
-            std::copy(keys + i + 1, keys + size, keys + i);
-            std::copy(infos + i + 1, infos + size, infos + i);
-            --size;
-        }
-        void move_upper_half(Bucket& upper)
-        {
-            const std::size_t half = size / 2;
-            upper.size             = size - half;
-            std::copy(keys + half, keys + size, upper.keys);
-            std::copy(infos + half, infos + size, upper.infos);
-            size = half;
-        }
-
-    private:
-        template <typename T>
-        void shift_up(T* array, std::size_t i)
-        {
-            std::copy_backward(array + i, array + size, array + size + 1);
-        }
-    };
-
-    // Pointers, so that adding or removing a bucket moves 8 bytes apiece.
-    std::vector<std::unique_ptr<Bucket>> buckets_;
-    std::vector<std::uintptr_t>          first_keys_;   // buckets_[b]->keys[0]
-};
+using Node = RegionNode;
+constexpr std::uintptr_t kNoKey = kNoRegionKey;
 
 bool valid(Precision p)
 {
@@ -376,23 +61,18 @@ bool valid(Precision p)
 
 struct RegionRegistry::Impl {
     // First: head is made from it. Writers only, under write_mutex.
-    NodePool                           pool;
-    Node*                              head;   // sentinel, kMaxHeight levels
-    std::atomic<std::size_t>           count{0};
-    std::atomic<std::uint64_t>         generation{0};
-    // Mutable: find() is const but registers itself as a reader.
-    mutable std::atomic<std::uint64_t> readers[2] = {{0}, {0}};
-
-    std::atomic<std::uint32_t>         wide{0};
-    std::atomic<std::uint32_t>         filter[kFilterSlots] = {};
+    RegionNodePool           pool;
+    Node*                    head;   // sentinel, kMaxHeight levels
+    std::atomic<std::size_t> count{0};
+    GracePeriod              grace;
+    ChunkFilter              filter;
 
     // Writers only, under write_mutex.
-    std::mutex                                     write_mutex;
-    WriterIndex                                    index;
-    std::vector<Node*>                             retired;
-    std::uint64_t                                  random_state = 0x9e3779b97f4a7c15ULL;
-    std::vector<std::string>                       labels{std::string()};
-    std::unordered_map<std::string, std::uint32_t> label_index;
+    std::mutex         write_mutex;
+    WriterIndex        index;
+    std::vector<Node*> retired;
+    std::uint64_t      random_state = 0x9e3779b97f4a7c15ULL;
+    LabelTable         labels;
 
     Impl() : head(pool.create(kMaxHeight)) {}
     ~Impl()
@@ -408,66 +88,7 @@ struct RegionRegistry::Impl {
         }
     }
 
-    // RAII read-side critical section: nodes reachable while it lives are
-    // not freed.
-    class ReadGuard {
-    public:
-        explicit ReadGuard(const Impl& impl) : impl_(impl)
-        {
-            for (;;) {
-                const std::uint64_t g = impl_.generation.load();
-                slot_                 = static_cast<unsigned>(g & 1U);
-                impl_.readers[slot_].fetch_add(1);
-                if (impl_.generation.load() == g) {
-                    break;
-                }
-                impl_.readers[slot_].fetch_sub(1);
-            }
-        }
-        ~ReadGuard() { impl_.readers[slot_].fetch_sub(1); }
-        ReadGuard(const ReadGuard&)            = delete;
-        ReadGuard& operator=(const ReadGuard&) = delete;
-
-    private:
-        const Impl& impl_;
-        unsigned    slot_ = 0;
-    };
-
-    // False when no region can touch [begin, end): every chunk counts zero.
-    bool maybe_marked(std::uintptr_t begin, std::uintptr_t end) const
-    {
-        const std::uintptr_t first = begin >> kChunkShift;
-        const std::uintptr_t last  = (end - 1) >> kChunkShift;
-        if (wide.load(std::memory_order_relaxed) != 0 || last - first >= kFilterMaxChunks) {
-            return true;
-        }
-        for (std::uintptr_t chunk = first; chunk <= last; ++chunk) {
-            if (filter[filter_slot(chunk)].load(std::memory_order_relaxed) != 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     // --- writer side (caller holds write_mutex) ---
-
-    // Counted before a region is linked, uncounted after it is unlinked, so
-    // the filter never hides a linked region.
-    void count_chunks(std::uintptr_t begin, std::uintptr_t end, bool add)
-    {
-        const std::uintptr_t first = begin >> kChunkShift;
-        const std::uintptr_t last  = (end - 1) >> kChunkShift;
-        if (last - first >= kFilterMaxChunks) {
-            add ? wide.fetch_add(1, std::memory_order_relaxed)
-                : wide.fetch_sub(1, std::memory_order_relaxed);
-            return;
-        }
-        for (std::uintptr_t chunk = first; chunk <= last; ++chunk) {
-            auto& slot = filter[filter_slot(chunk)];
-            add ? slot.fetch_add(1, std::memory_order_relaxed)
-                : slot.fetch_sub(1, std::memory_order_relaxed);
-        }
-    }
 
     int random_height()
     {
@@ -482,22 +103,6 @@ struct RegionRegistry::Impl {
             bits >>= 1;
         }
         return height;
-    }
-
-    std::uint32_t intern(std::string_view label)
-    {
-        if (label.empty()) {
-            return 0;
-        }
-        const std::string key(label);
-        const auto        it = label_index.find(key);
-        if (it != label_index.end()) {
-            return it->second;
-        }
-        const auto index = static_cast<std::uint32_t>(labels.size());
-        labels.push_back(key);
-        label_index.emplace(key, index);
-        return index;
     }
 
     // preds[l] = the last node at level l whose begin is < key (or head).
@@ -593,7 +198,7 @@ struct RegionRegistry::Impl {
                     std::uint32_t label, const WriterIndex::Pos* at = nullptr,
                     Node* const* succs = nullptr, const std::uintptr_t* succ_keys = nullptr)
     {
-        count_chunks(begin, end, true);
+        filter.count(begin, end, true);
         Node* node  = pool.create(height);
         node->begin = begin;
         node->end   = end;
@@ -666,7 +271,7 @@ struct RegionRegistry::Impl {
     void forget(Node* node, std::uintptr_t begin, std::uintptr_t end, WriterIndex::Pos at)
     {
         count.fetch_sub(1, std::memory_order_relaxed);
-        count_chunks(begin, end, false);
+        filter.count(begin, end, false);
         index.erase(at);
         retired.push_back(node);
         if (retired.size() >= kRetireBatch) {
@@ -676,11 +281,7 @@ struct RegionRegistry::Impl {
 
     void free_retired()
     {
-        const std::uint64_t g    = generation.fetch_add(1);
-        const unsigned      slot = static_cast<unsigned>(g & 1U);
-        while (readers[slot].load() != 0) {
-            std::this_thread::yield();
-        }
+        grace.wait_for_readers();
         for (Node* node : retired) {
             pool.destroy(node);
         }
@@ -755,7 +356,7 @@ bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precisio
         return false;
     }
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
-    const std::uint32_t label_id = impl_->intern(label);
+    const std::uint32_t label_id = impl_->labels.intern(label);
     const std::uintptr_t end      = begin + bytes;
     // The common case, marking free space, finds its place in the index.
     const WriterIndex&      index = impl_->index;
@@ -824,7 +425,7 @@ std::size_t RegionRegistry::release(const void* ptr, std::size_t bytes, std::str
     std::uint32_t                     label = 0;
     const std::size_t                 cut   = impl_->cut(begin, end, &label);
     if (cut > 0 && first_label != nullptr) {
-        *first_label = impl_->labels[label];
+        *first_label = impl_->labels.text(label);
     }
     return cut;
 }
@@ -840,10 +441,10 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
                                  ? std::numeric_limits<std::uintptr_t>::max()
                                  : q_begin + bytes;
 
-    if (!impl_->maybe_marked(q_begin, q_end)) {
+    if (!impl_->filter.maybe_marked(q_begin, q_end)) {
         return 0;
     }
-    const Impl::ReadGuard guard(*impl_);
+    const GracePeriod::ReadGuard guard(impl_->grace);
     // The last node whose begin is <= q_begin: the only one before the query
     // start that can reach into it.
     const Node* x = impl_->head;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Marked memory regions (sender side): which part of [p, p+n) is marked, and
 // at what precision. Thread-safe; lookups (the send path) take no lock and
-// allocate nothing. Marking and unmarking cost O(log regions) (issue 16:
-// they used to copy the whole list, so 10^5 marks took 87 s).
+// allocate nothing. Marking and unmarking cost O(log regions): copying the
+// whole list on every mark made 10^5 marks take 87 s.
 #pragma once
 
 #include "pack/codec.h"

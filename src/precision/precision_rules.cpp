@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "precision/precision_rules.h"
 
+#include "base/parse.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -36,17 +38,7 @@ std::string error_text(std::string_view where, std::string_view token, std::stri
     return msg;
 }
 
-std::string_view trim(std::string_view s)
-{
-    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!s.empty() && blank(s.front())) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && blank(s.back())) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
+using parse::trim;
 
 std::vector<std::string_view> split(std::string_view s, char sep)
 {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "context_predictor.h"
 
+#include "base/hash.h"
+#include "base/power_of_two.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -20,12 +23,6 @@ unsigned interval_class(TimeNs ns)
     return c;
 }
 
-std::uint64_t mix(std::uint64_t h, std::uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-}
-
 bool agree(TimeNs a, TimeNs b, double tolerance)
 {
     const TimeNs larger = std::max(a, b);
@@ -40,11 +37,7 @@ ContextPredictor::ContextPredictor(const ContextConfig& config) : config_(config
     if (config_.depth < 1 || config_.depth > 8) {
         throw std::invalid_argument("context depth must be 1..8");
     }
-    std::size_t n = 16;
-    while (n < config_.table_entries) {
-        n <<= 1;
-    }
-    table_.resize(n);
+    table_.resize(power_of_two_at_least(std::max<std::size_t>(config_.table_entries, 16)));
     ids_.resize(config_.depth);
     classes_.resize(config_.depth);
     run_sizes_.resize(config_.depth);
@@ -56,9 +49,9 @@ std::uint64_t ContextPredictor::context_key() const
     std::uint64_t h = 0x51ed270b27a8d5c3ull;
     for (std::size_t i = 0; i < config_.depth; ++i) {
         const std::size_t at = (seen_ - 1 - i) % config_.depth;  // newest first
-        h = mix(h, ids_[at]);
+        h = hash_combine(h, ids_[at]);
         if (i + 1 < config_.depth) {
-            h = mix(h, classes_[at]);  // the interval before that event
+            h = hash_combine(h, classes_[at]);  // the interval before that event
         }
     }
     return h | 1;  // never 0 (the empty mark)
@@ -68,12 +61,12 @@ std::uint64_t ContextPredictor::run_key() const
 {
     // Exact bytes: an MPI call moves the same payload every time, and the
     // protocol's own messages are of fixed size.
-    std::uint64_t h = mix(0x2545f4914f6cdd1dull, run_bytes_);
-    h = mix(h, run_first_);
+    std::uint64_t h = hash_combine(0x2545f4914f6cdd1dull, run_bytes_);
+    h = hash_combine(h, run_first_);
     for (std::size_t i = 0; i + 1 < config_.depth && i < runs_; ++i) {
         const std::size_t at = (runs_ - 1 - i) % config_.depth;  // newest first
-        h = mix(h, run_sizes_[at]);
-        h = mix(h, run_idles_[at]);
+        h = hash_combine(h, run_sizes_[at]);
+        h = hash_combine(h, run_idles_[at]);
     }
     return h | 1;
 }

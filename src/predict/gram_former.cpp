@@ -2,35 +2,15 @@
 // Algorithm 1 (thesis §5.2.2) and the gram table behind it.
 #include "gram_former.h"
 
+#include "base/hash.h"
+#include "base/power_of_two.h"
+
 #include <algorithm>
 #include <cstring>
 
 namespace slim::predict {
 
 namespace detail {
-
-namespace {
-
-std::size_t power_of_two_at_least(std::size_t n)
-{
-    std::size_t p = 1;
-    while (p < n) {
-        p <<= 1;
-    }
-    return p;
-}
-
-// The splitmix64 finalizer: sequence hashes differ mostly in high bits.
-std::uint64_t mix(std::uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58'476d'1ce4'e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d0'49bb'1331'11ebull;
-    return x ^ (x >> 31);
-}
-
-}  // namespace
 
 OpenIndex::OpenIndex(std::size_t entries)
     : slots_(power_of_two_at_least(std::max<std::size_t>(2 * entries, 2)), 0),
@@ -40,7 +20,8 @@ OpenIndex::OpenIndex(std::size_t entries)
 
 std::size_t OpenIndex::home(std::uint64_t hash) const
 {
-    return static_cast<std::size_t>(mix(hash)) & mask_;
+    // Sequence hashes differ mostly in high bits: mix them down before masking.
+    return static_cast<std::size_t>(splitmix64_mix(hash)) & mask_;
 }
 
 void OpenIndex::insert(std::uint64_t hash, std::uint32_t entry)

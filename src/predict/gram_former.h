@@ -11,6 +11,8 @@
 
 #include "types.h"
 
+#include "base/hash.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -31,8 +33,7 @@ inline bool same_gram(GramId a, GramId b) { return a == b && a != kNoGram; }
 inline constexpr std::uint64_t kSequenceSeed = 0x243f'6a88'85a3'08d3ull;
 inline std::uint64_t hash_append(std::uint64_t hash, std::uint64_t value)
 {
-    hash ^= value + 0x9e37'79b9'7f4a'7c15ull + (hash << 6) + (hash >> 2);
-    return hash * 0xff51'afd7'ed55'8ccdull;
+    return hash_combine(hash, value) * 0xff51'afd7'ed55'8ccdull;
 }
 
 namespace detail {

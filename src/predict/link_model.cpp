@@ -20,15 +20,8 @@ constexpr double kJoulesPerWattNs = 1e-9;
 constexpr double kMaxLaneWatts    = 100.0;
 constexpr std::chrono::nanoseconds kMaxTau{1'000'000'000};
 
-std::string_view trim(std::string_view s)
-{
-    const auto first = s.find_first_not_of(" \t");
-    if (first == std::string_view::npos) {
-        return {};
-    }
-    const auto last = s.find_last_not_of(" \t");
-    return s.substr(first, last - first + 1);
-}
+// Spaces and tabs only: anything else is left for the value's parser to judge.
+std::string_view trim(std::string_view s) { return parse::trim(s, " \t"); }
 
 [[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted)
 {

@@ -41,6 +41,8 @@
 //   progress is.
 #include "pattern_predictor.h"
 
+#include "base/power_of_two.h"
+
 #include <algorithm>
 
 namespace slim::predict {
@@ -67,15 +69,6 @@ constexpr std::size_t kMaxStepsPerEvent = 4;
 // lifted again. A misprediction followed by the same pattern is reactivated
 // long before that.
 constexpr std::size_t kLiftMaxPatternAfter = 8;
-
-std::size_t power_of_two_at_least(std::size_t n)
-{
-    std::size_t p = 1;
-    while (p < n) {
-        p <<= 1;
-    }
-    return p;
-}
 
 PatternPredictorConfig sanitized(PatternPredictorConfig c)
 {

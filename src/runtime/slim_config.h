@@ -10,7 +10,7 @@
  * UCX's own value types where they fit (enums, booleans, times, strings);
  * our parsers only where UCX has none: the transport name, the report
  * target, the exec command template and the packing policy. Their read()
- * uses the same checks and messages as before (src/base/parse.h).
+ * uses the checks and messages of src/base/parse.h.
  */
 #ifndef SLIM_RUNTIME_SLIM_CONFIG_H
 #define SLIM_RUNTIME_SLIM_CONFIG_H
@@ -33,7 +33,7 @@ typedef struct slim_config {
     char     *link_exec;    /* UCX_SLIM_LINK_EXEC: checked command template */
     int       inject_delay; /* UCX_SLIM_INJECT_DELAY: UCX bool */
     int       forward_only; /* UCX_SLIM_FORWARD_ONLY: UCX bool */
-    void     *policy;       /* UCX_SLIM_POLICY: a parsed policy (slim_config_parsers.cpp) */
+    void     *policy;       /* UCX_SLIM_POLICY: a parsed policy (configuration.cpp) */
     unsigned  packing;      /* UCX_SLIM_PACKING: slim_config_packing_modes */
     unsigned  predictor;    /* UCX_SLIM_PREDICTOR: slim_config_predictors */
     char     *trace;        /* UCX_SLIM_TRACE: directory, "" for none */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The UCX_SLIM_* table (slim_config.h): defaults and doc strings as
- * `ucx_info -c -f` shows them. README.md's configuration table and
- * slimlink(7) say the same; tests/man/man-pages.test checks the defaults. */
+ * `ucx_info -c -f` shows them. slimlink(7) says the same;
+ * tests/man/man-pages.test checks the defaults. */
 #include "slim_config.h"
 
 #include <dlfcn.h>
@@ -50,7 +50,11 @@ static void slim_ucs_resolve(void)
     if (ucs == NULL) {
         return;
     }
-#define SLIM_UCS_SYM(_field, _name)     do {         *(void**)&slim_ucs._field = dlsym(ucs, _name);         all = all && (slim_ucs._field != NULL);     } while (0)
+#define SLIM_UCS_SYM(_field, _name) \
+    do { \
+        *(void**)&slim_ucs._field = dlsym(ucs, _name); \
+        all = all && (slim_ucs._field != NULL); \
+    } while (0)
     SLIM_UCS_SYM(sscanf_string,  "ucs_config_sscanf_string");
     SLIM_UCS_SYM(sscanf_time,    "ucs_config_sscanf_time");
     SLIM_UCS_SYM(sscanf_enum,    "ucs_config_sscanf_enum");
@@ -87,7 +91,12 @@ int slim_config_ucs_loaded(void)
 
 /* The table's parsers call these; UCX itself calls them only while its
  * libucs is loaded, so slim_ucs is complete then. */
-#define SLIM_UCS_FORWARD(_ret, _name, _field, _params, _args)     static _ret _name _params     {         slim_config_ucs_loaded();         return slim_ucs._field _args;     }
+#define SLIM_UCS_FORWARD(_ret, _name, _field, _params, _args) \
+    static _ret _name _params \
+    { \
+        slim_config_ucs_loaded(); \
+        return slim_ucs._field _args; \
+    }
 
 SLIM_UCS_FORWARD(int, slim_sscanf_string, sscanf_string,
                  (const char *b, void *d, const void *a), (b, d, a))

@@ -3,6 +3,9 @@
 // lookups, and lock-free readers racing a writer.
 #include "pack/region_registry.h"
 
+#include "pack/chunk_filter.h"
+#include "pack/label_table.h"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -401,4 +404,46 @@ TEST_CASE("marks and unmarks in random order leave exactly what a reference mode
     {
         check_against_model(1 << 20, 60000, 64, 777);
     }
+}
+
+TEST_CASE("the chunk filter never hides a counted region, and forgets an uncounted one",
+          "[registry]")
+{
+    using slim::pack::ChunkFilter;
+    constexpr std::uintptr_t chunk = std::uintptr_t{1} << ChunkFilter::kChunkShift;
+    const std::uintptr_t     base  = 1000 * chunk;
+    ChunkFilter              filter;
+    CHECK_FALSE(filter.maybe_marked(base, base + 64));
+
+    filter.count(base + 10, base + chunk + 10, true);   // touches two chunks
+    CHECK(filter.maybe_marked(base, base + 1));
+    CHECK(filter.maybe_marked(base + chunk, base + chunk + 1));
+    CHECK(filter.maybe_marked(base - chunk, base + 1));   // reaches into it
+    filter.count(base + 10, base + chunk + 10, false);
+    CHECK_FALSE(filter.maybe_marked(base, base + 2 * chunk));
+
+    SECTION("a region wider than the filter tracks turns it off until it is gone")
+    {
+        const std::uintptr_t wide_end = base + (ChunkFilter::kMaxChunks + 1) * chunk;
+        filter.count(base, wide_end, true);
+        CHECK(filter.maybe_marked(base + 500 * chunk, base + 500 * chunk + 8));
+        filter.count(base, wide_end, false);
+        CHECK_FALSE(filter.maybe_marked(base + 500 * chunk, base + 500 * chunk + 8));
+    }
+    SECTION("a lookup wider than the filter tracks is always a maybe")
+    {
+        CHECK(filter.maybe_marked(base, base + (ChunkFilter::kMaxChunks + 1) * chunk));
+    }
+}
+
+TEST_CASE("labels are interned once, and the empty label is id 0", "[registry]")
+{
+    slim::pack::LabelTable labels;
+    CHECK(labels.intern("") == 0);
+    CHECK(labels.text(0).empty());
+    const auto halo = labels.intern("halo");
+    CHECK(halo != 0);
+    CHECK(labels.intern("fft") != halo);
+    CHECK(labels.intern(std::string("halo")) == halo);
+    CHECK(labels.text(halo) == "halo");
 }
