@@ -5,10 +5,12 @@
 # refuse symbolic links and other users' files (issue 16). Nothing here includes src/{pack,predict,link,live,
 # runtime}; tests/tools/layers.test checks it.
 src_libslimcore_la_SOURCES += \
+	src/base/error.h src/base/error.cpp \
 	src/base/log.h src/base/log.cpp \
 	src/base/no_destructor.h \
 	src/base/output_file.h src/base/output_file.cpp \
 	src/base/parse.h src/base/parse.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \
+	tests/unit/test_error.cpp \
 	tests/unit/test_output_file.cpp
