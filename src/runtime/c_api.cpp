@@ -10,6 +10,8 @@
 #include "traffic_monitor.h"
 
 #include <atomic>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdint>
 #include <new>
 #include <optional>
@@ -311,6 +313,36 @@ slim_status_t slim_region_end(void)
 }
 
 slim_status_t slim_core_init(void) { return slim::Engine::init(); }
+
+static_assert(static_cast<int>(slim::LogLevel::error) == SLIM_LOG_ERROR &&
+                      static_cast<int>(slim::LogLevel::trace) == SLIM_LOG_TRACE,
+              "slim_log_level_t names UCX_SLIM_LOG_LEVEL's levels");
+
+int slim_core_log_enabled(slim_log_level_t level)
+{
+    if (slim::Engine::get() == nullptr) {
+        // Before the configuration is parsed (or when it was refused), the
+        // level the user asked for, as the environment gives it.
+        slim::set_log_level(slim::Config::log_level_for_errors());
+    }
+    return slim::log_enabled(static_cast<slim::LogLevel>(level)) ? 1 : 0;
+}
+
+void slim_core_vlog(slim_log_level_t level, const char *format, va_list args)
+{
+    // A line is short; a longer one is cut, and says so.
+    char      line[1024];
+    const int n   = std::vsnprintf(line, sizeof line, format, args);
+    const char *cut = n >= static_cast<int>(sizeof line) ? " [...]" : "";
+    spdlog::logger &log = slim::logger();
+    switch (level) {
+    case SLIM_LOG_ERROR: log.error("{}{}", line, cut); return;
+    case SLIM_LOG_WARN:  log.warn("{}{}", line, cut); return;
+    case SLIM_LOG_INFO:  log.info("{}{}", line, cut); return;
+    case SLIM_LOG_DEBUG: log.debug("{}{}", line, cut); return;
+    case SLIM_LOG_TRACE: log.trace("{}{}", line, cut); return;
+    }
+}
 
 const char *slim_core_inner_name(void)
 {
