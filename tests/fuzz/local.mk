@@ -47,6 +47,7 @@ service_fuzzer_sources = \
 	$(srcdir)/src/link/backend_exec.cpp \
 	$(srcdir)/src/link/backend_ibmad.cpp \
 	$(srcdir)/src/link/link_model.cpp \
+	$(srcdir)/src/base/error.cpp \
 	$(srcdir)/src/base/log.cpp \
 	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/base/parse.cpp
