@@ -30,6 +30,17 @@
 
 #include <pthread.h>
 
+/* The module logs through the core's logger (slim_core_vlog): one format,
+ * "[slim r3] warning: ...", and one level, UCX_SLIM_LOG_LEVEL, for every
+ * line of slimlink. The format is printf's. slim_log_line() is out of line
+ * (slim_component.c), so that a data operation's error branch calls the
+ * module, never the core (tests/tools/fast-path.test). */
+void slim_log_line(slim_log_level_t level, const char *format, ...)
+        __attribute__((cold, format(printf, 2, 3)));
+#define slim_error(_fmt, ...) slim_log_line(SLIM_LOG_ERROR, _fmt, ## __VA_ARGS__)
+#define slim_warn(_fmt, ...)  slim_log_line(SLIM_LOG_WARN, _fmt, ## __VA_ARGS__)
+#define slim_debug(_fmt, ...) slim_log_line(SLIM_LOG_DEBUG, _fmt, ## __VA_ARGS__)
+
 #define SLIM_COMPONENT_NAME  "slim"
 #define SLIM_TL_NAME         "slim"
 #define SLIM_CONFIG_PREFIX   "SLIM_"

@@ -11,9 +11,10 @@
 
 #include <ucp/api/ucp.h>
 #include <uct/api/version.h>
-#include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
 #include <ucs/datastruct/string_buffer.h>
+
+#include <stdarg.h>
 
 static ucs_config_field_t slim_md_config_table[] = {
     {"", "", NULL,
@@ -102,6 +103,18 @@ static int slim_inner_append_name(uct_component_t *component, uct_tl_t *tl,
     return 0;
 }
 
+void slim_log_line(slim_log_level_t level, const char *format, ...)
+{
+    va_list args;
+
+    if (!slim_core_log_enabled(level)) {
+        return;
+    }
+    va_start(args, format);
+    slim_core_vlog(level, format, args);
+    va_end(args);
+}
+
 /* The user named a transport this process does not have (a typo, or e.g.
  * rc_mlx5 on a node without a Mellanox device): say which ones exist. */
 static void slim_inner_report_missing(const char *tl_name)
@@ -110,9 +123,9 @@ static void slim_inner_report_missing(const char *tl_name)
 
     slim_foreach_inner_candidate(slim_inner_append_name, &names);
     ucs_string_buffer_rtrim(&names, " ");
-    ucs_error("UCX_SLIM_INNER=%s: no such UCT transport is loaded in this "
-              "process, so slim offers no devices; loaded transports: %s",
-              tl_name, ucs_string_buffer_cstr(&names));
+    slim_error("UCX_SLIM_INNER=%s: no such UCT transport is loaded in this "
+               "process, so slim offers no devices; loaded transports: %s",
+               tl_name, ucs_string_buffer_cstr(&names));
     ucs_string_buffer_cleanup(&names);
 }
 
@@ -127,8 +140,8 @@ static ucs_status_t slim_global_inner_lookup(void)
                      sizeof(slim_global_inner_name));
 
     if (!strcmp(slim_global_inner_name, SLIM_TL_NAME)) {
-        ucs_error("UCX_SLIM_INNER=%s: slim cannot wrap itself; name a real "
-                  "transport such as tcp or rc_verbs", slim_global_inner_name);
+        slim_error("UCX_SLIM_INNER=%s: slim cannot wrap itself; name a real "
+                   "transport such as tcp or rc_verbs", slim_global_inner_name);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -181,11 +194,11 @@ ucs_status_t slim_query_md_resources(uct_component_t *component,
 
         if (!reported) {
             reported = 1;
-            ucs_error("UCX_SLIM_INNER=%s: that transport is loaded but its "
-                      "component '%s' finds no device on this machine, so "
-                      "slim offers none ('ucx_info -d' lists the transports "
-                      "that have devices here)", slim_global_inner_name,
-                      slim_global_inner.component->name);
+            slim_error("UCX_SLIM_INNER=%s: that transport is loaded but its "
+                       "component '%s' finds no device on this machine, so "
+                       "slim offers none ('ucx_info -d' lists the transports "
+                       "that have devices here)", slim_global_inner_name,
+                       slim_global_inner.component->name);
         }
     }
 
@@ -288,10 +301,10 @@ static int slim_ucx_version_matches(void)
         return 1;
     }
 
-    ucs_error("slim transport disabled: slimlink was built against UCX "
-              "%d.%d.%d but this process runs UCX %u.%u.%u; rebuild slimlink "
-              "against the installed UCX", UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
-              UCT_VERNO_PATCH, major, minor, release);
+    slim_error("slim transport disabled: slimlink was built against UCX "
+               "%d.%d.%d but this process runs UCX %u.%u.%u; rebuild slimlink "
+               "against the installed UCX", UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
+               UCT_VERNO_PATCH, major, minor, release);
     return 0;
 }
 #endif
@@ -318,8 +331,8 @@ UCS_F_CTOR static void slim_module_load(void)
     }
 
     if (slim_already_registered()) {
-        ucs_debug("slim: another copy of the module is registered; this one "
-                  "(%s) stays out", SLIM_LOAD_MODE);
+        slim_debug("another copy of the module is registered; this one "
+                   "(%s) stays out", SLIM_LOAD_MODE);
         return;
     }
 

@@ -16,7 +16,6 @@
 #include "slim.h"
 
 #include <ucs/arch/cpu.h>
-#include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
 #include <uct/base/uct_iov.inl>
 
@@ -350,11 +349,11 @@ static UCS_F_NOINLINE void slim_ep_sync_bcopy_unseen(void)
 
     if (!said) {
         said = 1;
-        ucs_warn("slim: a synchronous send (MPI_Ssend, MPI_Issend) went by "
-                 "am_bcopy, which copies the buffer out of slim's sight, as "
-                 "UCX's v2 protocols (UCX_PROTO_ENABLE=y) send every one: "
-                 "marked data in such sends travels exact and is not "
-                 "counted; unset UCX_PROTO_ENABLE to pack them");
+        slim_warn("a synchronous send (MPI_Ssend, MPI_Issend) went by "
+                  "am_bcopy, which copies the buffer out of slim's sight, as "
+                  "UCX's v2 protocols (UCX_PROTO_ENABLE=y) send every one: "
+                  "marked data in such sends travels exact and is not "
+                  "counted; unset UCX_PROTO_ENABLE to pack them");
     }
 }
 

@@ -47,7 +47,6 @@
  */
 #include "slim.h"
 
-#include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/math.h>
 #include <uct/base/uct_iov.inl>
@@ -119,8 +118,8 @@ ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md)
     frame->tx_scratch      = ucs_malloc(frame->tx_scratch_size,
                                         "slim_frame_tx_scratch");
     if (frame->tx_scratch == NULL) {
-        ucs_error("slim: no memory for a %zu-byte frame buffer",
-                  frame->tx_scratch_size);
+        slim_error("no memory for a %zu-byte frame buffer",
+                   frame->tx_scratch_size);
         return UCS_ERR_NO_MEMORY;
     }
     return UCS_OK;
@@ -275,8 +274,8 @@ ucs_status_t slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id,
     *length_p = 0;
     /* The inner transport's segment holds no more: never copy past it. */
     if (ucs_unlikely(length > limit)) {
-        ucs_error("slim: am_zcopy of %zu bytes exceeds the %zu advertised",
-                  length, limit);
+        slim_error("am_zcopy of %zu bytes exceeds the %zu advertised",
+                   length, limit);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     packed = uct_ep_am_bcopy(ep->inner, id, slim_frame_pack_gather, &gather,
@@ -426,8 +425,8 @@ ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
             out = grown;
         }
         if (out == NULL) {
-            ucs_error("slim: no memory to rebuild a %ld-byte message from a "
-                      "packing frame; it is dropped", (long)rebuilt);
+            slim_error("no memory to rebuild a %ld-byte message from a "
+                       "packing frame; it is dropped", (long)rebuilt);
             return UCS_OK;
         }
         rebuilt = slim_core_frame_unpack(data, length, out, rebuilt, &am_id);

@@ -7,7 +7,6 @@
  */
 #include "slim.h"
 
-#include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 
@@ -49,10 +48,10 @@ ucs_status_t slim_query_devices(uct_md_h md,
     }
     if ((kept == 0) && (*num_devices_p > 0) && !self_reported) {
         self_reported = 1;
-        ucs_error("UCX_SLIM_INNER=%s: that transport reaches only its own "
-                  "process, so slim offers no device; name one between "
-                  "processes (tcp, rc_verbs, ud_verbs, dc_mlx5, ...)",
-                  slim_md->inner_tl.tl->name);
+        slim_error("UCX_SLIM_INNER=%s: that transport reaches only its own "
+                   "process, so slim offers no device; name one between "
+                   "processes (tcp, rc_verbs, ud_verbs, dc_mlx5, ...)",
+                   slim_md->inner_tl.tl->name);
     }
     *num_devices_p = kept;
     return UCS_OK;
@@ -78,10 +77,10 @@ static ucs_status_t slim_iface_check_inner(slim_iface_t *self,
     }
     if (!reported) {
         reported = 1;
-        ucs_error("UCX_SLIM_INNER=%s: that transport carries no active "
-                  "messages (it only moves memory), so slim cannot send "
-                  "over it; name one that does (tcp, rc_verbs, ud_verbs, "
-                  "dc_mlx5, ...)", tl_name);
+        slim_error("UCX_SLIM_INNER=%s: that transport carries no active "
+                   "messages (it only moves memory), so slim cannot send "
+                   "over it; name one that does (tcp, rc_verbs, ud_verbs, "
+                   "dc_mlx5, ...)", tl_name);
     }
     return UCS_ERR_UNSUPPORTED;
 }
@@ -371,8 +370,8 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
                                           slim_am_trampoline_for(self, id),
                                           &self->am_slots[id], cb_flags);
         if (status != UCS_OK) {
-            ucs_error("slim: failed to set AM trampoline %u on %s: %s", id,
-                      slim_inner_tl_name(), ucs_status_string(status));
+            slim_error("failed to set AM trampoline %u on %s: %s", id,
+                       slim_inner_tl_name(), ucs_status_string(status));
             return status;
         }
     }
@@ -396,8 +395,8 @@ static ucs_status_t slim_iface_check_am_alignment(const uct_iface_params_t *para
 
     if ((params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) &&
         !ucs_is_pow2(params->am_alignment)) {
-        ucs_error("slim: AM alignment %zu is not a power of 2",
-                  params->am_alignment);
+        slim_error("AM alignment %zu is not a power of 2",
+                   params->am_alignment);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -451,7 +450,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_spinlock_init(&self->eps_lock, 0);
 
     if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("slim: only device open mode is supported");
+        slim_error("only device open mode is supported");
         status = UCS_ERR_UNSUPPORTED;
         goto err_lock;
     }
@@ -526,9 +525,9 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 
     __atomic_fetch_add(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED);
 
-    ucs_debug("slim: iface %p wraps %s iface %p on %s", self,
-              slim_md->inner_tl.tl->name, self->inner,
-              params->mode.device.dev_name);
+    slim_debug("iface %p wraps %s iface %p on %s", self,
+               slim_md->inner_tl.tl->name, self->inner,
+               params->mode.device.dev_name);
     return UCS_OK;
 
 err_recorder:
@@ -550,8 +549,8 @@ err_lock:
 static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
 {
     if (!ucs_list_is_empty(&self->eps)) {
-        ucs_warn("slim: iface %p closed with %zu endpoints still open", self,
-                 ucs_list_length(&self->eps));
+        slim_warn("iface %p closed with %zu endpoints still open", self,
+                  ucs_list_length(&self->eps));
     }
     slim_progress_cleanup(self);
     uct_iface_close(self->inner);

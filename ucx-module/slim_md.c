@@ -9,7 +9,6 @@
  */
 #include "slim.h"
 
-#include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 
 static slim_md_t *slim_md(uct_md_h md)
@@ -29,8 +28,8 @@ static void slim_md_close(uct_md_h md)
         ++left;
     }
     if (left > 0) {
-        ucs_debug("slim: md %p closed with %zu registrations left", self,
-                  left);
+        slim_debug("md %p closed with %zu registrations left", self,
+                   left);
     }
     ucs_spinlock_destroy(&self->regs_lock);
     uct_md_close(self->inner);
@@ -258,8 +257,8 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
     ucs_status_t status;
 
     if (strncmp(md_name, SLIM_MD_NAME_PREFIX, prefix_len) != 0) {
-        ucs_error("slim: md name '%s' does not start with '%s'", md_name,
-                  SLIM_MD_NAME_PREFIX);
+        slim_error("md name '%s' does not start with '%s'", md_name,
+                   SLIM_MD_NAME_PREFIX);
         return UCS_ERR_NO_DEVICE;
     }
 
@@ -270,8 +269,8 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
 
     status = slim_inner_find(slim_inner_tl_name(), &self->inner_tl);
     if (status != UCS_OK) {
-        ucs_error("UCX_SLIM_INNER=%s: no such transport is loaded",
-                  slim_inner_tl_name());
+        slim_error("UCX_SLIM_INNER=%s: no such transport is loaded",
+                   slim_inner_tl_name());
         goto err_free;
     }
 
@@ -285,8 +284,8 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
                          inner_config, &self->inner);
     uct_config_release(inner_config);
     if (status != UCS_OK) {
-        ucs_error("slim: failed to open inner md '%s': %s",
-                  md_name + prefix_len, ucs_status_string(status));
+        slim_error("failed to open inner md '%s': %s",
+                   md_name + prefix_len, ucs_status_string(status));
         goto err_free;
     }
 

@@ -24,7 +24,6 @@
  */
 #include "slim.h"
 
-#include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/datastruct/queue.h>
 #include <ucs/async/async_int.h>
@@ -73,8 +72,8 @@ static ucs_status_t slim_progress_handle_error(slim_iface_t *iface,
     slim_ep_t *ep = slim_iface_find_ep(iface, inner_ep);
 
     if (ep == NULL) {
-        ucs_debug("slim: error %s on inner ep %p that has no slim ep",
-                  ucs_status_string(status), inner_ep);
+        slim_debug("error %s on inner ep %p that has no slim ep",
+                   ucs_status_string(status), inner_ep);
         return status;
     }
     return uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
@@ -109,8 +108,8 @@ static slim_deferred_t *slim_progress_defer(slim_iface_t *iface,
                                        "slim_deferred");
 
     if (item == NULL) {
-        ucs_error("slim: no memory to defer an event that arrived while "
-                  "the application was not progressing; it is dropped");
+        slim_error("no memory to defer an event that arrived while "
+                   "the application was not progressing; it is dropped");
         return NULL;
     }
 
@@ -364,8 +363,8 @@ static void slim_progress_linger_start(slim_iface_t *iface)
     int ret;
 
     if (slim_async_thread_ops(iface->super.worker->async) == NULL) {
-        ucs_debug("slim: iface %p: worker async mode %d has no lock to try; "
-                  "not lingering", iface, iface->super.worker->async->mode);
+        slim_debug("iface %p: worker async mode %d has no lock to try; "
+                   "not lingering", iface, iface->super.worker->async->mode);
         return;
     }
 
@@ -378,13 +377,13 @@ static void slim_progress_linger_start(slim_iface_t *iface)
     if (ret != 0) {
         iface->progress.linger.running = 0;
         __atomic_fetch_sub(&slim_lingering, 1, __ATOMIC_RELAXED);
-        ucs_warn("slim: cannot start the finalize progress thread (%s); "
-                 "peers that still flush to this process may wait",
-                 strerror(ret));
+        slim_warn("cannot start the finalize progress thread (%s); "
+                  "peers that still flush to this process may wait",
+                  strerror(ret));
         return;
     }
 
-    ucs_debug("slim: iface %p is quiescent, lingering", iface);
+    slim_debug("iface %p is quiescent, lingering", iface);
 }
 
 /* Called on the application's thread whenever an endpoint may have become
@@ -491,8 +490,8 @@ void slim_progress_cleanup(slim_iface_t *iface)
         ++dropped;
     }
     if (dropped > 0) {
-        ucs_debug("slim: iface %p closed with %u undelivered late events",
-                  iface, dropped);
+        slim_debug("iface %p closed with %u undelivered late events",
+                   iface, dropped);
     }
 }
 

@@ -38,7 +38,6 @@
  */
 #include "slim.h"
 
-#include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/sys/sys.h>
@@ -116,11 +115,11 @@ static ucs_status_t slim_bounce_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
 err:
     /* Said once; the pool does not try again (slim_bounce_get). */
     pool->grow_failed = 1;
-    ucs_warn("slim: %s %zu bytes of bounce buffers failed (%s); the pool "
-             "stays at %u buffers, and marked puts that find none free go "
-             "unpacked (UCX_SLIM_BOUNCE_COUNT, UCX_SLIM_BOUNCE_GROW)",
-             (memory == MAP_FAILED) ? "mapping" : "registering", length,
-             ucs_status_string(status), pool->allocated);
+    slim_warn("%s %zu bytes of bounce buffers failed (%s); the pool "
+              "stays at %u buffers, and marked puts that find none free go "
+              "unpacked (UCX_SLIM_BOUNCE_COUNT, UCX_SLIM_BOUNCE_GROW)",
+              (memory == MAP_FAILED) ? "mapping" : "registering", length,
+              ucs_status_string(status), pool->allocated);
     return status;
 }
 
@@ -164,8 +163,8 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
     memset(pool, 0, sizeof(*pool));
     iface->expander = slim_core_expander_open();
     if (iface->expander == NULL) {
-        ucs_warn("slim: no memory for expand-notice state; packed puts from "
-                 "peers will be rejected");
+        slim_warn("no memory for expand-notice state; packed puts from "
+                  "peers will be rejected");
     }
 
     slim_core_bounce_config(&buffer_size, &count, &grow);
@@ -191,8 +190,8 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
                             ucs_min(grow, count), count,
                             &slim_bounce_mpool_ops, "slim_bounce");
     if (status != UCS_OK) {
-        ucs_warn("slim: no bounce pool (%s); marked puts go unpacked",
-                 ucs_status_string(status));
+        slim_warn("no bounce pool (%s); marked puts go unpacked",
+                  ucs_status_string(status));
         return UCS_OK;
     }
     *(slim_iface_t**)ucs_mpool_priv(&pool->mp) = iface;
@@ -347,9 +346,9 @@ static ucs_status_t slim_put_advance(slim_ep_t *ep, slim_bounce_t *bounce)
         if (status != UCS_OK) {
             /* The endpoint failed: the put's data stays packed at the
              * destination. UCP gets the error through the completion. */
-            ucs_error("slim: sending the expand notice of a %zu-byte packed "
-                      "put failed: %s", bounce->info.frame.payload_length,
-                      ucs_status_string(status));
+            slim_error("sending the expand notice of a %zu-byte packed "
+                       "put failed: %s", bounce->info.frame.payload_length,
+                       ucs_status_string(status));
             uct_completion_update_status(&bounce->comp, status);
             uct_invoke_completion(&bounce->comp, status); /* no flush */
             bounce->stage = SLIM_PUT_STAGE_ISSUED;

@@ -6,6 +6,7 @@
 # (hashing steps, power-of-two sizes). Nothing here includes
 # src/{pack,predict,link,live,runtime}; tests/tools/layers.test checks it.
 src_libslimcore_la_SOURCES += \
+	src/base/error.h src/base/error.cpp \
 	src/base/hash.h \
 	src/base/log.h src/base/log.cpp \
 	src/base/no_destructor.h \
@@ -15,4 +16,5 @@ src_libslimcore_la_SOURCES += \
 
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_base_helpers.cpp \
+	tests/unit/test_error.cpp \
 	tests/unit/test_output_file.cpp

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "base/log.h"
 
+#include "base/error.h"
 #include "base/no_destructor.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <atomic>
 #include <memory>
+#include <new>
 
 #include <unistd.h>
 
@@ -44,7 +46,23 @@ spdlog::logger make_logger()
     slim_logger.set_level(to_spdlog(LogLevel::warn));
     // Errors must reach the user even if the process dies right after.
     slim_logger.flush_on(spdlog::level::warn);
+    // A line that could not be written is lost; the report counts it.
+    slim_logger.set_error_handler([](const std::string &) { count_swallowed(); });
     return slim_logger;
+}
+
+// Without memory for the sink and pattern, a logger without sinks: its
+// lines are dropped (and counted), the process goes on.
+spdlog::logger make_logger_or_mute() noexcept
+{
+    try {
+        return make_logger();
+    } catch (const std::bad_alloc &) {
+        count_swallowed();
+        spdlog::logger mute{"slim"};
+        mute.set_error_handler([](const std::string &) { count_swallowed(); });
+        return mute;
+    }
 }
 
 } // namespace
@@ -68,13 +86,18 @@ std::string log_pattern(const std::string &process_label)
     return "[slim " + process_label + "] %l: %v";
 }
 
-spdlog::logger &logger()
+spdlog::logger &logger() noexcept
 {
-    static NoDestructor<spdlog::logger> instance{make_logger()};
+    static NoDestructor<spdlog::logger> instance{make_logger_or_mute()};
     return *instance;
 }
 
-void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
+void set_log_level(LogLevel level) noexcept { logger().set_level(to_spdlog(level)); }
+
+bool log_enabled(LogLevel level) noexcept
+{
+    return level != LogLevel::off && logger().should_log(to_spdlog(level));
+}
 
 void set_log_label_source(LogLabelSource source)
 {

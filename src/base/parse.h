@@ -6,6 +6,8 @@
 #ifndef SLIM_BASE_PARSE_H
 #define SLIM_BASE_PARSE_H
 
+#include "base/error.h"
+
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -14,9 +16,10 @@
 
 namespace slim {
 
-class ConfigError : public std::runtime_error {
+// A bad configuration value or command-line option, with its uniform message.
+class ConfigError : public Error {
 public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // Parsers for single values. Each throws ConfigError with the message

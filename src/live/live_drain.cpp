@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "live/live_drain.h"
 
+#include "base/error.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -35,16 +37,15 @@ LiveDrain::~LiveDrain() { stop(); }
 void LiveDrain::start()
 {
     // The thread takes no signals meant for the application.
-    sigset_t all, previous;
+    sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &previous);
-    try {
-        thread_ = std::thread([this] { run(); });
-    } catch (...) {
-        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        throw;
-    }
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    // The caller's mask comes back however thread creation ends.
+    struct MaskRestore {
+        sigset_t previous;
+        ~MaskRestore() { pthread_sigmask(SIG_SETMASK, &previous, nullptr); }
+    } restore;
+    pthread_sigmask(SIG_BLOCK, &all, &restore.previous);
+    thread_ = std::thread([this] { run(); });
 }
 
 void LiveDrain::stop()
@@ -121,6 +122,9 @@ void LiveDrain::drain_locked(TimeNs horizon)
     const DrainResult drained = log_.drain([this](const LogItem& item) {
         replay_deadlines(item.at() - 1);
         now_ = std::max(now_, item.at());
+        // One record the loop could not take must not cost it the rest:
+        // the loop reports its own failures (the controller goes to full
+        // width), the drain counts it and goes on.
         try {
             if (item.kind == LogItem::Kind::op) {
                 apply(item.op);
@@ -128,9 +132,8 @@ void LiveDrain::drain_locked(TimeNs horizon)
                 loop_.continue_burst(item.end, item.orig, item.wire, item.splits, item.began,
                                      item.ended);
             }
-        } catch (...) {
-            // The loop reports its own failures (the controller goes to full
-            // width); the drain goes on.
+        } catch (const std::exception& e) {
+            note_swallowed("the live loop could not take a record", e);
         }
     });
     stats_.records += drained.ops;
@@ -140,12 +143,14 @@ void LiveDrain::drain_locked(TimeNs horizon)
     if (drained.complete) {
         try {
             replay_deadlines(horizon);
-        } catch (...) {
+        } catch (const std::exception& e) {
+            note_swallowed("the live loop's deadlines", e);
         }
     }
     try {
         loop_.sync(now_);
-    } catch (...) {
+    } catch (const std::exception& e) {
+        note_swallowed("the live loop's link sync", e);
     }
     // Producers fold operations into runs at the loop's gap: while dense
     // traffic keeps it widened, a 1 MiB stream logs a few runs per drain,
@@ -174,7 +179,15 @@ void LiveDrain::run()
     while (!stopping_) {
         ++stats_.wakeups;
         const std::uint64_t before = stats_.records;
-        drain_locked(real_() - options_.horizon_margin_ns);
+        // Nothing may leave the thread (that would end the process): a
+        // round that failed is counted and the next one tries again.
+        try {
+            drain_locked(real_() - options_.horizon_margin_ns);
+        } catch (const std::exception& e) {
+            note_swallowed("the live loop's drain thread", e);
+        } catch (...) {
+            note_swallowed("the live loop's drain thread");
+        }
         // Traffic flowing: come back soon, the ring fills. None: back off,
         // so an idle or computing process is left alone.
         sleep_ns = stats_.records != before ? options_.interval_ns

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The live loop's consumer (issue 11): replays the send path's record log
+// The live loop's consumer: replays the send path's record log
 // (OpLog) into the LiveLoop, off the send path, on its own thread.
 //
 // The send path only records what it did and when (OpLog); nothing
@@ -16,7 +16,7 @@
 //
 // A real port (exec, ibmad) cannot act in the past: for those the drain
 // also sleeps no longer than the loop's next deadline, and commands reach
-// the port up to one wake-up late (issue 13 moves them to a node service).
+// the port up to one wake-up late.
 #pragma once
 
 #include "link/backend.h"

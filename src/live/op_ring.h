@@ -212,7 +212,7 @@ struct SerialRecord {
 // nothing else: such an operation only extends the open burst and adds its
 // bytes (LiveLoop::extend_burst). Writing a 40-byte slot per operation cost
 // ~2 % of a 4 us loopback ping-pong, more than the slot's stores suggest,
-// because a ring larger than the cache misses on every line (issue 11); a
+// because a ring larger than the cache misses on every line; a
 // ping-pong now writes two slots in all.
 //
 // The ring itself is Lamport's queue with cached indices: a push is plain

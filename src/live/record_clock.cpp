@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "live/record_clock.h"
 
+#include "base/error.h"
+
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -18,11 +20,14 @@ constexpr TimeNs kCalibrationNs = 200'000;
 bool RecordClock::tsc_usable() noexcept
 {
 #if SLIM_HAVE_TSC
+    // A stream without exceptions enabled fails by state, not by throwing;
+    // only memory can run out.
     try {
         std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
         std::string   name;
         return static_cast<bool>(in >> name) && name == "tsc";
-    } catch (...) {
+    } catch (const std::bad_alloc &e) {
+        note_swallowed("reading the clock source (the steady clock stamps records instead)", e);
         return false;
     }
 #else

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The clock the data path stamps operations with (issue 11). Every
+// The clock the data path stamps operations with. Every
 // operation through `slim` reads it, so it must be the cheapest clock that
 // is still right: the CPU's time-stamp counter where the kernel itself
 // keeps time with it (clocksource "tsc": invariant, and the same on every

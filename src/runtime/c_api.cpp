@@ -2,6 +2,7 @@
 // The C boundary: slimlink.h (applications) and slim_core.h (UCX module).
 // No exception crosses it; failures become status codes.
 #include "engine.h"
+#include "base/error.h"
 #include "base/log.h"
 #include "release_hooks.h"
 #include "slim_core.h"
@@ -9,6 +10,8 @@
 #include "traffic_monitor.h"
 
 #include <atomic>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdint>
 #include <new>
 #include <optional>
@@ -23,15 +26,19 @@ bool (*release_hooks_probe)() noexcept = nullptr;
 namespace {
 
 // Runs `body` (returning slim_status_t) with every exception turned into a
-// status code.
+// status code; what the code cannot say is logged and counted.
 template <typename Body>
-slim_status_t guarded(Body body) noexcept
+slim_status_t guarded(const char *call, Body body) noexcept
 {
     try {
         return body();
     } catch (const std::bad_alloc &) {
         return SLIM_ERR_NO_MEMORY;
+    } catch (const std::exception &e) {
+        slim::note_swallowed(call, e);
+        return SLIM_ERR_INTERNAL;
     } catch (...) {
+        slim::note_swallowed(call);
         return SLIM_ERR_INTERNAL;
     }
 }
@@ -218,7 +225,7 @@ slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
         !slim::precision::valid_label(label)) {
         return SLIM_ERR_INVALID;
     }
-    return guarded([&] {
+    return guarded("slim_mark", [&] {
         const slim_status_t status = slim::Engine::init();
         if (status != SLIM_OK) {
             return status;
@@ -244,7 +251,8 @@ slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
     if (ptr == nullptr || bytes == 0 || wraps(ptr, bytes) || !precision) {
         return SLIM_ERR_INVALID;
     }
-    return guarded([&] { return mark_on_engine(ptr, bytes, *precision); });
+    return guarded("slim_mark_precision",
+                   [&] { return mark_on_engine(ptr, bytes, *precision); });
 }
 
 slim_status_t slim_quantize(const double *in, double *out, size_t n, int keep_bytes,
@@ -265,7 +273,7 @@ slim_status_t slim_unmark(const void *ptr)
     if (ptr == nullptr) {
         return SLIM_ERR_INVALID;
     }
-    return guarded([&] {
+    return guarded("slim_unmark", [&] {
         const slim_status_t status = slim::Engine::init();
         if (status != SLIM_OK) {
             return status;
@@ -277,37 +285,64 @@ slim_status_t slim_unmark(const void *ptr)
 slim_status_t slim_region_begin(const char *label)
 {
     if (label == nullptr || !slim::precision::valid_label(label)) {
-        try {
-            slim::logger().warn("slim_region_begin: the label must be [A-Za-z0-9_.-]+; "
-                                "the region is ignored");
-        } catch (...) {
-        }
+        slim::logger().warn("slim_region_begin: the label must be [A-Za-z0-9_.-]+; "
+                            "the region is ignored");
         return SLIM_ERR_INVALID;
     }
-    return guarded([&] {
+    return guarded("slim_region_begin", [&] {
         const slim_status_t status = slim::Engine::init();
         if (status != SLIM_OK) {
             return status;
         }
         slim::Engine *engine = slim::Engine::get();
         const std::optional<slim::pack::Precision> precision = engine->policy().lookup(label);
-        engine->region_begin(precision ? precision->keep_bytes / 8.0 : 1.0);
+        engine->recording().region_begin(precision ? precision->keep_bytes / 8.0 : 1.0);
         return SLIM_OK;
     });
 }
 
 slim_status_t slim_region_end(void)
 {
-    return guarded([&] {
+    return guarded("slim_region_end", [&] {
         const slim_status_t status = slim::Engine::init();
         if (status != SLIM_OK) {
             return status;
         }
-        return slim::Engine::get()->region_end() ? SLIM_OK : SLIM_ERR_INVALID;
+        return slim::Engine::get()->recording().region_end() ? SLIM_OK : SLIM_ERR_INVALID;
     });
 }
 
 slim_status_t slim_core_init(void) { return slim::Engine::init(); }
+
+static_assert(static_cast<int>(slim::LogLevel::error) == SLIM_LOG_ERROR &&
+                      static_cast<int>(slim::LogLevel::trace) == SLIM_LOG_TRACE,
+              "slim_log_level_t names UCX_SLIM_LOG_LEVEL's levels");
+
+int slim_core_log_enabled(slim_log_level_t level)
+{
+    if (slim::Engine::get() == nullptr) {
+        // Before the configuration is parsed (or when it was refused), the
+        // level the user asked for, as the environment gives it.
+        slim::set_log_level(slim::Config::log_level_for_errors());
+    }
+    return slim::log_enabled(static_cast<slim::LogLevel>(level)) ? 1 : 0;
+}
+
+void slim_core_vlog(slim_log_level_t level, const char *format, va_list args)
+{
+    // A line is short; a longer one is cut, and says so.
+    char      line[1024];
+    const int n   = std::vsnprintf(line, sizeof line, format, args);
+    const char *cut = n >= static_cast<int>(sizeof line) ? " [...]" : "";
+    spdlog::logger &log = slim::logger();
+    switch (level) {
+    case SLIM_LOG_ERROR: log.error("{}{}", line, cut); return;
+    case SLIM_LOG_WARN:  log.warn("{}{}", line, cut); return;
+    case SLIM_LOG_INFO:  log.info("{}{}", line, cut); return;
+    case SLIM_LOG_DEBUG: log.debug("{}{}", line, cut); return;
+    case SLIM_LOG_TRACE: log.trace("{}{}", line, cut); return;
+    }
+}
 
 const char *slim_core_inner_name(void)
 {
@@ -327,13 +362,13 @@ void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire
         t.orig_bytes = orig_bytes;
         t.peer       = peer;
         t.send       = dir == SLIM_DIR_SEND;
-        engine->on_traffic(t);
+        engine->recording().on_traffic(t);
     }
 }
 
 struct slim_core_recorder {
-    slim::Engine   *engine;
-    slim::Recorder *recorder;
+    slim::Recording *recording;
+    slim::Recorder  *recorder;
 };
 
 slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally)
@@ -342,7 +377,8 @@ slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally)
     if (engine == nullptr) {
         return nullptr;
     }
-    auto *handle = new (std::nothrow) slim_core_recorder{engine, engine->open_recorder(tally)};
+    slim::Recording &recording = engine->recording();
+    auto *handle = new (std::nothrow) slim_core_recorder{&recording, recording.open_recorder(tally)};
     if (handle != nullptr && handle->recorder == nullptr) {
         delete handle;
         return nullptr;
@@ -353,7 +389,7 @@ slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally)
 void slim_core_recorder_close(slim_core_recorder_t *recorder)
 {
     if (recorder != nullptr) {
-        recorder->engine->close_recorder(recorder->recorder);
+        recorder->recording->close_recorder(recorder->recorder);
         delete recorder;
     }
 }
@@ -367,9 +403,9 @@ int slim_core_forward_only(void)
 void slim_core_tally_flush(slim_core_recorder_t *recorder, slim_core_tally_t *tally)
 {
     if (recorder != nullptr) {
-        recorder->engine->flush(recorder->recorder, *tally);
+        recorder->recording->flush(recorder->recorder, *tally);
     } else if (slim::Engine *engine = slim::Engine::get()) {
-        engine->flush(nullptr, *tally);
+        engine->recording().flush(nullptr, *tally);
     } else {
         // No engine: the counts still reach the process's totals.
         slim::fold_counts(*tally, slim::process_traffic(), false);
@@ -382,7 +418,7 @@ volatile int slim_core_poll_wanted = 0;
 void slim_core_poll(void)
 {
     if (slim::Engine *engine = slim::Engine::get()) {
-        engine->poll();
+        engine->recording().poll();
     }
 }
 

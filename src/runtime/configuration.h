@@ -7,7 +7,7 @@
 // Every bad value throws ConfigError whose message names the variable, the
 // value and what is accepted, e.g.
 //   UCX_SLIM_REPORT='foo': accepted values are none, stdout, or a path ending in .json
-// `ucx_info -c` shows that table; README.md and slimlink(7) document it
+// `ucx_info -c` shows that table; slimlink(7) documents it
 // (tests/man/man-pages.test checks the defaults).
 #ifndef SLIM_RUNTIME_CONFIGURATION_H
 #define SLIM_RUNTIME_CONFIGURATION_H

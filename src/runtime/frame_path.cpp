@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <new>
 
 namespace slim {
 
@@ -59,11 +60,8 @@ void log_rejected(std::size_t length, const char *reason, const char *what = "pa
     static std::atomic<std::uint64_t> rejected{0};
     const std::uint64_t n = rejected.fetch_add(1, std::memory_order_relaxed) + 1;
     if (n > 10 && n % 1000 != 0) return;
-    try {
-        logger().error("dropped a received {} of {} bytes: {} ({} dropped so far)", what,
-                       length, reason, n);
-    } catch (...) {
-    }
+    logger().error("dropped a received {} of {} bytes: {} ({} dropped so far)", what, length,
+                   reason, n);
 }
 
 slim_frame_result_t unframed(slim_frame_info_t *info, std::size_t marked)
@@ -394,8 +392,8 @@ slim_core_expander_t *slim_core_expander_open(void)
 {
     try {
         return new slim_core_expander();
-    } catch (...) {
-        return nullptr;
+    } catch (const std::bad_alloc &) {
+        return nullptr;   // the module goes on without expanding packed puts, and says so
     }
 }
 

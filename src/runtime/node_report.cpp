@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "node_report.h"
 
+#include "base/error.h"
 #include "base/log.h"
 #include "base/no_destructor.h"
 #include "report.h"
@@ -503,11 +504,7 @@ void write_node_report(const ReportTarget &report, const ProcessIdentity &who,
                                              ? format_node_json(node, collection)
                                              : format_node_text(node, collection));
     } catch (const std::exception &e) {
-        try {
-            logger().error("node report: cannot write the node summary: {}", e.what());
-        } catch (...) {
-        }
-    } catch (...) {
+        note_swallowed("node report: cannot write the node summary", e);
     }
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The per-node report (UCX_SLIM_REPORT, README.md "Reading the report"):
+// The per-node report (UCX_SLIM_REPORT, slimlink(7) "Node report"):
 // one table (stdout) or one "slimlink.node.v1" line (JSON) per job and node,
 // with a row per local rank and the port's own numbers.
 //
@@ -145,10 +145,10 @@ struct NodeInfo {
 // then a line with the time penalty (max, mean) and time at width.
 std::string format_node_text(const NodeInfo &node, const NodeCollection &collection);
 
-// One "slimlink.node.v1" JSON line (README.md), terminated by '\n'.
+// One "slimlink.node.v1" JSON line (slimlink(7)), terminated by '\n'.
 std::string format_node_json(const NodeInfo &node, const NodeCollection &collection);
 
-// ---- the node report through the node service (issue 13) -----------------
+// ---- the node report through the node service ------------------------------
 //
 // At exit every rank hands its RankRecord to the node's slimlinkd (opaque
 // bytes, rank_record_version); the rank the service names the job's

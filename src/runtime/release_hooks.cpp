@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// free() and realloc() interposed (issue 16): memory released while still
+// free() and realloc() interposed: memory released while still
 // marked loses its marks before the allocator can hand it out again, so data
 // written there later, never marked, is never packed. Without this a buffer
 // freed without slim_unmark() kept its mark, and the unmarked integers that
@@ -13,12 +13,14 @@
 // block's 64 KiB chunks (the registry's chunk filter) and, only when it holds
 // marks, a walk of the region list.
 #include "engine.h"
+#include "base/error.h"
 #include "base/log.h"
 #include "release_hooks.h"
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include <dlfcn.h>
@@ -86,9 +88,14 @@ void release_marks(void *ptr, const char *what) noexcept
     std::size_t dropped = 0;
     try {
         dropped = engine->regions().release(ptr, bytes, &label);
-    } catch (...) {
+    } catch (const std::bad_alloc &) {
         // Out of memory in the registry: it is left as it was. Said below.
         dropped = static_cast<std::size_t>(-1);
+    } catch (...) {
+        // free() is a C boundary: nothing may leave it. Counted and said
+        // here; the block is released all the same.
+        slim::note_swallowed(what);
+        return;
     }
     if (dropped == 0) {
         return;
@@ -99,20 +106,17 @@ void release_marks(void *ptr, const char *what) noexcept
     if (n > 10 && n % 1000 != 0) {
         return;
     }
-    try {
-        if (dropped == static_cast<std::size_t>(-1)) {
-            slim::logger().error("{}() of {} marked bytes at {}: out of memory while dropping "
-                                 "their marks; memory reused there may be packed",
-                                 what, bytes, ptr);
-        } else {
-            slim::logger().warn(
-                    "{}() of memory still marked{}{}{} ({} region(s) in {} bytes at {}): the "
-                    "marks are dropped so that data stored there later is never packed; call "
-                    "slim_unmark() before releasing marked memory ({} such release(s) so far)",
-                    what, label.empty() ? "" : " as '", label, label.empty() ? "" : "'",
-                    dropped, bytes, ptr, n);
-        }
-    } catch (...) {
+    if (dropped == static_cast<std::size_t>(-1)) {
+        slim::logger().error("{}() of {} marked bytes at {}: out of memory while dropping "
+                             "their marks; memory reused there may be packed",
+                             what, bytes, ptr);
+    } else {
+        slim::logger().warn(
+                "{}() of memory still marked{}{}{} ({} region(s) in {} bytes at {}): the "
+                "marks are dropped so that data stored there later is never packed; call "
+                "slim_unmark() before releasing marked memory ({} such release(s) so far)",
+                what, label.empty() ? "" : " as '", label, label.empty() ? "" : "'",
+                dropped, bytes, ptr, n);
     }
 }
 

@@ -324,11 +324,10 @@ ReportJson live_json(const live::LiveSummary &l)
 
 } // namespace
 
-std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live, ErrorBound bound,
-                               const PackingMonitor::PutCounts &puts)
+std::string format_text_report(const RankReportData &data)
 {
+    const ProcessIdentity &who     = data.who;
+    const slim_traffic_t  &traffic = data.traffic;
     const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
     std::string out = "slimlink report: rank " + rank + ", host " + who.host +
                       ", pid " + std::to_string(who.pid) + "\n";
@@ -351,9 +350,65 @@ std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t 
         out.append("  (no traffic passed through slim)\n");
     }
     out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
-    out.append(text_packing(packing, bound, puts));
-    out.append(text_live(live));
+    out.append(text_packing(data.packing, data.bound, data.puts));
+    out.append(text_live(data.live));
+    if (data.errors_swallowed != 0) {
+        out.append("  errors swallowed " + std::to_string(data.errors_swallowed) +
+                   " (logged as they happened)\n");
+    }
     return out;
+}
+
+std::string format_json_report(const RankReportData &data)
+{
+    const ProcessIdentity &who     = data.who;
+    const slim_traffic_t  &traffic = data.traffic;
+    ReportJson operations = ReportJson::object();
+    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
+        operations[slim_op_name(static_cast<slim_op_t>(op))] =
+                directions_json(traffic.op[op][SLIM_DIR_SEND], traffic.op[op][SLIM_DIR_RECV]);
+    }
+    ReportJson report = {
+            {"schema", report_schema},
+            {"rank", who.rank},
+            {"host", who.host},
+            {"pid", who.pid},
+            {"traffic", operations},
+            {"totals", directions_json(total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV))},
+            {"packing", packing_json(data.packing, data.bound, data.puts)},
+            {"link", data.live != nullptr ? live_json(*data.live) : ReportJson(nullptr)},
+    };
+    // Only when some were: a clean run's report keeps its fields.
+    if (data.errors_swallowed != 0) {
+        report["errors_swallowed"] = data.errors_swallowed;
+    }
+    return json_line(report);
+}
+
+namespace {
+
+RankReportData rank_data(const ProcessIdentity &who, const slim_traffic_t &traffic,
+                         const slim_packing_stats_t &packing, const live::LiveSummary *live,
+                         ErrorBound bound, const PackingMonitor::PutCounts &puts)
+{
+    RankReportData data;
+    data.who     = who;
+    data.traffic = traffic;
+    data.packing = packing;
+    data.live    = live;
+    data.bound   = bound;
+    data.puts    = puts;
+    return data;
+}
+
+} // namespace
+
+std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
+                               const slim_packing_stats_t &packing,
+                               const live::LiveSummary *live, ErrorBound bound,
+                               const PackingMonitor::PutCounts &puts)
+{
+    return format_text_report(rank_data(who, traffic, packing, live, bound, puts));
 }
 
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
@@ -361,22 +416,21 @@ std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t 
                                const live::LiveSummary *live, ErrorBound bound,
                                const PackingMonitor::PutCounts &puts)
 {
-    ReportJson operations = ReportJson::object();
-    for (int op = 0; op < SLIM_OP_COUNT; ++op) {
-        operations[slim_op_name(static_cast<slim_op_t>(op))] =
-                directions_json(traffic.op[op][SLIM_DIR_SEND], traffic.op[op][SLIM_DIR_RECV]);
+    return format_json_report(rank_data(who, traffic, packing, live, bound, puts));
+}
+
+void write_report(const ReportTarget &target, const RankReportData &data)
+{
+    switch (target.kind) {
+    case ReportTarget::Kind::none:
+        return;
+    case ReportTarget::Kind::stdout_text:
+        write_report_content(target, format_text_report(data));
+        return;
+    case ReportTarget::Kind::json_file:
+        write_report_content(target, format_json_report(data));
+        return;
     }
-    const ReportJson report = {
-            {"schema", report_schema},
-            {"rank", who.rank},
-            {"host", who.host},
-            {"pid", who.pid},
-            {"traffic", operations},
-            {"totals", directions_json(total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV))},
-            {"packing", packing_json(packing, bound, puts)},
-            {"link", live != nullptr ? live_json(*live) : ReportJson(nullptr)},
-    };
-    return json_line(report);
 }
 
 void write_report(const ReportTarget &target, const ProcessIdentity &who,
@@ -384,16 +438,7 @@ void write_report(const ReportTarget &target, const ProcessIdentity &who,
                   const live::LiveSummary *live, ErrorBound bound,
                   const PackingMonitor::PutCounts &puts)
 {
-    switch (target.kind) {
-    case ReportTarget::Kind::none:
-        return;
-    case ReportTarget::Kind::stdout_text:
-        write_report_content(target, format_text_report(who, traffic, packing, live, bound, puts));
-        return;
-    case ReportTarget::Kind::json_file:
-        write_report_content(target, format_json_report(who, traffic, packing, live, bound, puts));
-        return;
-    }
+    write_report(target, rank_data(who, traffic, packing, live, bound, puts));
 }
 
 void write_report_content(const ReportTarget &target, const std::string &content)

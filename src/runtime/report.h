@@ -10,12 +10,33 @@
 #include "process_identity.h"
 #include "slimlink.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace slim {
 
 inline constexpr const char *report_schema = "slimlink.report.v1";
+
+// Everything a rank's report shows, gathered once at exit (rank_report.cpp).
+// A new report field is a member here, its line in the text and JSON
+// formatters below, and its place in report.schema.json.
+struct RankReportData {
+    ProcessIdentity           who;
+    slim_traffic_t            traffic{};
+    slim_packing_stats_t      packing{};
+    const live::LiveSummary  *live = nullptr;   // none: the live loop did not run
+    ErrorBound                bound;
+    PackingMonitor::PutCounts puts;
+    // Errors that could not be passed on (base/error.h); shown when non-zero.
+    std::uint64_t             errors_swallowed = 0;
+};
+
+std::string format_text_report(const RankReportData &data);
+std::string format_json_report(const RankReportData &data);
+void        write_report(const ReportTarget &target, const RankReportData &data);
+
+// The same, field by field (the tests build reports this way).
 
 // Text block for UCX_SLIM_REPORT=stdout: rank, host, pid, then one row per
 // operation kind with non-zero counters, then totals.
@@ -28,7 +49,7 @@ std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t 
                                const live::LiveSummary *live = nullptr, ErrorBound bound = {},
                                const PackingMonitor::PutCounts &puts = {});
 
-// One JSON Lines record (schema slimlink.report.v1, documented in README.md),
+// One JSON Lines record (schema slimlink.report.v1, documented in slimlink(7)),
 // terminated by '\n'. Every operation kind is present, zero or not; the
 // packing object has a `puts` object only when `puts` has a non-zero count.
 std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,

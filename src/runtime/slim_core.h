@@ -11,6 +11,8 @@
 
 #include "slimlink.h"
 
+#include <stdarg.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,6 +22,29 @@ extern "C" {
  * return the first call's result. On SLIM_ERR_CONFIG the reason has already
  * been logged once, naming the variable and its accepted values. */
 slim_status_t slim_core_init(void);
+
+/* ---- logging: one logger for the module and the core ----
+ *
+ * The module's lines (slim.h: slim_error and co.) go through the core's logger, so that every line of
+ * slimlink reads "[slim r3] warning: ..." and follows UCX_SLIM_LOG_LEVEL
+ * (UCX_LOG_LEVEL governs UCX's own lines only). Before slim_core_init() the
+ * level is UCX_SLIM_LOG_LEVEL as the environment gives it. The levels are
+ * UCX_SLIM_LOG_LEVEL's, in its order. Never on the data path: a line costs
+ * a format and a write. */
+typedef enum {
+    SLIM_LOG_ERROR = 1,
+    SLIM_LOG_WARN,
+    SLIM_LOG_INFO,
+    SLIM_LOG_DEBUG,
+    SLIM_LOG_TRACE
+} slim_log_level_t;
+
+/* Nonzero when a line at `level` would be written. */
+int slim_core_log_enabled(slim_log_level_t level);
+
+/* Writes one line (printf format, no trailing newline) at `level`. */
+void slim_core_vlog(slim_log_level_t level, const char *format, va_list args)
+        __attribute__((format(printf, 2, 0)));
 
 /* UCX_SLIM_INNER as the core parsed it: the transport `slim` wraps. Valid
  * after a successful slim_core_init(); NULL before. */

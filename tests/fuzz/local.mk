@@ -50,6 +50,7 @@ service_fuzzer_sources = \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
 	$(srcdir)/src/predict/link_model.cpp \
+	$(srcdir)/src/base/error.cpp \
 	$(srcdir)/src/base/log.cpp \
 	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/base/parse.cpp

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +28,23 @@ extern char **environ;
 using Catch::Matchers::Contains;
 
 // ------------------------------------------------------------ child side
+
+namespace {
+
+// As the module's slim_log_line() does.
+__attribute__((format(printf, 2, 3))) void module_log(slim_log_level_t level,
+                                                      const char *format, ...)
+{
+    if (!slim_core_log_enabled(level)) {
+        return;
+    }
+    va_list args;
+    va_start(args, format);
+    slim_core_vlog(level, format, args);
+    va_end(args);
+}
+
+} // namespace
 
 int slim_unit_child_main(const char *scenario)
 {
@@ -119,6 +137,17 @@ int slim_unit_child_main(const char *scenario)
                     static_cast<unsigned long long>(t.op[SLIM_OP_PUT][SLIM_DIR_SEND].count),
                     static_cast<unsigned long long>(t.op[SLIM_OP_GET][SLIM_DIR_RECV].count));
         slim_core_recorder_close(b);
+        return 0;
+    }
+    if (name == "module-log") {
+        // The module's lines (slim.h's slim_warn and co.) before and after
+        // the configuration is parsed.
+        std::printf("debug before init %d\n", slim_core_log_enabled(SLIM_LOG_DEBUG));
+        module_log(SLIM_LOG_WARN, "before init %d", 1);
+        slim_core_init();
+        std::printf("debug after init %d\n", slim_core_log_enabled(SLIM_LOG_DEBUG));
+        module_log(SLIM_LOG_DEBUG, "a debug line %s", "x");
+        module_log(SLIM_LOG_ERROR, "an error line %u", 2u);
         return 0;
     }
     if (name == "report-without-init") {
@@ -285,6 +314,25 @@ TEST_CASE("log level off silences even configuration errors")
     CHECK(r.out == "status " + std::to_string(SLIM_ERR_CONFIG) + " " +
                            std::to_string(SLIM_ERR_CONFIG) + "\n");
     CHECK(r.err.empty());
+}
+
+TEST_CASE("the module's lines have the core's format and follow UCX_SLIM_LOG_LEVEL")
+{
+    const ChildResult debug = run_child(
+            "module-log", {{"UCX_SLIM_LOG_LEVEL", "debug"}, {"PMI_RANK", "4"}});
+    CAPTURE(debug.err);
+    CHECK(debug.out == "debug before init 1\ndebug after init 1\n");
+    CHECK_THAT(debug.err, Contains("[slim r4] warning: before init 1\n"));
+    CHECK_THAT(debug.err, Contains("[slim r4] debug: a debug line x\n"));
+    CHECK_THAT(debug.err, Contains("[slim r4] error: an error line 2\n"));
+
+    const ChildResult quiet = run_child(
+            "module-log", {{"UCX_SLIM_LOG_LEVEL", "error"}});
+    CAPTURE(quiet.err);
+    CHECK(quiet.out == "debug before init 0\ndebug after init 0\n");
+    CHECK_THAT(quiet.err, !Contains("before init"));
+    CHECK_THAT(quiet.err, !Contains("a debug line"));
+    CHECK_THAT(quiet.err, Contains("error: an error line 2\n"));
 }
 
 TEST_CASE("the stdout report is written once, at exit, after the application's output")

@@ -290,7 +290,7 @@ TEST_CASE("the node table has a row per reported rank, a total row and the missi
     CHECK_THAT(text, Contains("  total "));
 }
 
-// ---- the node report through the node service (issue 13) ------------------
+// ---- the node report through the node service -----------------------------
 
 TEST_CASE("the service's report: the port's energy once, each rank's late wake-ups its own")
 {

@@ -315,3 +315,25 @@ TEST_CASE("the text report states the error bound, rounded up, as a bound")
     CHECK(slim::text_error_bound({}) == "-");
     CHECK(slim::text_error_bound({4}) == "2^-4 (6.3e-02)");
 }
+
+TEST_CASE("swallowed errors add a line and a JSON field only when there were any")
+{
+    slim::RankReportData data;
+    data.who     = sample_process();
+    data.traffic = sample_traffic();
+    CHECK_THAT(slim::format_text_report(data), !Contains("errors swallowed"));
+    CHECK(!parse_json(slim::format_json_report(data)).contains("errors_swallowed"));
+    // The field-by-field form is the same report.
+    CHECK(slim::format_json_report(data) ==
+          slim::format_json_report(sample_process(), sample_traffic()));
+
+    data.errors_swallowed = 3;
+    const std::string text = slim::format_text_report(data);
+    CHECK_THAT(text, Contains("  errors swallowed 3 (logged as they happened)\n"));
+    CHECK(text.size() - text.rfind("errors swallowed") ==
+          std::string("errors swallowed 3 (logged as they happened)\n").size());
+    const Json j = parse_json(slim::format_json_report(data));
+    CHECK(keys(j) == Strings{"schema", "rank", "host", "pid", "traffic", "totals", "packing",
+                             "link", "errors_swallowed"});
+    CHECK(j.at("errors_swallowed").get<std::uint64_t>() == 3);
+}

@@ -2,8 +2,8 @@
 // The JSON reports against golden files: the same inputs must give the same
 // fields, in the same order, with the same values (numbers compared as
 // numbers, so "12.50" and 12.5 agree). The golden files in tests/data/ were
-// written by the hand-built JSON writers that nlohmann/json replaced (issue
-// 14); a change of the report's contract shows up here as a failing test.
+// written by the hand-built JSON writers that nlohmann/json replaced; a
+// change of the report's contract shows up here as a failing test.
 //
 // To write them anew after a deliberate change of the schema:
 //   SLIM_WRITE_GOLDEN=1 tests/unit/slim-unit-tests "[golden]"
