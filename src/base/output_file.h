@@ -7,6 +7,7 @@
 // existing file only when it is a regular file of this user with one name.
 #pragma once
 
+#include "base/error.h"
 #include <stdexcept>
 #include <string>
 
@@ -15,9 +16,9 @@
 namespace slim::base {
 
 // what() is "PATH: reason" and says why the file was refused.
-class OutputFileError : public std::runtime_error {
+class OutputFileError : public Error {
 public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 enum class ExistingFile {

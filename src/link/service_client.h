@@ -10,6 +10,7 @@
 // driven by the maximum over the node's ranks, in the service.
 #pragma once
 
+#include "base/error.h"
 #include "link/backend.h"
 #include "link/service_protocol.h"
 
@@ -23,9 +24,9 @@
 
 namespace slim::link {
 
-class ServiceError : public std::runtime_error {
+class ServiceError : public Error {
 public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // "<device>-<port>" / "emulated", made safe for a file name.

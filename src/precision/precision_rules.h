@@ -15,6 +15,7 @@
 #ifndef SLIM_PRECISION_PRECISION_RULES_H
 #define SLIM_PRECISION_PRECISION_RULES_H
 
+#include "base/error.h"
 #include "pack/codec.h"
 
 #include <optional>
@@ -29,9 +30,9 @@ constexpr const char* policy_var = "UCX_SLIM_POLICY";
 
 // The message names the offending token (and file:line for @file) and lists
 // the accepted forms.
-class PrecisionRulesError : public std::runtime_error {
+class PrecisionRulesError : public Error {
 public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // Relative error bound of a finite normal value packed at `keep` bytes

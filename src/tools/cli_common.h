@@ -5,6 +5,8 @@
 // unknown option or a stray argument named), and the text of --link forms.
 #pragma once
 
+#include "base/error.h"
+
 #include <CLI/CLI.hpp>
 
 #include <stdexcept>
@@ -13,9 +15,9 @@
 namespace slim::tools {
 
 // A bad command line: the message names the option and what it accepts.
-class UsageError : public std::runtime_error {
+class UsageError : public Error {
 public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 inline constexpr const char* link_forms =

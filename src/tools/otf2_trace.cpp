@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "otf2_trace.h"
 
+#include "base/error.h"
+
 #include <otf2/otf2.h>
 
 #include <algorithm>
@@ -42,9 +44,9 @@ std::string shown(std::string_view name) { return predict::escape_for_message(na
 // An error found inside an OTF2 callback. Callbacks are called from C: they
 // return OTF2_CALLBACK_INTERRUPT instead of throwing, and the reader throws
 // once OTF2 has returned.
-class Interrupt : public std::runtime_error {
+class Interrupt : public Error {
 public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // OTF2 reports errors through a process-wide callback (by default it prints

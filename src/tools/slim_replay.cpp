@@ -9,6 +9,7 @@
 //
 // Exit status: 0 done, 2 bad command line or bad trace, 1 anything else
 // (e.g. standard output could not be written).
+#include "base/error.h"
 #include "predict/replay.h"
 #include "tools/replay_options.h"
 #include "tools/replay_report.h"
@@ -37,9 +38,9 @@ constexpr const char* program = slim::tools::replay_program;
 constexpr int exit_failure = 1;
 constexpr int exit_usage   = 2;
 
-class ConfigRefused : public std::runtime_error {
+class ConfigRefused : public slim::Error {
 public:
-    using std::runtime_error::runtime_error;
+    using slim::Error::Error;
 };
 
 // `timeline_first`: the 0-based index of the first event --timeline records.

@@ -150,8 +150,8 @@ std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknow
 }  // namespace
 
 TraceError::TraceError(const std::string& file, std::size_t line, const std::string& message)
-    : std::runtime_error(line != 0 ? file + ":" + std::to_string(line) + ": " + message
-                                   : file + ": " + message),
+    : Error(line != 0 ? file + ":" + std::to_string(line) + ": " + message
+                      : file + ": " + message),
       file_(file), line_(line), message_(message)
 {
 }

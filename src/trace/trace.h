@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 // Event traces: text files with one Event per line, read by slim-replay and
 // the benchmarks, written by the runtime. The format is specified in
-// README.md ("Event traces and slim-replay"):
+// slim-replay(1), TRACE FORMAT:
 //
 //   # comment
 //   t_start_ns t_end_ns event_id [bytes] [packed_bytes]   # trailing comment
@@ -13,6 +13,7 @@
 // (slim-replay's OTF2 archives, src/tools/otf2_trace.h) under the same rules.
 #pragma once
 
+#include "base/error.h"
 #include "predict/types.h"
 
 #include <cstddef>
@@ -28,7 +29,7 @@
 
 namespace slim::predict {
 
-class TraceError : public std::runtime_error {
+class TraceError : public Error {
 public:
     // what() is "FILE:LINE: message".
     TraceError(const std::string& file, std::size_t line, const std::string& message);
