@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// service-bench: slimlinkd's three numbers (issue 13), with the service on
+// service-bench: slimlinkd's three numbers, with the service on
 // a thread of this process (ServiceServer + PortService, a socket in a
 // temporary folder) and a test port without a model (a real port's shape:
 // the service acts at published deadlines) that stamps each width change.

@@ -34,7 +34,7 @@ benchmarks_controller_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src -I$(srcdir
 benchmarks_controller_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
 # service-bench: slimlinkd's publish cost per record on the rank's side,
-# its reaction to deadlines and nudges, and its death detection (issue 13).
+# its reaction to deadlines and nudges, and its death detection.
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/service-bench
 benchmarks_service_bench_SOURCES = benchmarks/bench_service.cpp benchmarks/bench_cli.h
@@ -99,7 +99,7 @@ benchmarks_slimlink_patterns_LDADD = $(MPICH_LIBS)
 EXTRA_DIST += benchmarks/run-predictor-table
 
 # mark-bench: 10^6 marks and unmarks (target <= 1 s), and the send path's
-# lookup of unmarked data with 1 and with 10^6 regions marked (issue 16).
+# lookup of unmarked data with 1 and with 10^6 regions marked.
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/mark-bench
 benchmarks_mark_bench_SOURCES = benchmarks/mark_bench.cpp benchmarks/bench_cli.h benchmarks/bench_stats.h
@@ -109,7 +109,7 @@ benchmarks_mark_bench_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 
 # record-bench: ns per message the send path's recording costs (the calls of
 # a 64 KiB rendezvous sender, through the module's interface), with memory
-# evicted between messages as the kernel's copy does (issue 11).
+# evicted between messages as the kernel's copy does.
 # Not installed: a development tool.
 noinst_PROGRAMS += benchmarks/record-bench
 benchmarks_record_bench_SOURCES = benchmarks/record_bench.cpp benchmarks/bench_cli.h benchmarks/bench_stats.h

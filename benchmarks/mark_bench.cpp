@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// mark-bench: what marking costs at scale (issue 16: each mark used to copy
+// mark-bench: what marking costs at scale (each mark used to copy
 // the whole region list, so 10^5 marks took 87 s).
 //
 //   marks     — N slim_mark-equivalent calls on N disjoint 64-byte slices of

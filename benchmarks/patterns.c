@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * slimlink-patterns: MPI communication patterns for the predictor corpus
- * (issue 11). Each rank alternates communication with compute phases
+ * slimlink-patterns: MPI communication patterns for the predictor corpus.
+ * Each rank alternates communication with compute phases
  * (busy loops of a set length, as a solver's kernels are), in one of these
  * shapes:
  *

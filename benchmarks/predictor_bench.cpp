@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // predictor-bench: what the pattern predictor costs per event, and what one
-// ADGT run costs. Targets (issue "SPPS pattern predictor"): median <= 50 ns
+// ADGT run costs. Targets: median <= 50 ns
 // per event, p99 <= 2 us per event, one ADGT run on 400 samples <= 10 us.
 //
 // Events are generated in memory before they are timed, a chunk at a time

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # src/live — the live loop: slim's traffic -> events -> predictor -> link
-# controller -> backend, and the per-rank event trace (issue 6).
+# controller -> backend, and the per-rank event trace.
 src_libslimcore_la_SOURCES += \
 	src/live/live_loop.h src/live/live_loop.cpp \
 	src/live/live_drain.h src/live/live_drain.cpp src/live/op_ring.h \

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The emulated port of issue "link-width controller" (thesis §2.6, §4.5.2).
+// The emulated InfiniBand port (thesis §2.6, §4.5.2).
 #include "predict/link_model.h"
 
 #include "base/parse.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The emulated InfiniBand port of issue "link-width controller" (thesis
+// The emulated InfiniBand port (thesis
 // §2.6, §4.5.2, Fig. 5.6), exactly as specified so results can be checked by
 // hand. Pure and lazy: time is an input (ns), energy is integrated only when
 // asked or when the state changes; no clock, no thread, no I/O.

@@ -4,7 +4,7 @@
 // always-on link, and the delay late wake-ups add to the run. Pure, like
 // the predictor: events in (original time), a result out; no clock, no I/O,
 // no allocation per event. slim-replay (src/tools/) is its command line;
-// README.md, "Event traces and slim-replay", has the semantics.
+// slim-replay(1) has the semantics.
 #pragma once
 
 #include "predict/gap_policy.h"

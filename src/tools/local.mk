@@ -2,8 +2,7 @@
 # src/tools — command-line tools other than the demo (included by the top
 # Makefile.am).
 
-# slim-replay: the pattern predictor over an event trace (README.md, "Event
-# traces and slim-replay").
+# slim-replay: the pattern predictor over an event trace (slim-replay(1)).
 bin_PROGRAMS += src/tools/slim-replay
 src_tools_slim_replay_SOURCES = src/tools/slim_replay.cpp src/tools/cli_common.h \
 	src/tools/replay_options.h src/tools/replay_options.cpp \
@@ -90,7 +89,7 @@ TESTS += tests/service/slimlinkd-reports.test
 EXTRA_DIST += tests/service/slimlinkd-reports.test
 
 # slim-plot: figures of slim-replay's results and of JSON reports
-# (README.md, "Figures: slim-plot"). Made like slimlink-run, so that it carries the
+# (slim-plot(1)). Made like slimlink-run, so that it carries the
 # version and sits next to slim-replay in the build tree, where it looks
 # for it first. It runs under the Python that has matplotlib: Debian's
 # (python3-matplotlib), not the first python3 in PATH, which may be a

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // OTF2 archives (the trace format Score-P writes) as event streams, so that
-// slim-replay replays real applications' traces (issue 14 item 5):
+// slim-replay replays real applications' traces:
 //
 //   slim-replay --events run/scorep-trace/traces.otf2 [--location N] ...
 //
 // Built into slim-replay and the unit tests only: the preloaded libslimlink
-// must not depend on OTF2. The mapping, also in README.md ("OTF2 archives"):
+// must not depend on OTF2. The mapping, also in slim-replay(1) ("OTF2 archives"):
 //
 // - One location (an OTF2 location: a thread of a rank) is one stream.
 //   --location N names it by its OTF2 location id (as otf2-print shows it;

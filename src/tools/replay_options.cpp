@@ -68,7 +68,7 @@ ReplayOptions parse_replay_options(int argc, char** argv)
                "trace, one event per line: t_start_ns t_end_ns event_id [bytes] "
                "[packed_bytes]; '#' starts a comment; '-' is stdin; or an OTF2 archive's "
                "anchor file (FILE.otf2): one event per MPI communication call of one "
-               "location (README.md)")
+               "location (slim-replay(1))")
             ->type_name("FILE")
             ->required();
     app.add_option_function<std::string>(

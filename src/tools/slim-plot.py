@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""slim-plot: figures of slimlink's replays and reports (README.md, "Figures: slim-plot").
+"""slim-plot: figures of slimlink's replays and reports (slim-plot(1)).
 
     slim-plot trace FILE [--policy POLICY] [--link SPEC] [--packed] [--gt DURATION]
                          [--window N] [-o DIR] [--format png|svg|both]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libslimlink loaded with dlopen(), after the C library's free() was bound:
- * free() is then not slimlink's, and the first mark must say so (issue 16).
+ * free() is then not slimlink's, and the first mark must say so.
  * Usage: free-probe PATH/TO/libslimlink.so; prints what slim_mark_precision
  * returned. */
 #include <dlfcn.h>

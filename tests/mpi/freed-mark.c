@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Memory released while still marked must lose its marks (issue 16, defect
- * 1): rank 0 marks a float64 buffer and sends it (it must arrive packed, so
+/* Memory released while still marked must lose its marks:
+ * rank 0 marks a float64 buffer and sends it (it must arrive packed, so
  * the marking is live), frees it without slim_unmark(), takes the same block
  * back from malloc() for int64 data and sends that: it must arrive bit for
  * bit. The same after realloc() of a marked block. Run with

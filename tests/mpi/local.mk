@@ -95,7 +95,7 @@ EXTRA_DIST += \
 	tests/mpi/packing.test \
 	tests/mpi/packing-multirail.test
 
-# Issue 6 end to end: slimlink-cg with packing, the live loop, the JSON report
+# end to end: slimlink-cg with packing, the live loop, the JSON report
 # (validated against the installed schema) and its traces replayed.
 TESTS += tests/mpi/end-to-end.test
 EXTRA_DIST += tests/mpi/end-to-end.test tests/tools/validate-json-lines
@@ -111,17 +111,17 @@ mpi_posix_tests = \
 TESTS += $(mpi_posix_tests)
 EXTRA_DIST += $(mpi_posix_tests)
 
-# Issue 11: the default live loop on a solver loop saves, hits, replays to
+# The default live loop on a solver loop saves, hits, replays to
 # its live savings, and its send path never wakes the drain per operation.
 TESTS += tests/mpi/live-loop.test
 EXTRA_DIST += tests/mpi/live-loop.test
 
-# Issue 11: a bandwidth stream's data keeps the link busy in the model on
+# A bandwidth stream's data keeps the link busy in the model on
 # both sides (the inner transport's progress marks activity).
 TESTS += tests/mpi/stream-busy.test
 EXTRA_DIST += tests/mpi/stream-busy.test
 
-# Issue 15: slim built into UCX (SKIP unless SLIMLINK_UCX names such a UCX;
+# Slim built into UCX (SKIP unless SLIMLINK_UCX names such a UCX;
 # scripts/check builds one and sets it with CI=true).
 TESTS += tests/mpi/native-ucx.test
 EXTRA_DIST += tests/mpi/native-ucx.test
@@ -138,7 +138,7 @@ tests_mpi_crash_LDFLAGS = -no-install
 TESTS += tests/mpi/crash.test
 EXTRA_DIST += tests/mpi/crash.test
 
-# Issue 16: memory freed or reallocated while marked loses its marks.
+# Memory freed or reallocated while marked loses its marks.
 check_PROGRAMS += tests/mpi/freed-mark
 tests_mpi_freed_mark_SOURCES = tests/mpi/freed-mark.c tests/mpi/mpi_test_util.h
 tests_mpi_freed_mark_CFLAGS = $(mpi_test_mpich_cflags)
@@ -170,7 +170,7 @@ tests_mpi_stack_mark_LDFLAGS = -no-install
 TESTS += tests/mpi/stack-mark.test
 EXTRA_DIST += tests/mpi/stack-mark.test
 
-# Issue 16: traces without a report are complete; missing directories and
+# Traces without a report are complete; missing directories and
 # planted symbolic links are refused and said.
 TESTS += tests/mpi/trace-files.test
 EXTRA_DIST += tests/mpi/trace-files.test
@@ -186,17 +186,17 @@ tests_mpi_trace_tail_LDFLAGS = -no-install
 TESTS += tests/mpi/planted-fifo.test
 EXTRA_DIST += tests/mpi/planted-fifo.test
 
-# Issue 16: a hanging UCX_SLIM_LINK_EXEC command costs the job at most its
+# A hanging UCX_SLIM_LINK_EXEC command costs the job at most its
 # timeout, leaves nothing running and is reported as it is.
 TESTS += tests/mpi/exec-hang.test
 EXTRA_DIST += tests/mpi/exec-hang.test
 
-# Issue 13: one node service (slimlinkd) per port, started by slimlink-run,
+# One node service (slimlinkd) per port, started by slimlink-run,
 # drives the port for the node's ranks and writes the node report.
 TESTS += tests/mpi/node-service.test
 EXTRA_DIST += tests/mpi/node-service.test
 
-# Issue 12: two "hosts" in network namespaces joined by a shaped veth
+# Two "hosts" in network namespaces joined by a shaped veth
 # (scripts/two-host-bed); skips without root.
 TESTS += tests/mpi/two-host.test
 EXTRA_DIST += tests/mpi/two-host.test

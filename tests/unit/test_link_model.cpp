@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The emulated port of issue "link-width controller": every number below is
+// The emulated InfiniBand port: every number below is
 // computed by hand from the model (L = 4 lanes, 0.5 W per lane, low = 1 lane,
 // tau = 10 us unless a test says otherwise).
 #include "predict/link_model.h"
