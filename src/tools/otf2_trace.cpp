@@ -153,17 +153,22 @@ private:
 std::uint64_t archive_bytes(const std::string& anchor)
 {
     namespace fs = std::filesystem;
-    std::error_code     ec;
-    const fs::path      path(anchor);
-    const fs::path      stem = path.parent_path() / path.stem();
-    std::uint64_t       total = 0;
-    const auto          add  = [&](const fs::path& file) {
-        const auto size = fs::file_size(file, ec);
+    const fs::path path(anchor);
+    const fs::path stem  = path.parent_path() / path.stem();
+    std::uint64_t  total = 0;
+    // A file that cannot be sized (gone, unreadable) adds nothing and does
+    // not end the walk: the walk has its own error code.
+    const auto add = [&total](const fs::path& file) {
+        std::error_code ec;
+        const auto      size = fs::file_size(file, ec);
         if (!ec) total += size;
     };
     add(path);
     add(fs::path(stem).concat(".def"));
-    for (fs::recursive_directory_iterator it(stem, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code walk;
+    for (fs::recursive_directory_iterator it(stem, walk), end; !walk && it != end;
+         it.increment(walk)) {
+        std::error_code ec;
         if (it->is_regular_file(ec)) add(it->path());
     }
     return total;
