@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "live/live_loop.h"
 
+#include "base/error.h"
 #include "predict/adaptive_policy.h"
 
 #include <limits>
@@ -52,7 +53,7 @@ namespace {
 link::PolicySpec live_spec(const LiveConfig& config)
 {
     if (config.policy.kind == link::PolicyKind::oracle) {
-        throw std::invalid_argument("the oracle needs the next event's time: it runs only in a replay");
+        throw Error("the oracle needs the next event's time: it runs only in a replay");
     }
     return link::bound_to(config.policy, config.backend.link);
 }

@@ -144,7 +144,7 @@ struct LiveSummary {
 
 class LiveLoop {
 public:
-    // Throws std::invalid_argument for a predictor configuration it refuses.
+    // Throws slim::Error for a predictor configuration it refuses.
     explicit LiveLoop(LiveConfig config);
     ~LiveLoop();
     LiveLoop(const LiveLoop&) = delete;

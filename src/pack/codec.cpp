@@ -17,6 +17,8 @@
 // Denormals and -0 need no case of their own.
 #include "pack/codec.h"
 
+#include "base/error.h"
+
 #include <cstring>
 #include <stdexcept>
 
@@ -114,7 +116,7 @@ void decode_scalar_t(const std::uint8_t* src, std::size_t n, double* dst)
 void check_keep(int keep)
 {
     if (keep < kMinKeep || keep > 8)
-        throw std::invalid_argument("slim::pack: keep_bytes must be 2..8");
+        throw Error("slim::pack: keep_bytes must be 2..8");
 }
 
 // Dispatches a runtime (keep, mode) to a template instance; keep = 8 is a copy.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "predict/adaptive_policy.h"
 
+#include "base/error.h"
+
 #include "predict/replay.h"
 
 #include <cmath>
@@ -75,7 +77,7 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
 AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
 {
     if (config_.candidates.empty()) {
-        throw std::invalid_argument("the adaptive policy needs at least one candidate");
+        throw Error("the adaptive policy needs at least one candidate");
     }
     if (config_.initial >= config_.candidates.size()) {
         config_.initial = 0;
@@ -100,7 +102,7 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
     };
     for (const Candidate& k : config_.candidates) {
         if (k.kind == PolicyKind::oracle || k.kind == PolicyKind::adaptive) {
-            throw std::invalid_argument("the adaptive policy cannot follow " + k.name());
+            throw Error("the adaptive policy cannot follow " + k.name());
         }
         ReplayConfig rc;
         rc.link   = config_.link;

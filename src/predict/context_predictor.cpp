@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "context_predictor.h"
 
+#include "base/error.h"
 #include "base/hash.h"
 #include "base/power_of_two.h"
 
@@ -35,7 +36,7 @@ bool agree(TimeNs a, TimeNs b, double tolerance)
 ContextPredictor::ContextPredictor(const ContextConfig& config) : config_(config)
 {
     if (config_.depth < 1 || config_.depth > 8) {
-        throw std::invalid_argument("context depth must be 1..8");
+        throw Error("context depth must be 1..8");
     }
     table_.resize(power_of_two_at_least(std::max<std::size_t>(config_.table_entries, 16)));
     ids_.resize(config_.depth);

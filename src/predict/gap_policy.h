@@ -126,7 +126,7 @@ public:
     // `link` and `packed` are the adaptive policy's (its shadow replays).
     // PolicyKind::context: `shared` (when given) is the predictor, shared
     // with other policies fed the same events in the same order; its config
-    // must be spec.context. Throws std::invalid_argument when a predictor
+    // must be spec.context. Throws slim::Error when a predictor
     // refuses its configuration.
     GapPolicy(const PolicySpec& spec, const LinkConfig& link, bool packed,
               std::shared_ptr<SharedContext> shared = nullptr);

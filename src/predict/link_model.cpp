@@ -2,6 +2,7 @@
 // The emulated InfiniBand port (thesis §2.6, §4.5.2).
 #include "predict/link_model.h"
 
+#include "base/error.h"
 #include "base/parse.h"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ std::string_view trim(std::string_view s) { return parse::trim(s, " \t"); }
 
 [[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted)
 {
-    throw std::invalid_argument(parse::bad_value(key, value, accepted));
+    throw Error(parse::bad_value(key, value, accepted));
 }
 
 unsigned parse_lanes(const std::string& value)
@@ -43,33 +44,27 @@ double parse_lane_watts(const std::string& value)
     // parse::real gives a closed range; P = 0 would make the baseline 0 J and
     // every saving 0/0.
     const std::string accepted = "numbers greater than 0 and at most 100 (watts per lane)";
+    double watts = 0.0;
     try {
-        const double watts = parse::real("P", value, 0.0, kMaxLaneWatts);
-        if (watts > 0.0) {
-            return watts;
-        }
+        watts = parse::real("P", value, 0.0, kMaxLaneWatts);
     } catch (const ConfigError&) {
+        reject("P", value, accepted);
     }
-    reject("P", value, accepted);
+    if (watts <= 0.0) {
+        reject("P", value, accepted);
+    }
+    return watts;
 }
 
 // Read last: its range depends on L, which may come after it.
 unsigned parse_low_width(const std::string& value, unsigned lanes)
 {
-    try {
-        return static_cast<unsigned>(parse::integer("low", value, 1, lanes));
-    } catch (const ConfigError& e) {
-        throw std::invalid_argument(e.what());
-    }
+    return static_cast<unsigned>(parse::integer("low", value, 1, lanes));
 }
 
 TimeNs parse_tau(const std::string& value)
 {
-    try {
-        return parse::duration("tau", value, std::chrono::nanoseconds{0}, kMaxTau).count();
-    } catch (const ConfigError& e) {
-        throw std::invalid_argument(e.what());
-    }
+    return parse::duration("tau", value, std::chrono::nanoseconds{0}, kMaxTau).count();
 }
 
 }  // namespace
@@ -87,7 +82,7 @@ LinkConfig parse_link_config(const std::string& text)
         rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
         const auto equals = item.find('=');
         if (equals == std::string_view::npos) {
-            throw std::invalid_argument("link config item '" + std::string(item) +
+            throw Error("link config item '" + std::string(item) +
                                         "': expected key=value with a key L, P, low or tau");
         }
         const std::string_view key = trim(item.substr(0, equals));
@@ -95,11 +90,11 @@ LinkConfig parse_link_config(const std::string& text)
         const auto index = static_cast<std::size_t>(
                 std::find(std::begin(keys), std::end(keys), key) - std::begin(keys));
         if (index == std::size(keys)) {
-            throw std::invalid_argument("link config key '" + std::string(key) +
+            throw Error("link config key '" + std::string(key) +
                                         "' is unknown: accepted keys are L, P, low and tau");
         }
         if (seen[index]) {
-            throw std::invalid_argument("link config key '" + std::string(key) +
+            throw Error("link config key '" + std::string(key) +
                                         "' is given more than once");
         }
         seen[index] = true;

@@ -26,7 +26,7 @@ struct LinkConfig {
 };
 
 // Parses "L=4,P=0.5,low=1,tau=10us" (any subset, any order; durations take
-// ns/us/ms/s). Throws std::invalid_argument naming the key and its range.
+// ns/us/ms/s). Throws slim::Error naming the key and its range.
 LinkConfig parse_link_config(const std::string& text);
 
 struct LinkStats {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "predict/policy_registry.h"
 
+#include "base/error.h"
 #include "base/parse.h"
 
 #include <algorithm>
@@ -63,7 +64,7 @@ PolicySpec live_policy(std::string_view name)
             return named(e.name, e.kind);
         }
     }
-    throw std::invalid_argument("unknown predictor '" + std::string(name) + "' (expected " +
+    throw Error("unknown predictor '" + std::string(name) + "' (expected " +
                                 live_policy_forms + ")");
 }
 
@@ -98,7 +99,7 @@ PolicySpec replay_policy(std::string_view name)
         }
         const std::string depth = v.substr(prefix.size());
         if (depth.size() != 1 || depth[0] < '1' || depth[0] > '8') {
-            throw std::invalid_argument("--policy " + v + ": the depth is 1 to 8");
+            throw Error("--policy " + v + ": the depth is 1 to 8");
         }
         PolicySpec spec    = named("", PolicyKind::context);
         spec.registry_name = v;
@@ -111,7 +112,7 @@ PolicySpec replay_policy(std::string_view name)
             return named(e.name, e.kind);
         }
     }
-    throw std::invalid_argument("unknown policy '" + v + "'");
+    throw Error("unknown policy '" + v + "'");
 }
 
 }  // namespace slim::link

@@ -24,14 +24,14 @@ namespace slim::link {
 // The live default: "adaptive".
 PolicySpec default_live_policy();
 
-// UCX_SLIM_PREDICTOR's value (any case). Throws std::invalid_argument
+// UCX_SLIM_PREDICTOR's value (any case). Throws slim::Error
 // naming live_policy_forms for a name it does not know.
 PolicySpec live_policy(std::string_view name);
 // The live names, the default first.
 const std::vector<std::string>& live_policy_names();
 inline constexpr const char* live_policy_forms = "adaptive, spps, pps, timeout, off";
 
-// slim-replay --policy's value. Throws std::invalid_argument for a name it
+// slim-replay --policy's value. Throws slim::Error for a name it
 // does not know, slim::ConfigError for a duration out of range.
 PolicySpec replay_policy(std::string_view name);
 inline constexpr const char* replay_policy_forms =

@@ -91,7 +91,7 @@ struct ReplayResult {
 // beyond the recorded duration adds to D).
 class Replay {
 public:
-    // Throws std::invalid_argument when the predictor refuses its config.
+    // Throws slim::Error when the predictor refuses its config.
     // PolicyKind::context: `shared` (when given) is the predictor, shared
     // with other replays fed the same events in the same order; its config
     // must be config.policy.context.

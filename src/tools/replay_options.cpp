@@ -88,7 +88,7 @@ ReplayOptions parse_replay_options(int argc, char** argv)
                [&](const std::string& v) {
                    try {
                        o.link = slim::link::parse_link_config(value_of("--link", "SPEC", v));
-                   } catch (const std::invalid_argument& e) {
+                   } catch (const slim::Error& e) {
                        throw UsageError(parse::bad_value("--link", v, link_forms) + " (" +
                                         e.what() + ")");
                    }

@@ -78,8 +78,8 @@ int run(const Options& o)
         } catch (const std::exception& e) {
             // The reader already enforces the predictor's and the model's
             // input rules, so this is a bug: say where, exit 1.
-            throw std::runtime_error(trace.name() + ":" + std::to_string(trace.line()) +
-                                     ": the replay failed on this event: " + e.what());
+            throw slim::Error(trace.name() + ":" + std::to_string(trace.line()) +
+                              ": the replay failed on this event: " + e.what());
         }
         ++index;
         if (o.dump_events) {

@@ -165,7 +165,7 @@ Options parse_options(int argc, char** argv)
                [&](const std::string& v) {
                    try {
                        o.link = link::parse_link_config(value_of("--link-config", "SPEC", v));
-                   } catch (const std::invalid_argument& e) {
+                   } catch (const slim::Error& e) {
                        throw UsageError(parse::bad_value("--link-config", v, link_forms) + " (" +
                                         e.what() + ")");
                    }

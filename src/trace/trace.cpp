@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "trace.h"
 
+#include "base/error.h"
 #include "base/output_file.h"
 
 #include <ext/stdio_filebuf.h>
@@ -57,18 +58,18 @@ std::uint64_t parse_field(std::size_t index, std::string_view text)
 {
     const std::string name = field_names[index];
     if (text.front() == '-' && all_digits(text.substr(1))) {
-        throw std::invalid_argument(name + " " + quoted(text) + " is negative");
+        throw Error(name + " " + quoted(text) + " is negative");
     }
     // Digits only: from_chars alone would take "12abc" as 12, and we also
     // refuse '+', fractions and units.
     if (!all_digits(text)) {
-        throw std::invalid_argument(name + " " + quoted(text) +
+        throw Error(name + " " + quoted(text) +
                                     " is not a non-negative decimal integer");
     }
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc{} || value > field_max[index]) {
-        throw std::invalid_argument(name + " " + quoted(text) + " is out of range (at most " +
+        throw Error(name + " " + quoted(text) + " is out of range (at most " +
                                     std::to_string(field_max[index]) + ")");
     }
     return value;
@@ -78,16 +79,16 @@ std::uint64_t parse_field(std::size_t index, std::string_view text)
 void check_event(const Event& e)
 {
     if (e.start_ns < 0) {
-        throw std::invalid_argument("t_start_ns " + std::to_string(e.start_ns) +
+        throw Error("t_start_ns " + std::to_string(e.start_ns) +
                                     " is negative");
     }
     if (e.end_ns < e.start_ns) {
-        throw std::invalid_argument("t_end_ns " + std::to_string(e.end_ns) +
+        throw Error("t_end_ns " + std::to_string(e.end_ns) +
                                     " is before t_start_ns " +
                                     std::to_string(e.start_ns) + " (negative duration)");
     }
     if (e.bytes != 0 && e.packed_bytes > e.bytes) {
-        throw std::invalid_argument("packed_bytes " + std::to_string(e.packed_bytes) +
+        throw Error("packed_bytes " + std::to_string(e.packed_bytes) +
                                     " exceeds bytes " + std::to_string(e.bytes) +
                                     " (packing never grows a message; use bytes 0 "
                                     "when the original size is unknown)");
@@ -191,7 +192,7 @@ std::optional<Event> parse_trace_line(std::string_view line)
             while (next_token(line, pos, token)) {
                 ++total;
             }
-            throw std::invalid_argument(
+            throw Error(
                     "too many fields: " + std::to_string(total) +
                     " (at most 5: t_start_ns t_end_ns event_id bytes packed_bytes)");
         }
@@ -202,7 +203,7 @@ std::optional<Event> parse_trace_line(std::string_view line)
         return std::nullopt;
     }
     if (count < 3) {
-        throw std::invalid_argument("too few fields: " + std::to_string(count) +
+        throw Error("too few fields: " + std::to_string(count) +
                                     " (expected t_start_ns t_end_ns event_id [bytes] "
                                     "[packed_bytes])");
     }
@@ -295,7 +296,7 @@ std::optional<Event> TraceReader::next_in_memory()
     }
     try {
         check_event(event);
-    } catch (const std::invalid_argument& e) {
+    } catch (const Error& e) {
         fail(e.what());
     }
     return accept(event);
@@ -331,7 +332,7 @@ std::optional<Event> TraceReader::next()
         std::optional<Event> event;
         try {
             event = parse_trace_line(std::string_view(buffer_.data(), length));
-        } catch (const std::invalid_argument& e) {
+        } catch (const Error& e) {
             fail(e.what());
         }
         if (event) {
@@ -412,7 +413,7 @@ void TraceWriter::write(const Event& event)
 {
     try {
         check_event(event);
-    } catch (const std::invalid_argument& e) {
+    } catch (const Error& e) {
         fail(line_ + 1, e.what());
     }
     if (previous_end_ && event.start_ns < *previous_end_) {

@@ -51,7 +51,7 @@ private:
 std::string escape_for_message(std::string_view text, std::size_t max_shown);
 
 // Parses one line (without its '\n'). Returns no event for a blank or
-// comment-only line; throws std::invalid_argument with the bare message
+// comment-only line; throws slim::Error with the bare message
 // (no FILE:LINE) for a bad line. Order against other events is not checked
 // here: TraceReader does that.
 std::optional<Event> parse_trace_line(std::string_view line);

@@ -2,6 +2,7 @@
 // The lossy float64 codec (src/pack/codec.h; thesis §4.3.1, §4.5). Expected
 // bits come from an independent reference written here with plain integer
 // arithmetic on the kept part (compare-based rounding), never from the codec.
+#include "base/error.h"
 #include "pack/codec.h"
 
 #include <catch2/catch.hpp>
@@ -286,9 +287,9 @@ TEST_CASE("keep 8 copies and other keeps are rejected", "[codec]")
     CHECK(bits(slim::pack::round_trip(x, Precision{8, Rounding::nearest_even})) == bits(x));
     std::uint8_t out[8];
     CHECK_THROWS_AS(slim::pack::encode(&x, 1, Precision{1, Rounding::truncate}, out),
-                    std::invalid_argument);
+                    slim::Error);
     CHECK_THROWS_AS(slim::pack::encode(&x, 1, Precision{9, Rounding::truncate}, out),
-                    std::invalid_argument);
+                    slim::Error);
 }
 
 TEST_CASE("relative error stays within the bound for finite normal values", "[codec]")

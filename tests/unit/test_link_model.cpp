@@ -2,6 +2,7 @@
 // The emulated InfiniBand port: every number below is
 // computed by hand from the model (L = 4 lanes, 0.5 W per lane, low = 1 lane,
 // tau = 10 us unless a test says otherwise).
+#include "base/error.h"
 #include "predict/link_model.h"
 
 #include <catch2/catch.hpp>
@@ -383,7 +384,7 @@ TEST_CASE("link config rejects bad values naming the key and the accepted range"
     const auto rejects = [](const char* text, const char* needle1, const char* needle2) {
         INFO(text);
         CHECK_THROWS_WITH(parse_link_config(text), Contains(needle1) && Contains(needle2));
-        CHECK_THROWS_AS(parse_link_config(text), std::invalid_argument);
+        CHECK_THROWS_AS(parse_link_config(text), slim::Error);
     };
     SECTION("L") {
         rejects("L=3", "L='3'", "1, 2, 4, 8 or 12");

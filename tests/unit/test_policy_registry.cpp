@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The gap policies' registry and their one interpreter of decisions.
+#include "base/error.h"
 #include "live/live_loop.h"
 #include "predict/gap_policy.h"
 #include "predict/policy_registry.h"
@@ -51,7 +52,7 @@ TEST_CASE("the live names are the registry's, the default first, in any case", "
     // What needs the future or a parameter is a replay's alone.
     for (const char* name : {"oracle", "always-on", "context:2", "timeout:100us", "nothing"}) {
         CAPTURE(name);
-        CHECK_THROWS_AS(slim::link::live_policy(name), std::invalid_argument);
+        CHECK_THROWS_AS(slim::link::live_policy(name), slim::Error);
     }
 }
 
@@ -143,5 +144,5 @@ TEST_CASE("the live loop refuses the oracle, which needs the next event's time",
 {
     slim::live::LiveConfig c;
     c.policy = slim::link::replay_policy("oracle");
-    CHECK_THROWS_AS(slim::live::LiveLoop(c), std::invalid_argument);
+    CHECK_THROWS_AS(slim::live::LiveLoop(c), slim::Error);
 }
