@@ -126,3 +126,7 @@ EXTRA_DIST += \
 	benchmarks/drivers/run-predictor-bench \
 	benchmarks/drivers/run-predictor-table
 
+# Every driver compiles, answers --help with its options, and one cheap one
+# prints a table with numbers.
+TESTS += tests/tools/bench-drivers.test
+EXTRA_DIST += tests/tools/bench-drivers.test
