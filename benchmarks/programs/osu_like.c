@@ -100,7 +100,8 @@ static int parse_sizes(const char *s, options_t *o)
         return 0;
     }
     *colon = '\0';
-    if (!bench_parse_long(buf, 0, 1L << 30, &a) || !bench_parse_long(colon + 1, 1, 1L << 30, &b) || a > b) {
+    if (!bench_parse_long(buf, 0, 1L << 30, &a) || !bench_parse_long(colon + 1, 1, 1L << 30, &b) ||
+        a > b) {
         return 0;
     }
     o->min_size = (size_t)a;
