@@ -257,7 +257,7 @@ ucs_config_field_t slim_config_table[] = {
     {"FORWARD_ONLY", "n",
      "Forward every operation to the inner transport and do nothing else\n"
      "(y|n): no recording, packing, link control or report. For measuring\n"
-     "what slim's own forwarding costs (benchmarks/compare-slim's fwd arm).",
+     "what slim's own forwarding costs (benchmarks/drivers/compare-slim's fwd arm).",
      offsetof(slim_config_t, forward_only), SLIM_TYPE_BOOL},
 
     {"POLICY", "",

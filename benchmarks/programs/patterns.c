@@ -18,13 +18,14 @@
  */
 #include <mpi.h>
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_options.h"
 
 static double now_s(void)
 {
@@ -110,19 +111,6 @@ static int usage(int rank, const char *why, const char *val)
     return 2;
 }
 
-/* All of `s` as a decimal number: 1 and *out set, else 0. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || s[0] == '-') {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 static const struct option long_options[] = {
     {"pattern", required_argument, NULL, 'p'},
     {"iterations", required_argument, NULL, 'n'},
@@ -150,13 +138,13 @@ int main(int argc, char **argv)
             pattern = optarg;
             break;
         case 'n':
-            if (!parse_u64(optarg, &v) || v < 1 || v > 1000000) {
+            if (!bench_parse_u64(optarg, &v) || v < 1 || v > 1000000) {
                 return usage(rank, "--iterations must be 1..1000000, got ", optarg);
             }
             iterations = (long)v;
             break;
         case 's':
-            if (!parse_u64(optarg, &seed)) {
+            if (!bench_parse_u64(optarg, &seed)) {
                 return usage(rank, "--seed must be an integer 0..18446744073709551615, got ",
                              optarg);
             }

@@ -21,7 +21,7 @@
 // where the publishing thread must make no system call between the markers.
 //
 // Usage: service-bench [--records N] [--batch N] [--reactions N] [--kills N]
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "link/backend.h"
 #include "link/service_client.h"
 #include "link/service_protocol.h"

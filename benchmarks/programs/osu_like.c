@@ -30,13 +30,14 @@
  *   bandwidth <bytes> <MB/s> MB/s <iterations>
  * Results are flushed before MPI_Finalize.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bench_options.h"
 
 #define LARGE_MESSAGE (8u << 10)
 #define ACK_BYTES     4
@@ -86,20 +87,6 @@ static void die_usage(const char *fmt, ...)
     exit(2);
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 /* -m MIN:MAX, 0 <= MIN <= MAX, 1 <= MAX <= 2^30: 1 and the sizes set, else 0. */
 static int parse_sizes(const char *s, options_t *o)
 {
@@ -113,7 +100,8 @@ static int parse_sizes(const char *s, options_t *o)
         return 0;
     }
     *colon = '\0';
-    if (!parse_long(buf, 0, 1L << 30, &a) || !parse_long(colon + 1, 1, 1L << 30, &b) || a > b) {
+    if (!bench_parse_long(buf, 0, 1L << 30, &a) || !bench_parse_long(colon + 1, 1, 1L << 30, &b) ||
+        a > b) {
         return 0;
     }
     o->min_size = (size_t)a;
@@ -150,32 +138,32 @@ static void parse(int argc, char **argv, options_t *o)
             }
             break;
         case 'i':
-            if (!parse_long(val, 1, 100000000, &o->iters_small)) {
+            if (!bench_parse_long(val, 1, 100000000, &o->iters_small)) {
                 die_usage("-i %s: expected an integer 1..100000000", val);
             }
             break;
         case 'I':
-            if (!parse_long(val, 1, 100000000, &o->iters_large)) {
+            if (!bench_parse_long(val, 1, 100000000, &o->iters_large)) {
                 die_usage("-I %s: expected an integer 1..100000000", val);
             }
             break;
         case 'x':
-            if (!parse_long(val, 0, 100000000, &o->warmup)) {
+            if (!bench_parse_long(val, 0, 100000000, &o->warmup)) {
                 die_usage("-x %s: expected an integer 0..100000000", val);
             }
             break;
         case 'w':
-            if (!parse_long(val, 1, 4096, &o->window)) {
+            if (!bench_parse_long(val, 1, 4096, &o->window)) {
                 die_usage("-w %s: expected an integer 1..4096", val);
             }
             break;
         case 'b':
-            if (!parse_long(val, 1, 1L << 20, &o->budget_mib)) {
+            if (!bench_parse_long(val, 1, 1L << 20, &o->budget_mib)) {
                 die_usage("-b %s: expected an integer 1..1048576 (MiB)", val);
             }
             break;
         case 'k':
-            if (!parse_long(val, 1, 1000, &o->batches)) {
+            if (!bench_parse_long(val, 1, 1000, &o->batches)) {
                 die_usage("-k %s: expected an integer 1..1000", val);
             }
             break;

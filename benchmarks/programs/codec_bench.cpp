@@ -7,7 +7,7 @@
 // decode writes — so a ratio of 1.0 means "as fast as copying the doubles".
 // Every repetition times memcpy and every variant once, interleaved, so load
 // on the shared machine hits them alike; the medians are reported.
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "bench_stats.h"
 #include "pack/codec.h"
 

@@ -11,7 +11,7 @@
 //   burst   — burst(0.5) then end_burst() around traffic().
 //
 // Usage: controller-bench [--events N] [--batch N]
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "link/controller.h"
 
 #include <algorithm>

@@ -11,7 +11,7 @@
 //
 // Usage: replay-bench [--events N] [--policy oracle|spps|adaptive|all]
 // Exit status: 0; 2 on a usage error.
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "predict/policy_registry.h"
 #include "predict/replay.h"
 

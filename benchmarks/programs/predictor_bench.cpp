@@ -15,7 +15,7 @@
 // Usage: predictor-bench [--events N] [--batch N] [--adgt-runs N] [--seed N]
 //                        [--no-single] [--strict]
 // Exit status: 0; 3 with --strict when a target is missed; 2 on a usage error.
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "predict/predictor.h"
 #include "predict/threshold_tuner.h"
 

@@ -24,7 +24,7 @@
 // Prints medians of --rounds rounds: per message, what the operations pay
 // (the critical path), what the hand-overs pay, and both.
 // Usage: record-bench [--messages N] [--rounds R] [--handovers H] [--evict KiB]...
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "bench_stats.h"
 #include "slim_core.h"
 

@@ -13,7 +13,7 @@
 //               slices (the worst case: an O(log N) walk).
 //
 // Prints medians of --rounds rounds. Usage: mark-bench [--marks N] [--rounds R]
-#include "bench_cli.h"
+#include "bench_options.h"
 #include "bench_stats.h"
 #include "pack/region_registry.h"
 
