@@ -115,6 +115,10 @@ typedef struct slim_am_slot {
 } slim_am_slot_t;
 
 
+/* Kept as written down to slim_bounce_pool_t: clang-format 14 cannot align
+ * struct members without aligning every declaration, and these members'
+ * comments span lines. */
+/* clang-format off */
 /* Progress of the inner transport (slim_progress.c). The inner iface lives
  * on a private UCT worker, so every inner progress callback, including the
  * one-shot ones it registers for itself, runs through slim, one thread at a
@@ -190,6 +194,7 @@ typedef struct slim_bounce_pool {
     unsigned        allocated;     /* buffers in the chunks so far */
     uct_md_h        md;            /* the inner md chunks are registered with */
 } slim_bounce_pool_t;
+/* clang-format on */
 
 
 /* What an interface does besides forwarding, chosen once when it opens
@@ -338,8 +343,11 @@ void         slim_progress_unload(void);
 #define SLIM_EP_MAX_IOV ((size_t)16)
 
 /* slim_frame.c: lossy packing on the wire */
+/* Kept as written: its comment spans two lines. */
+/* clang-format off */
 #define SLIM_FRAME_ZCOPY_SLACK 2048  /* room for the frame's own header and
                                         table in every advertised zcopy */
+/* clang-format on */
 ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md);
 void         slim_frame_iface_cleanup(slim_iface_t *iface);
 void         slim_frame_steer_caps(slim_iface_t *iface,

@@ -19,10 +19,13 @@
 #include <ucs/datastruct/mpool.inl>
 #include <uct/base/uct_iov.inl>
 
+/* Kept as written: clang-format 14 takes (_feat) for a cast. */
+/* clang-format off */
 #define SLIM_F_RECORD(_feat)  ((_feat) & SLIM_FEATURE_RECORD)
 #define SLIM_F_PACK(_feat)    ((_feat) & SLIM_FEATURE_PACK)
 #define SLIM_F_LINGER(_feat)  ((_feat) & SLIM_FEATURE_LINGER)
 #define SLIM_F_BY_COPY(_feat) ((_feat) & SLIM_FEATURE_ZCOPY_BY_COPY)
+/* clang-format on */
 
 /* Entry of every operation that may call back into UCP later (a completion,
  * a pending callback, a received reply): with the linger, the endpoint is

@@ -178,6 +178,9 @@ void slim_config_release(slim_config_t *config)
     }
 }
 
+/* Kept as written: UCX's configuration types and the table, laid out by
+ * hand (one row per variable) as UCX lays out its own. */
+/* clang-format off */
 /* UCX's types (UCS_CONFIG_TYPE_STRING, _TIME, _ENUM, _BOOL, _UINT,
  * _MEMUNITS in ucs/config/parser.h), through the forwarders above. */
 #define SLIM_TYPE_STRING  {slim_sscanf_string, slim_sprintf_string, slim_clone_string, \
@@ -317,3 +320,4 @@ ucs_config_field_t slim_config_table[] = {
 
     {NULL}
 };
+/* clang-format on */
