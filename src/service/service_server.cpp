@@ -190,7 +190,7 @@ void ServiceServer::Impl::bind_socket()
     const std::string lock_path = path + ".lock";
     lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd < 0) {
-        throw ServiceError("slimlinkd: cannot open the lock " + lock_path + ": " +
+        throw ServiceError("cannot open the lock " + lock_path + ": " +
                            errno_text(errno));
     }
     if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
@@ -200,7 +200,7 @@ void ServiceServer::Impl::bind_socket()
     struct stat st{};
     if (::lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
-            throw ServiceError("slimlinkd: " + path +
+            throw ServiceError(path +
                                " exists and is not a socket; remove it or choose another --socket");
         }
         if (someone_listens(addr)) {
@@ -212,34 +212,34 @@ void ServiceServer::Impl::bind_socket()
 
     listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (listen_fd < 0) {
-        throw ServiceError("slimlinkd: socket(): " + errno_text(errno));
+        throw ServiceError("socket(): " + errno_text(errno));
     }
     if (::bind(listen_fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
         const int err = errno;
         throw ServiceError(err == EADDRINUSE ? "another slimlinkd is listening on " + path
-                                             : "slimlinkd: bind " + path + ": " + errno_text(err));
+                                             : "bind " + path + ": " + errno_text(err));
     }
     bound = true;
     const mode_t mode = options.system ? 0666 : 0600;
     if (::chmod(path.c_str(), mode) != 0) {
-        throw ServiceError("slimlinkd: chmod " + io::mode_string(mode) + " " + path + ": " +
+        throw ServiceError("chmod " + io::mode_string(mode) + " " + path + ": " +
                            errno_text(errno));
     }
     if (::listen(listen_fd, 128) != 0) {
-        throw ServiceError("slimlinkd: listen " + path + ": " + errno_text(errno));
+        throw ServiceError("listen " + path + ": " + errno_text(errno));
     }
 
     epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
     timer_fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (epoll_fd < 0 || timer_fd < 0) {
-        throw ServiceError("slimlinkd: epoll/timerfd: " + errno_text(errno));
+        throw ServiceError("epoll/timerfd: " + errno_text(errno));
     }
     for (const int fd : {listen_fd, timer_fd}) {
         epoll_event ev{};
         ev.events  = EPOLLIN;
         ev.data.fd = fd;
         if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            throw ServiceError("slimlinkd: epoll_ctl: " + errno_text(errno));
+            throw ServiceError("epoll_ctl: " + errno_text(errno));
         }
     }
 
