@@ -10,6 +10,7 @@
 #include "link/service_io.h"
 #include "service/log_throttle.h"
 #include "service/socket_folder.h"
+#include "trace/trace.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -593,7 +594,9 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
     info.local_size = req.local_size;
     info.pid        = c.pid;  // SO_PEERCRED, not what the client says
     info.uid        = c.uid;  // with the key, the job: see PortService::attach
-    info.job_key    = req.job_key;
+    // Escaped once here, as every text from outside is: it goes into the
+    // log and refusals. The escape is one-to-one, so jobs stay distinct.
+    info.job_key = predict::escape_for_message(svc::text_of(req.job_key), svc::kJobKeyBytes);
     std::string why;
     c.id = service.attach(info, now, &why);
     if (c.id == 0) {

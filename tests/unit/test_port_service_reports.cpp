@@ -357,6 +357,15 @@ TEST_CASE("a real port left narrow is remembered next to the socket until a rest
         REQUIRE(text);
         CHECK_THAT(*text, Contains("exited with status 1"));
     }
+    SECTION("a state file's text is escaped as every text from outside is")
+    {
+        // Another tool, or a hand, may have written it: it goes into logs,
+        // reports and --status on a terminal.
+        std::ofstream(state) << "set \x1b]0;owned\x07 failed\\\r\n";
+        const auto text = read_state_file(state);
+        REQUIRE(text);
+        CHECK(*text == "set \\x1b]0;owned\\x07 failed\\x5c");
+    }
     SECTION("a state file that is a link is not followed")
     {
         const std::string target = dir.path + "/target";
