@@ -340,11 +340,17 @@ std::size_t PortService::live_clients() const
             clients_.begin(), clients_.end(), [](const auto& c) { return !c.second->dropped; }));
 }
 
-std::vector<service::StatusClient> PortService::clients() const
+std::vector<service::StatusClient> PortService::clients(std::optional<std::int32_t> of_uid,
+                                                        std::size_t* others) const
 {
     std::vector<service::StatusClient> list;
+    std::size_t                        hidden = 0;
     for (const auto& [id, client] : clients_) {
         if (client->dropped) {
+            continue;
+        }
+        if (of_uid && client->info.uid != *of_uid) {
+            ++hidden;
             continue;
         }
         service::StatusClient s;
@@ -354,6 +360,9 @@ std::vector<service::StatusClient> PortService::clients() const
         s.uid       = client->info.uid;
         s.pid       = client->info.pid;
         list.push_back(s);
+    }
+    if (others) {
+        *others = hidden;
     }
     return list;
 }

@@ -204,7 +204,12 @@ public:
     unsigned full_width() const;
     unsigned demand(std::uint32_t client) const;  // 0: unknown client
     std::size_t live_clients() const;
-    std::vector<service::StatusClient> clients() const;
+    // Live clients as a status request lists them. `of_uid`: only that
+    // user's (a user asking a system instance sees its own ranks' pids and
+    // ranks, never another user's); the others are counted in `others`.
+    // None: every client (root, the service's own user).
+    std::vector<service::StatusClient> clients(std::optional<std::int32_t> of_uid = std::nullopt,
+                                               std::size_t* others = nullptr) const;
     LinkBackend& backend() { return *backend_; }
     const std::string& port_name() const { return options_.port_name; }
     std::uint64_t backend_errors() const { return backend_errors_; }

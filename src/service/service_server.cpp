@@ -647,7 +647,15 @@ void ServiceServer::Impl::status(Conn& c)
     s.backend_failed  = service.backend_failed() ? 1 : 0;
     s.width_unknown   = service.width_unknown() ? 1 : 0;
     io::set_text(s.problem, service.problem());
-    std::vector<svc::StatusClient> clients = service.clients();
+    // On a system instance any user may ask: each sees the pids and ranks
+    // of its own clients only (the uid is the socket's, not a claim), and
+    // how many clients other users have. The port's facts are everyone's:
+    // they describe the hardware all of them share.
+    const bool sees_all = c.uid == 0 || static_cast<uid_t>(c.uid) == ::geteuid();
+    std::size_t                    others  = 0;
+    std::vector<svc::StatusClient> clients =
+            service.clients(sees_all ? std::nullopt : std::optional<std::int32_t>(c.uid), &others);
+    s.other_users_clients = static_cast<std::uint32_t>(others);
     const std::size_t room = (svc::kMaxMessageBytes - sizeof s) / sizeof(svc::StatusClient);
     if (clients.size() > room) {
         clients.resize(room);
