@@ -218,7 +218,9 @@ struct StatusReply {
     std::uint32_t full_width   = 0;
     std::uint32_t width        = 0;   // width last commanded to the backend
     std::uint32_t live_clients = 0;
-    std::uint32_t reserved     = 0;
+    // Live clients of other users than the asker, counted but not listed
+    // (a system instance shows a user only its own clients; root all).
+    std::uint32_t other_users_clients = 0;
     std::int64_t  pid          = 0;   // the service's
     std::uint64_t clients_dropped = 0; // refused or dropped for bad input
     std::uint64_t backend_errors  = 0;

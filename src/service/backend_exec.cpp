@@ -274,9 +274,13 @@ public:
     Status restore_full_width() override
     {
         Status status = poll();   // the outcome of a command that has ended
+        // Already there only if a command said so: the last one started for
+        // full width may have failed (a restore being retried), and a
+        // service stopping then must try once more, not report success and
+        // remove the port's state file.
         if (status && inflight_pid_.load() <= 0 && pending_width_ == 0 &&
-            last_width_ == lanes_) {
-            return status;   // already there
+            confirmed_.width == lanes_) {
+            return status;
         }
         const pid_t inflight = inflight_pid_.exchange(0);
         if (inflight > 0) {

@@ -277,6 +277,7 @@ std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
     std::optional<TimeNs> next;
     if (!has_stats_) {
         poll_backend();
+        next = retry_restore(now);
     }
     if (restore_pending_) {
         // Polled until the backend confirms or fails it (exec: within its

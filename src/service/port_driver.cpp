@@ -9,6 +9,7 @@
 #include "service/port_service_state.h"
 #include "service/state_file.h"
 
+#include <algorithm>
 #include <string>
 #include <unistd.h>
 
@@ -76,9 +77,18 @@ void PortService::check_restored()
     restore_pending_ = false;
     if (width_unknown_) {
         logger().info("slimlinkd: port {} ({}) is back at full width ({} lanes), as the backend "
-                      "confirmed",
-                      options_.port_name, backend_->name(), full_);
+                      "confirmed{}",
+                      options_.port_name, backend_->name(), full_,
+                      restore_retries_ == 0
+                              ? std::string()
+                              : " (after " + std::to_string(restore_retries_) +
+                                        (restore_retries_ == 1 ? " retry)" : " retries)"));
     }
+    restore_failing_ = false;
+    restore_failure_.clear();
+    retry_at_.reset();
+    retry_wait_      = kRestoreRetryFirstNs;
+    restore_retries_ = 0;
     width_unknown_ = false;
     width_note_.clear();
     state_origin_.clear();
@@ -125,11 +135,48 @@ void PortService::restore_failed(const Status& status)
     width_unknown_ = true;
     width_note_    = (state_origin_.empty() ? std::string() : state_origin_ + "; ") +
                   "restoring full width failed: " + status.message() +
-                  "; the port's width is unknown";
+                  "; the port's width is unknown (the service retries)";
+    // A retry that fails as the one before changes nothing worth a line:
+    // a port broken for a day would otherwise log every minute.
+    const bool changed = !restore_failing_ || status.message() != restore_failure_;
+    restore_failing_   = true;
+    restore_failure_   = status.message();
+    if (!changed) {
+        logger().debug("slimlinkd: port {} ({}): retry {} of the restore failed the same way",
+                       options_.port_name, backend_->name(), restore_retries_);
+        return;
+    }
     logger().error("slimlinkd: port {} ({}): restoring full width failed: {}; the port's "
-                   "width is unknown",
-                   options_.port_name, backend_->name(), status.message());
+                   "width is unknown; retrying in {} s, the wait doubling up to {} s",
+                   options_.port_name, backend_->name(), status.message(),
+                   retry_wait_ / 1'000'000'000, kRestoreRetryMaxNs / 1'000'000'000);
     write_state("restoring full width failed: " + status.message());
+}
+
+std::optional<TimeNs> PortService::retry_restore(TimeNs now)
+{
+    if (!restore_failing_ || restore_pending_) {
+        return std::nullopt;  // nothing failing, or a retry being polled
+    }
+    if (!retry_at_) {
+        retry_at_ = saturating_add(now, retry_wait_);
+    }
+    if (now < *retry_at_) {
+        return retry_at_;
+    }
+    retry_at_.reset();
+    retry_wait_ = std::min(retry_wait_ * 2, kRestoreRetryMaxNs);
+    ++restore_retries_;
+    // Asked, not waited for, as after the failure (fail()): the outcome
+    // comes from poll_backend().
+    restore_pending_     = true;
+    const Status restore = backend_->set_width(full_);
+    if (!restore) {
+        restore_failed(restore);
+        return retry_restore(now);  // schedules the next one
+    }
+    check_restored();
+    return std::nullopt;
 }
 
 void PortService::write_state(const std::string& text)

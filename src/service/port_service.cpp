@@ -202,25 +202,27 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
     TimeNs last_t   = client->last_t;
     for (std::size_t i = 0; i < count; ++i) {
         const service::DemandRecord& r = records[i];
-        const std::string at = "record " + std::to_string(i) + ": ";
+        // Built only for a refusal: a busy client publishes thousands of
+        // records a second, and each check runs on every one of them.
+        const auto at = [i] { return "record " + std::to_string(i) + ": "; };
         if (r.width < 1 || r.width > full_) {
-            return refuse(at + "width " + std::to_string(r.width) + " is outside 1.." +
+            return refuse(at() + "width " + std::to_string(r.width) + " is outside 1.." +
                           std::to_string(full_));
         }
         if (r.t_ns < client->through_ns) {
-            return refuse(at + "t_ns " + std::to_string(r.t_ns) + " is before through_ns " +
+            return refuse(at() + "t_ns " + std::to_string(r.t_ns) + " is before through_ns " +
                           std::to_string(client->through_ns));
         }
         if (has_last && r.t_ns < last_t) {
-            return refuse(at + "t_ns " + std::to_string(r.t_ns) +
+            return refuse(at() + "t_ns " + std::to_string(r.t_ns) +
                           " is before the previous record's " + std::to_string(last_t));
         }
         if (r.until_ns != 0 && r.until_ns <= r.t_ns) {
-            return refuse(at + "until_ns " + std::to_string(r.until_ns) + " is not after t_ns " +
+            return refuse(at() + "until_ns " + std::to_string(r.until_ns) + " is not after t_ns " +
                           std::to_string(r.t_ns));
         }
         if ((r.flags & ~static_cast<std::uint32_t>(service::kTraffic)) != 0) {
-            return refuse(at + "flags " + std::to_string(r.flags) + " has unknown bits");
+            return refuse(at() + "flags " + std::to_string(r.flags) + " has unknown bits");
         }
         has_last = true;
         last_t   = r.t_ns;
@@ -338,11 +340,17 @@ std::size_t PortService::live_clients() const
             clients_.begin(), clients_.end(), [](const auto& c) { return !c.second->dropped; }));
 }
 
-std::vector<service::StatusClient> PortService::clients() const
+std::vector<service::StatusClient> PortService::clients(std::optional<std::int32_t> of_uid,
+                                                        std::size_t* others) const
 {
     std::vector<service::StatusClient> list;
+    std::size_t                        hidden = 0;
     for (const auto& [id, client] : clients_) {
         if (client->dropped) {
+            continue;
+        }
+        if (of_uid && client->info.uid != *of_uid) {
+            ++hidden;
             continue;
         }
         service::StatusClient s;
@@ -352,6 +360,9 @@ std::vector<service::StatusClient> PortService::clients() const
         s.uid       = client->info.uid;
         s.pid       = client->info.pid;
         list.push_back(s);
+    }
+    if (others) {
+        *others = hidden;
     }
     return list;
 }

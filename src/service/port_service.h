@@ -162,7 +162,24 @@ public:
     // Real ports: a client's "low until t" whose t has passed while the
     // horizon lags gets the port raised now. Returns the next deadline
     // (for the loop's timeout); none when nothing is pending.
+    // Also polls the backend, and retries a restore to full width that
+    // failed (see kRestoreRetryFirstNs).
     std::optional<TimeNs> act_on_deadlines(TimeNs now);
+
+    // A restore to full width that failed is retried while the service
+    // runs, not only by the next service: a site command that failed once
+    // (a switch CLI busy, a management network down) usually works later,
+    // and until then every job on the port is told its width is unknown.
+    // The first retry is this long after the failure; each failed retry
+    // doubles the wait, up to kRestoreRetryMaxNs, so a backend that stays
+    // broken costs one command a minute. Not configurable: a site command
+    // that must not run that often can refuse quickly at no cost. Logged
+    // when the restore starts failing, when its reason changes and when it
+    // succeeds, not at every retry.
+    static constexpr TimeNs kRestoreRetryFirstNs = 1'000'000'000;
+    static constexpr TimeNs kRestoreRetryMaxNs   = 60'000'000'000;
+    // Retries of the failing restore so far (0 once one succeeded).
+    std::uint64_t restore_retries() const { return restore_retries_; }
 
     // Reports. deposit(): the client's rank record; returns true when this
     // client is the job's reporter: the first of its job to deposit, which
@@ -204,7 +221,12 @@ public:
     unsigned full_width() const;
     unsigned demand(std::uint32_t client) const;  // 0: unknown client
     std::size_t live_clients() const;
-    std::vector<service::StatusClient> clients() const;
+    // Live clients as a status request lists them. `of_uid`: only that
+    // user's (a user asking a system instance sees its own ranks' pids and
+    // ranks, never another user's); the others are counted in `others`.
+    // None: every client (root, the service's own user).
+    std::vector<service::StatusClient> clients(std::optional<std::int32_t> of_uid = std::nullopt,
+                                               std::size_t* others = nullptr) const;
     LinkBackend& backend() { return *backend_; }
     const std::string& port_name() const { return options_.port_name; }
     std::uint64_t backend_errors() const { return backend_errors_; }
@@ -271,6 +293,14 @@ private:
     std::string state_origin_;   // what the state file of a previous service said
     StateFile state_;
     void restore_failed(const Status& status);
+    // The restore is failing (restore_failed()) and not retried yet.
+    bool restore_failing_ = false;
+    std::string restore_failure_;        // its last reason, logged once
+    std::optional<TimeNs> retry_at_;     // the next retry (set by retry_restore)
+    TimeNs retry_wait_ = kRestoreRetryFirstNs;
+    std::uint64_t restore_retries_ = 0;
+    // Retries the restore when due; returns when the next retry is due.
+    std::optional<TimeNs> retry_restore(TimeNs now);
     TimeNs now_ = 0;             // the latest now given to any call
     TimeNs floor_ = 0;           // every event before it has been applied
     std::uint64_t late_records_ = 0;

@@ -10,6 +10,7 @@
 #include "link/service_io.h"
 #include "service/log_throttle.h"
 #include "service/socket_folder.h"
+#include "trace/trace.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -190,7 +191,7 @@ void ServiceServer::Impl::bind_socket()
     const std::string lock_path = path + ".lock";
     lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd < 0) {
-        throw ServiceError("slimlinkd: cannot open the lock " + lock_path + ": " +
+        throw ServiceError("cannot open the lock " + lock_path + ": " +
                            errno_text(errno));
     }
     if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
@@ -200,7 +201,7 @@ void ServiceServer::Impl::bind_socket()
     struct stat st{};
     if (::lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
-            throw ServiceError("slimlinkd: " + path +
+            throw ServiceError(path +
                                " exists and is not a socket; remove it or choose another --socket");
         }
         if (someone_listens(addr)) {
@@ -212,34 +213,34 @@ void ServiceServer::Impl::bind_socket()
 
     listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (listen_fd < 0) {
-        throw ServiceError("slimlinkd: socket(): " + errno_text(errno));
+        throw ServiceError("socket(): " + errno_text(errno));
     }
     if (::bind(listen_fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
         const int err = errno;
         throw ServiceError(err == EADDRINUSE ? "another slimlinkd is listening on " + path
-                                             : "slimlinkd: bind " + path + ": " + errno_text(err));
+                                             : "bind " + path + ": " + errno_text(err));
     }
     bound = true;
     const mode_t mode = options.system ? 0666 : 0600;
     if (::chmod(path.c_str(), mode) != 0) {
-        throw ServiceError("slimlinkd: chmod " + io::mode_string(mode) + " " + path + ": " +
+        throw ServiceError("chmod " + io::mode_string(mode) + " " + path + ": " +
                            errno_text(errno));
     }
     if (::listen(listen_fd, 128) != 0) {
-        throw ServiceError("slimlinkd: listen " + path + ": " + errno_text(errno));
+        throw ServiceError("listen " + path + ": " + errno_text(errno));
     }
 
     epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
     timer_fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (epoll_fd < 0 || timer_fd < 0) {
-        throw ServiceError("slimlinkd: epoll/timerfd: " + errno_text(errno));
+        throw ServiceError("epoll/timerfd: " + errno_text(errno));
     }
     for (const int fd : {listen_fd, timer_fd}) {
         epoll_event ev{};
         ev.events  = EPOLLIN;
         ev.data.fd = fd;
         if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            throw ServiceError("slimlinkd: epoll_ctl: " + errno_text(errno));
+            throw ServiceError("epoll_ctl: " + errno_text(errno));
         }
     }
 
@@ -593,7 +594,9 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
     info.local_size = req.local_size;
     info.pid        = c.pid;  // SO_PEERCRED, not what the client says
     info.uid        = c.uid;  // with the key, the job: see PortService::attach
-    info.job_key    = req.job_key;
+    // Escaped once here, as every text from outside is: it goes into the
+    // log and refusals. The escape is one-to-one, so jobs stay distinct.
+    info.job_key = predict::escape_for_message(svc::text_of(req.job_key), svc::kJobKeyBytes);
     std::string why;
     c.id = service.attach(info, now, &why);
     if (c.id == 0) {
@@ -644,7 +647,15 @@ void ServiceServer::Impl::status(Conn& c)
     s.backend_failed  = service.backend_failed() ? 1 : 0;
     s.width_unknown   = service.width_unknown() ? 1 : 0;
     io::set_text(s.problem, service.problem());
-    std::vector<svc::StatusClient> clients = service.clients();
+    // On a system instance any user may ask: each sees the pids and ranks
+    // of its own clients only (the uid is the socket's, not a claim), and
+    // how many clients other users have. The port's facts are everyone's:
+    // they describe the hardware all of them share.
+    const bool sees_all = c.uid == 0 || static_cast<uid_t>(c.uid) == ::geteuid();
+    std::size_t                    others  = 0;
+    std::vector<svc::StatusClient> clients =
+            service.clients(sees_all ? std::nullopt : std::optional<std::int32_t>(c.uid), &others);
+    s.other_users_clients = static_cast<std::uint32_t>(others);
     const std::size_t room = (svc::kMaxMessageBytes - sizeof s) / sizeof(svc::StatusClient);
     if (clients.size() > room) {
         clients.resize(room);

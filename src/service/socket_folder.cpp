@@ -21,33 +21,33 @@ void prepare_socket_folder(const std::string& folder, bool system)
     if (::mkdir(folder.c_str(), mode) == 0) {
         // mkdir honours the umask; the mode must be exactly this.
         if (::chmod(folder.c_str(), mode) != 0) {
-            throw ServiceError("slimlinkd: chmod " + io::mode_string(mode) + " " + folder + ": " +
+            throw ServiceError("chmod " + io::mode_string(mode) + " " + folder + ": " +
                                errno_text(errno));
         }
     } else if (errno != EEXIST) {
-        throw ServiceError("slimlinkd: cannot create the socket folder " + folder + ": " +
+        throw ServiceError("cannot create the socket folder " + folder + ": " +
                            errno_text(errno));
     }
     struct stat st{};
     if (::lstat(folder.c_str(), &st) != 0) {
-        throw ServiceError("slimlinkd: socket folder " + folder + ": " + errno_text(errno));
+        throw ServiceError("socket folder " + folder + ": " + errno_text(errno));
     }
     if (!S_ISDIR(st.st_mode)) {
-        throw ServiceError("slimlinkd: socket folder " + folder +
+        throw ServiceError("socket folder " + folder +
                            " is not a directory (a symbolic link is not accepted)");
     }
     const std::string state = "owned by uid " + std::to_string(st.st_uid) + " with mode " +
                               io::mode_string(st.st_mode);
     if (system) {
         if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-            throw ServiceError("slimlinkd: socket folder " + folder + " is " + state +
+            throw ServiceError("socket folder " + folder + " is " + state +
                                "; a system service's folder must belong to root (uid 0) and "
                                "not be writable by group or others");
         }
         return;
     }
     if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-        throw ServiceError("slimlinkd: socket folder " + folder + " is " + state +
+        throw ServiceError("socket folder " + folder + " is " + state +
                            "; a per-user service's folder must belong to this user (uid " +
                            std::to_string(::geteuid()) + ") with mode 0700");
     }
@@ -58,7 +58,7 @@ sockaddr_un socket_address(const std::string& path)
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.empty() || path.size() >= sizeof addr.sun_path) {
-        throw ServiceError("slimlinkd: socket path '" + path + "' is " +
+        throw ServiceError("socket path '" + path + "' is " +
                            std::to_string(path.size()) + " bytes; 1 to " +
                            std::to_string(sizeof addr.sun_path - 1) + " are accepted");
     }

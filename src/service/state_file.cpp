@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "base/output_file.h"
 #include "link/service_protocol.h"
+#include "trace/trace.h"
 
 #include <cerrno>
 #include <cstring>
@@ -43,12 +44,12 @@ std::optional<std::string> read_state_file(const std::string& path)
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
         text.pop_back();
     }
-    for (char& c : text) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-            c = '?';  // it goes into logs and reports
-        }
+    if (text.empty()) {
+        return std::string("no reason recorded");
     }
-    return text.empty() ? std::string("no reason recorded") : text;
+    // It goes into logs, reports and --status on a terminal: the rule of
+    // every text the tree did not write itself (trace names, refusals).
+    return predict::escape_for_message(text, text.size());
 }
 
 void StateFile::write(const std::string& text)

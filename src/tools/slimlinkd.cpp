@@ -355,6 +355,7 @@ int print_status(const Options& o)
     j["full_width"]      = s.full_width;
     j["width"]           = s.width;
     j["live_clients"]    = s.live_clients;
+    j["other_users_clients"] = s.other_users_clients;
     j["clients_dropped"] = s.clients_dropped;
     j["backend_errors"]  = s.backend_errors;
     j["backend_failed"]  = s.backend_failed != 0;

@@ -733,6 +733,36 @@ TEST_CASE("a client of another uid naming a job's key starts a job of its own an
     CHECK(own.entries[1].entry.state == static_cast<std::uint32_t>(EntryState::never_started));
 }
 
+TEST_CASE("a status request lists the asker's own clients and counts the others",
+          "[port_service][security]")
+{
+    auto service = emulated_service();
+    const auto a = service->attach(of_uid(rank(0, 0, 2, "job-a"), 1000), 0);
+    const auto b = service->attach(of_uid(rank(1, 1, 2, "job-a"), 1000), 0);
+    const auto c = service->attach(of_uid(rank(0, 0, 1, "job-c"), 2000), 0);
+    REQUIRE((a != 0 && b != 0 && c != 0));
+
+    std::size_t others = 99;
+    const auto  own    = service->clients(1000, &others);
+    REQUIRE(own.size() == 2);
+    CHECK(own[0].uid == 1000);
+    CHECK(own[1].uid == 1000);
+    CHECK(others == 1);
+
+    const auto stranger = service->clients(3000, &others);
+    CHECK(stranger.empty());
+    CHECK(others == 3);
+
+    const auto all = service->clients(std::nullopt, &others);
+    CHECK(all.size() == 3);
+    CHECK(others == 0);
+
+    // A client gone is neither listed nor counted.
+    service->drop(c, 10 * kUs, true);
+    service->clients(1000, &others);
+    CHECK(others == 0);
+}
+
 TEST_CASE("a second live client claiming a local rank of its job is refused, naming both",
           "[port_service][security]")
 {

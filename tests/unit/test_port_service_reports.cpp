@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -357,6 +358,15 @@ TEST_CASE("a real port left narrow is remembered next to the socket until a rest
         REQUIRE(text);
         CHECK_THAT(*text, Contains("exited with status 1"));
     }
+    SECTION("a state file's text is escaped as every text from outside is")
+    {
+        // Another tool, or a hand, may have written it: it goes into logs,
+        // reports and --status on a terminal.
+        std::ofstream(state) << "set \x1b]0;owned\x07 failed\\\r\n";
+        const auto text = read_state_file(state);
+        REQUIRE(text);
+        CHECK(*text == "set \\x1b]0;owned\\x07 failed\\x5c");
+    }
     SECTION("a state file that is a link is not followed")
     {
         const std::string target = dir.path + "/target";
@@ -367,4 +377,63 @@ TEST_CASE("a real port left narrow is remembered next to the socket until a rest
         service->use_state_file(state);
         CHECK_FALSE(service->width_unknown());
     }
+}
+
+TEST_CASE("a failed restore is retried while the service runs, backing off, and forgotten once "
+          "it succeeds",
+          "[port_service][reports]")
+{
+    TempDir           dir;
+    const std::string state = dir.path + "/port.sock" + kStateFileSuffix;
+    auto              port  = std::make_shared<AsyncPort>();
+    std::ofstream(state) << "slimlinkd pid 1 drove port emulated (exec) below full width\n";
+    auto service = std::make_unique<PortService>(std::make_unique<AsyncBackend>(port));
+    service->use_state_file(state);
+    const std::size_t asked = port->requested.size();
+
+    // The restore at start fails: remembered, and nothing is retried at once.
+    port->poll = Status::error("async backend: 'set 4' exited with status 3");
+    std::optional<TimeNs> next = service->act_on_deadlines(kUptime);
+    REQUIRE(service->width_unknown());
+    CHECK_THAT(service->problem(), Contains("restoring full width failed"));
+    REQUIRE(exists(state));
+    REQUIRE(next);
+    CHECK(*next == kUptime + PortService::kRestoreRetryFirstNs);
+    CHECK(port->requested.size() == asked);
+
+    // Each retry fails too: the waits double from 1 s and stop at 60 s.
+    std::vector<TimeNs> waits;
+    TimeNs              failed_at = kUptime;
+    for (int i = 0; i < 9; ++i) {
+        REQUIRE(next);
+        CHECK(service->act_on_deadlines(*next - 1) == next);  // not before it is due
+        const std::size_t before = port->requested.size();
+        const TimeNs      t      = *next;
+        service->act_on_deadlines(t);
+        REQUIRE(port->requested.size() == before + 1);
+        CHECK(port->requested.back() == 4);
+        waits.push_back(t - failed_at);
+        port->poll = Status::error("async backend: 'set 4' exited with status 3");
+        failed_at  = t + kMs;
+        next       = service->act_on_deadlines(failed_at);
+        CHECK(service->width_unknown());
+        CHECK(exists(state));
+    }
+    CHECK(waits == std::vector<TimeNs>{1 * kS, 2 * kS, 4 * kS, 8 * kS, 16 * kS, 32 * kS,
+                                       60 * kS, 60 * kS, 60 * kS});
+    CHECK(service->restore_retries() == 9);
+
+    // The next retry succeeds: the width is known again, the state file
+    // gone, and reports and --status no longer say the restore failed.
+    REQUIRE(next);
+    service->act_on_deadlines(*next);
+    port->confirmed = LinkBackend::Confirmed{0, 4, false};
+    CHECK_FALSE(service->act_on_deadlines(*next + kMs).has_value());
+    CHECK_FALSE(service->width_unknown());
+    CHECK_FALSE(exists(state));
+    CHECK_THAT(service->problem(), !Contains("restoring full width failed"));
+    CHECK(service->restore_retries() == 0);
+    const std::size_t settled = port->requested.size();
+    service->act_on_deadlines(*next + 120 * kS);
+    CHECK(port->requested.size() == settled);  // no more retries
 }
