@@ -49,17 +49,22 @@ void slim_log_line(slim_log_level_t level, const char *format, ...)
 #define SLIM_MD_NAME_PREFIX  "slim_"
 
 
-/* Memory-domain configuration: UCX's generic md rows under the SLIM_ prefix.
- * slimlink's own UCX_SLIM_* variables are one table of the core library
- * (src/runtime/slim_config.h), which this module registers with UCX for
- * `ucx_info -c` and the core parses once per process. */
+/* Memory-domain configuration: UCX's generic md rows under the SLIM_ prefix
+ * until the inner transport is known; from then on UCX reads slim's md
+ * configuration with the inner component's table (slim_component.c), and
+ * slim opens the inner md with it. slimlink's own UCX_SLIM_* variables are
+ * one table of the core library (src/runtime/slim_config.h), which this
+ * module registers with UCX for `ucx_info -c` and the core parses once per
+ * process. */
 typedef struct slim_md_config {
     uct_md_config_t super;
 } slim_md_config_t;
 
 
-/* Interface configuration: the generic UCT iface rows under the SLIM_ prefix.
- * The inner transport reads its own configuration (e.g. UCX_TCP_*). */
+/* Interface configuration: the generic UCT iface rows under the SLIM_ prefix,
+ * which slim's own base interface reads. The configuration UCX hands to
+ * slim_iface_open is the inner transport's (e.g. tcp's, from UCX_TCP_* and
+ * whatever its caller set by name) once the inner transport is known. */
 typedef struct slim_iface_config {
     uct_iface_config_t super;
 } slim_iface_config_t;
@@ -298,6 +303,13 @@ extern uct_tl_t        slim_tl;
 /* slim_component.c */
 ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner);
 const char  *slim_inner_tl_name(void);
+/* Whether a configuration UCX gave slim was read with INNER_TABLE, i.e. is
+ * the inner transport's (not one read before slim knew its inner). */
+int          slim_config_is_inner(const void *config,
+                                  const ucs_config_field_t *inner_table);
+/* slim's own interface rows (UCX_SLIM_*), read from the environment; release
+ * with uct_config_release(). */
+ucs_status_t slim_own_iface_config_read(uct_iface_config_t **config_p);
 
 /* slim_md.c */
 int          slim_md_range_registered(slim_md_t *md, uint64_t address,

@@ -156,6 +156,85 @@ static ucs_status_t slim_global_inner_lookup(void)
     return status;
 }
 
+/* slim's own interface and md rows (UCX_SLIM_ALLOC, _FAILURE, _MAX_NUM_EPS,
+ * ...), as UCX lists them (`ucx_info -c`) and as slim's own base interface
+ * reads them, whatever slim_tl and slim_component say once the inner
+ * transport is known. */
+static ucs_config_global_list_entry_t slim_own_iface_config = {
+    .name   = "slim transport (slimlink)",
+    .prefix = SLIM_CONFIG_PREFIX,
+    .table  = slim_iface_config_table,
+    .size   = sizeof(slim_iface_config_t)
+};
+static ucs_config_global_list_entry_t slim_own_md_config = {
+    .name   = "slim memory domain (slimlink)",
+    .prefix = SLIM_CONFIG_PREFIX,
+    .table  = slim_md_config_table,
+    .size   = sizeof(slim_md_config_t)
+};
+static int slim_config_adopted;
+
+/* LISTED leaves UCX's list of configurations and OWN takes its place, so
+ * that `ucx_info -c` shows slim's own rows once and the inner transport's
+ * under the inner transport only. LISTED stays a list of its own, for UCX to
+ * unlink at unload. */
+static void slim_config_entry_swap(ucs_config_global_list_entry_t *listed,
+                                   ucs_config_global_list_entry_t *own)
+{
+    ucs_list_insert_after(&listed->list, &own->list);
+    ucs_list_del(&listed->list);
+    ucs_list_head_init(&listed->list);
+}
+
+/* Once the inner transport is known, UCX reads slim's interface and md
+ * configurations with the inner's tables, sizes and prefixes, and slim opens
+ * the inner with them as they are: the inner's variables (UCX_TCP_*) apply
+ * as before, and so does a setting made by name in the configuration slim
+ * is opened with (uct_config_modify(), or a UCT setting UCP was given with
+ * ucp_config_modify()), which a copy slim read itself would lose. slim's own
+ * base interface keeps reading its own rows (slim_own_iface_config_read), so
+ * nothing about slim changes unless the inner's settings do. */
+static void slim_config_adopt_inner(void)
+{
+    const uct_component_t *component = slim_global_inner.component;
+    const uct_tl_t *tl               = slim_global_inner.tl;
+
+    slim_config_entry_swap(&slim_tl.config, &slim_own_iface_config);
+    slim_config_entry_swap(&slim_component.md_config, &slim_own_md_config);
+    slim_tl.config.prefix           = tl->config.prefix;
+    slim_tl.config.table            = tl->config.table;
+    slim_tl.config.size             = tl->config.size;
+    slim_component.md_config.prefix = component->md_config.prefix;
+    slim_component.md_config.table  = component->md_config.table;
+    slim_component.md_config.size   = component->md_config.size;
+    slim_config_adopted             = 1;
+}
+
+int slim_config_is_inner(const void *config,
+                         const ucs_config_field_t *inner_table)
+{
+    /* UCX hands out configurations as the data of a bundle that names the
+     * table it was read with (uct_config_read). */
+    const uct_config_bundle_t *bundle = (const uct_config_bundle_t*)config - 1;
+
+    return bundle->table == inner_table;
+}
+
+ucs_status_t slim_own_iface_config_read(uct_iface_config_t **config_p)
+{
+    uct_config_bundle_t *bundle;
+    ucs_status_t status;
+
+    status = uct_config_read(&bundle, slim_own_iface_config.table,
+                             slim_own_iface_config.size, NULL,
+                             slim_own_iface_config.prefix);
+    if (status != UCS_OK) {
+        return status;
+    }
+    *config_p = (uct_iface_config_t*)bundle->data;
+    return UCS_OK;
+}
+
 /* Resolved once per process, so a bad UCX_SLIM_INNER is reported once. */
 static ucs_status_t slim_global_inner_resolve(void)
 {
@@ -165,6 +244,9 @@ static ucs_status_t slim_global_inner_resolve(void)
     if (!resolved) {
         status   = slim_global_inner_lookup();
         resolved = 1;
+        if (status == UCS_OK) {
+            slim_config_adopt_inner();
+        }
     }
     return status;
 }
@@ -362,6 +444,10 @@ UCS_F_DTOR static void slim_module_unload(void)
 
     slim_progress_unload();
     ucs_list_del(&slim_config_table_config_entry.list);
+    if (slim_config_adopted) {
+        ucs_list_del(&slim_own_iface_config.list);
+        ucs_list_del(&slim_own_md_config.list);
+    }
     uct_tl_unregister(&slim_tl);
     uct_component_unregister(&slim_component);
     ucs_list_del(&slim_component.list);

@@ -423,18 +423,20 @@ static unsigned slim_iface_features(const char *inner_tl_name)
     return features;
 }
 
+/* own_config: slim's own rows, for its base interface; inner_config: the
+ * inner transport's, which it is opened with (slim_iface_open). */
 static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+                           const uct_iface_config_t *own_config,
+                           const uct_iface_config_t *inner_config)
 {
     slim_md_t *slim_md = ucs_derived_of(md, slim_md_t);
     uct_iface_params_t inner_params;
-    uct_iface_config_t *inner_config;
     ucs_status_t status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &slim_iface_ops,
                               &slim_iface_internal_ops, md, worker, params,
-                              tl_config UCS_STATS_ARG(
+                              own_config UCS_STATS_ARG(
                                       (params->field_mask &
                                        UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
                                       params->stats_root : NULL)
@@ -470,13 +472,6 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_comp_pools;
     }
 
-    status = uct_md_iface_config_read(slim_md->inner,
-                                      slim_md->inner_tl.tl->name, NULL, NULL,
-                                      &inner_config);
-    if (status != UCS_OK) {
-        goto err_progress;
-    }
-
     inner_params                       = *params;
     inner_params.mode.device.tl_name   = slim_md->inner_tl.tl->name;
     inner_params.err_handler           = slim_iface_inner_err_handler;
@@ -486,7 +481,6 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 
     status = uct_iface_open(slim_md->inner, self->progress.inner_worker,
                             &inner_params, inner_config, &self->inner);
-    uct_config_release(inner_config);
     if (status != UCS_OK) {
         goto err_progress;
     }
@@ -572,16 +566,49 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
 UCS_CLASS_DEFINE(slim_iface_t, uct_base_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(slim_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*,
                                  const uct_iface_config_t*);
 static UCS_CLASS_DEFINE_DELETE_FUNC(slim_iface_t, uct_iface_t);
 
+/* CONFIG is the inner transport's once slim knows it (slim_component.c),
+ * with whatever UCP or another UCT caller set in it by name: the inner is
+ * opened with it as it is, and slim's own base interface reads its own rows,
+ * so that slim's attributes are the inner's as configured, as before. A
+ * configuration read before slim knew its inner transport is slim's own;
+ * the inner then reads its own from the environment. */
 ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
                              const uct_iface_params_t *params,
                              const uct_iface_config_t *config,
                              uct_iface_h *iface_p)
 {
-    return UCS_CLASS_NEW_FUNC_NAME(slim_iface_t)(md, worker, params, config,
-                                                 iface_p);
+    slim_md_t *slim_md = ucs_derived_of(md, slim_md_t);
+    const uct_iface_config_t *own_config, *inner_config;
+    uct_iface_config_t *read_config;
+    ucs_status_t status;
+
+    if (slim_config_is_inner(config, slim_md->inner_tl.tl->config.table)) {
+        status       = slim_own_iface_config_read(&read_config);
+        own_config   = read_config;
+        inner_config = config;
+    } else {
+        slim_debug("iface configuration %p was read before the inner "
+                   "transport was known; %s reads its own", config,
+                   slim_md->inner_tl.tl->name);
+        status       = uct_md_iface_config_read(slim_md->inner,
+                                                slim_md->inner_tl.tl->name,
+                                                NULL, NULL, &read_config);
+        own_config   = config;
+        inner_config = read_config;
+    }
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    status = UCS_CLASS_NEW_FUNC_NAME(slim_iface_t)(md, worker, params,
+                                                   own_config, inner_config,
+                                                   iface_p);
+    uct_config_release(read_config);
+    return status;
 }
 
 UCS_F_CTOR static void slim_iface_ops_init(void)

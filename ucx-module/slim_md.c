@@ -252,7 +252,7 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
                           const uct_md_config_t *config, uct_md_h *md_p)
 {
     size_t prefix_len                   = strlen(SLIM_MD_NAME_PREFIX);
-    uct_md_config_t *inner_config;
+    uct_md_config_t *read_config;
     slim_md_t *self;
     ucs_status_t status;
 
@@ -274,15 +274,31 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
         goto err_free;
     }
 
-    status = uct_md_config_read(self->inner_tl.component, NULL, NULL,
-                                &inner_config);
-    if (status != UCS_OK) {
-        goto err_free;
+    /* Once slim knows its inner transport, UCX reads slim's md
+     * configuration with the inner component's table (slim_component.c):
+     * the inner md is opened with it as it is, with whatever its caller set
+     * in it by name. One read before that is slim's own, and the inner md
+     * reads its own from the environment. */
+    if (slim_config_is_inner(config,
+                             self->inner_tl.component->md_config.table)) {
+        read_config = NULL;
+    } else {
+        slim_debug("md configuration %p was read before the inner transport "
+                   "was known; %s reads its own", config,
+                   self->inner_tl.component->name);
+        status = uct_md_config_read(self->inner_tl.component, NULL, NULL,
+                                    &read_config);
+        if (status != UCS_OK) {
+            goto err_free;
+        }
     }
 
     status = uct_md_open(self->inner_tl.component, md_name + prefix_len,
-                         inner_config, &self->inner);
-    uct_config_release(inner_config);
+                         (read_config != NULL) ? read_config : config,
+                         &self->inner);
+    if (read_config != NULL) {
+        uct_config_release(read_config);
+    }
     if (status != UCS_OK) {
         slim_error("failed to open inner md '%s': %s",
                    md_name + prefix_len, ucs_status_string(status));

@@ -8,7 +8,10 @@
 slim_native_work=${SLIMLINK_NATIVE_WORK:-$slim_root/.deps-build}
 
 # slim_native_ucx_tree UCX_VERSION: the build tree build-ucx uses for it, one
-# of its own when SLIMLINK_UCX_GTEST=1 (the gtest suite takes long to rebuild).
+# of its own when SLIMLINK_UCX_GTEST=1 (the gtest suite takes long to
+# rebuild, so a build without it must not replace that tree). scripts/check
+# builds its native UCX that way, and scripts/ucx-gtest runs the suite from
+# the same tree.
 slim_native_ucx_tree() {
     if [ "${SLIMLINK_UCX_GTEST:-0}" = 1 ]; then
         echo "$slim_native_work/$1-gtest"

@@ -200,3 +200,14 @@ EXTRA_DIST += tests/mpi/node-service.test
 # (scripts/two-host-bed); skips without root.
 TESTS += tests/mpi/two-host.test
 EXTRA_DIST += tests/mpi/two-host.test
+
+# Settings made in slim's iface configuration (by name, as UCP passes on
+# UCT settings and UCX's own tests shrink socket buffers) reach the inner
+# transport; its own variables still do.
+check_PROGRAMS += tests/mpi/inner-config
+tests_mpi_inner_config_SOURCES = tests/mpi/inner-config.c
+tests_mpi_inner_config_CFLAGS = $(AM_CFLAGS) $(UCX_CFLAGS)
+tests_mpi_inner_config_LDADD = $(UCX_LIBS)
+tests_mpi_inner_config_LDFLAGS = -no-install
+TESTS += tests/mpi/inner-config.test
+EXTRA_DIST += tests/mpi/inner-config.test
