@@ -15,7 +15,7 @@
 #define SLIM_H_
 
 #ifdef HAVE_CONFIG_H
-#  include "config.h"   /* the installed UCX build's config.h (ucx_info -b) */
+#include "config.h" /* the installed UCX build's config.h (ucx_info -b) */
 #endif
 
 #include <uct/base/uct_iface.h>
@@ -37,16 +37,16 @@
  * module, never the core (tests/tools/fast-path.test). */
 void slim_log_line(slim_log_level_t level, const char *format, ...)
         __attribute__((cold, format(printf, 2, 3)));
-#define slim_error(_fmt, ...) slim_log_line(SLIM_LOG_ERROR, _fmt, ## __VA_ARGS__)
-#define slim_warn(_fmt, ...)  slim_log_line(SLIM_LOG_WARN, _fmt, ## __VA_ARGS__)
-#define slim_debug(_fmt, ...) slim_log_line(SLIM_LOG_DEBUG, _fmt, ## __VA_ARGS__)
+#define slim_error(_fmt, ...) slim_log_line(SLIM_LOG_ERROR, _fmt, ##__VA_ARGS__)
+#define slim_warn(_fmt, ...)  slim_log_line(SLIM_LOG_WARN, _fmt, ##__VA_ARGS__)
+#define slim_debug(_fmt, ...) slim_log_line(SLIM_LOG_DEBUG, _fmt, ##__VA_ARGS__)
 
-#define SLIM_COMPONENT_NAME  "slim"
-#define SLIM_TL_NAME         "slim"
-#define SLIM_CONFIG_PREFIX   "SLIM_"
+#define SLIM_COMPONENT_NAME "slim"
+#define SLIM_TL_NAME        "slim"
+#define SLIM_CONFIG_PREFIX  "SLIM_"
 /* Our md resources are the inner component's, renamed "slim_<inner md>" so
  * they never collide with the inner component's own md names. */
-#define SLIM_MD_NAME_PREFIX  "slim_"
+#define SLIM_MD_NAME_PREFIX "slim_"
 
 
 /* Memory-domain configuration: UCX's generic md rows under the SLIM_ prefix
@@ -73,21 +73,21 @@ typedef struct slim_iface_config {
 /* The inner transport: which component provides it and which tl it is. */
 typedef struct slim_inner {
     uct_component_t *component;
-    uct_tl_t        *tl;
+    uct_tl_t *tl;
 } slim_inner_t;
 
 
 typedef struct slim_md {
-    uct_md_t        super;
-    uct_md_h        inner;          /* opened on the inner component */
-    slim_inner_t    inner_tl;
+    uct_md_t super;
+    uct_md_h inner; /* opened on the inner component */
+    slim_inner_t inner_tl;
     /* Memory registered through this md (slim_memh_t), so that an expand
      * notice is only ever applied inside memory this process opened for
      * remote puts. Registration is not a data-path operation (UCP registers
      * once per buffer or per rendezvous); the lock is never taken per
      * message sent. */
     ucs_list_link_t regs;
-    ucs_spinlock_t  regs_lock;
+    ucs_spinlock_t regs_lock;
 } slim_md_t;
 
 
@@ -95,17 +95,17 @@ typedef struct slim_md {
  * operation that takes a handle gets ours from UCP and passes the inner one
  * on (slim_memh_inner). */
 typedef struct slim_memh {
-    uct_mem_h       inner;
-    uintptr_t       address;
-    size_t          length;
-    int             remote_put;     /* registered for remote put access */
-    ucs_list_link_t list;           /* in slim_md_t::regs */
+    uct_mem_h inner;
+    uintptr_t address;
+    size_t length;
+    int remote_put; /* registered for remote put access */
+    ucs_list_link_t list; /* in slim_md_t::regs */
 } slim_memh_t;
 
 static UCS_F_ALWAYS_INLINE uct_mem_h slim_memh_inner(uct_mem_h memh)
 {
     return (memh == UCT_MEM_HANDLE_NULL) ? UCT_MEM_HANDLE_NULL :
-           ((slim_memh_t*)memh)->inner;
+                                           ((slim_memh_t *)memh)->inner;
 }
 
 
@@ -116,7 +116,7 @@ struct slim_iface;
  * uct_iface_set_am_handler() (which writes that table directly). */
 typedef struct slim_am_slot {
     struct slim_iface *iface;
-    uint8_t           id;
+    uint8_t id;
 } slim_am_slot_t;
 
 
@@ -211,7 +211,7 @@ enum {
      * and the report (off with UCX_SLIM_FORWARD_ONLY=y). */
     SLIM_FEATURE_RECORD = UCS_BIT(0),
     /* Look for marked memory in what is sent, and pack it (likewise). */
-    SLIM_FEATURE_PACK   = UCS_BIT(1),
+    SLIM_FEATURE_PACK = UCS_BIT(1),
     /* Track each endpoint's quiescence, so that a linger thread can keep
      * the inner transport progressing while the process finalizes: only
      * where the inner transport needs it (tcp, slim_progress.c). */
@@ -223,38 +223,38 @@ enum {
 };
 
 typedef struct slim_iface {
-    uct_base_iface_t  super;
+    uct_base_iface_t super;
     /* The application's thread writes this line on every operation: what
      * the interface did since its last progress round (slim_core.h). */
     slim_core_tally_t tally;
-    unsigned          features;      /* SLIM_FEATURE_* */
+    unsigned features; /* SLIM_FEATURE_* */
     /* Zero-copy operations tallied in flight and not completed yet
      * (slim_iface_completed). */
-    unsigned          in_flight;
+    unsigned in_flight;
     /* What the tally held at the start of the previous progress round
      * (slim_iface_round_begin_fast). */
-    uint64_t          round_seen;
-    uct_iface_h       inner;
-    slim_am_slot_t    am_slots[UCT_AM_ID_MAX];
-    slim_progress_t   progress;
+    uint64_t round_seen;
+    uct_iface_h inner;
+    slim_am_slot_t am_slots[UCT_AM_ID_MAX];
+    slim_progress_t progress;
     slim_frame_iface_t frame;
     /* Endpoints of this interface, to map an inner endpoint back to ours when
      * the inner transport reports an error (a rare path), and to know when
      * the last one is gone. */
-    ucs_list_link_t   eps;
-    unsigned          num_eps;
-    unsigned          orphan_flushes;  /* flushes of destroyed eps in flight */
+    ucs_list_link_t eps;
+    unsigned num_eps;
+    unsigned orphan_flushes; /* flushes of destroyed eps in flight */
     /* slim_flush_comp_t of flushes in flight: a flush with a completion
      * (MPI one-sided epochs flush every time) takes one from here, not
      * from malloc. The application's thread only: a linger thread runs
      * only while no flush is in flight. */
-    ucs_mpool_t       flush_comps;
+    ucs_mpool_t flush_comps;
     /* slim_zcopy_comp_t of zero-copy operations in flight, whose
      * completions tell the live loop when their data stopped moving. The
      * application's thread only, like flush_comps: such completions never
      * fire on a linger thread (it starts only on a quiescent interface). */
-    ucs_mpool_t       zcopy_comps;
-    ucs_spinlock_t    eps_lock;
+    ucs_mpool_t zcopy_comps;
+    ucs_spinlock_t eps_lock;
     /* Where the tally goes once per progress round: counters and a ring
      * of its own, so recording takes no locked instruction. NULL when the
      * core could not give one (then the process's shared log) and without
@@ -262,12 +262,12 @@ typedef struct slim_iface {
     slim_core_recorder_t *recorder;
     /* The process's count of marked regions (slim_core_marked_regions()):
      * zero, the send path skips the packing path without a call. */
-    const size_t         *marked_regions;
+    const size_t *marked_regions;
     /* The inner transport runs AM handlers on any thread (it has no
      * UCT_IFACE_FLAG_CB_SYNC): receives are recorded with
      * slim_core_traffic(), not in the tally, which one thread writes. */
-    int                  recv_any_thread;
-    slim_bounce_pool_t   bounce;
+    int recv_any_thread;
+    slim_bounce_pool_t bounce;
     /* Which expand notice each peer endpoint may send next. */
     slim_core_expander_t *expander;
 } slim_iface_t;
@@ -279,41 +279,40 @@ typedef struct slim_iface {
  * produce no completion or pending callback into UCP. Only the application's
  * thread touches these fields. */
 typedef struct slim_ep {
-    uct_base_ep_t     super;
-    uct_ep_h          inner;
+    uct_base_ep_t super;
+    uct_ep_h inner;
     /* A packed put whose notice or flush is still to go out (slim_put.c):
      * while there is one, every operation on the endpoint finishes it first
      * or waits. Read by every operation: next to `inner`, in its cache line. */
-    slim_bounce_t     *put_waiting;
-    ucs_list_link_t   list;            /* in slim_iface_t::eps */
-    uint64_t          op_seq;
-    uint64_t          flushed_seq;
-    ucs_list_link_t   flushes;         /* slim_flush_comp_t in flight */
+    slim_bounce_t *put_waiting;
+    ucs_list_link_t list; /* in slim_iface_t::eps */
+    uint64_t op_seq;
+    uint64_t flushed_seq;
+    ucs_list_link_t flushes; /* slim_flush_comp_t in flight */
     /* Packed puts (slim_put.c): this endpoint's notice stream. */
-    uint64_t          put_stream;
-    uint64_t          put_seq;
-    uct_pending_req_t put_pending;      /* on the inner ep, for put_waiting */
-    int               put_pending_queued;
+    uint64_t put_stream;
+    uint64_t put_seq;
+    uct_pending_req_t put_pending; /* on the inner ep, for put_waiting */
+    int put_pending_queued;
 } slim_ep_t;
 
 
 extern uct_component_t slim_component;
-extern uct_tl_t        slim_tl;
+extern uct_tl_t slim_tl;
 
 /* slim_component.c */
 ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner);
-const char  *slim_inner_tl_name(void);
+const char *slim_inner_tl_name(void);
 /* Whether a configuration UCX gave slim was read with INNER_TABLE, i.e. is
  * the inner transport's (not one read before slim knew its inner). */
-int          slim_config_is_inner(const void *config,
-                                  const ucs_config_field_t *inner_table);
+int slim_config_is_inner(const void *config,
+                         const ucs_config_field_t *inner_table);
 /* slim's own interface rows (UCX_SLIM_*), read from the environment; release
  * with uct_config_release(). */
 ucs_status_t slim_own_iface_config_read(uct_iface_config_t **config_p);
 
 /* slim_md.c */
-int          slim_md_range_registered(slim_md_t *md, uint64_t address,
-                                      size_t length);
+int slim_md_range_registered(slim_md_t *md, uint64_t address, size_t length);
 ucs_status_t slim_query_md_resources(uct_component_t *component,
                                      uct_md_resource_desc_t **resources_p,
                                      unsigned *num_resources_p);
@@ -328,27 +327,26 @@ ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
                              const uct_iface_params_t *params,
                              const uct_iface_config_t *config,
                              uct_iface_h *iface_p);
-slim_ep_t   *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep);
-int          slim_iface_is_quiescent(slim_iface_t *iface);
-void         slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep);
-void         slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep);
+slim_ep_t *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep);
+int slim_iface_is_quiescent(slim_iface_t *iface);
+void slim_iface_add_ep(slim_iface_t *iface, slim_ep_t *ep);
+void slim_iface_remove_ep(slim_iface_t *iface, slim_ep_t *ep);
 
 /* slim_progress.c */
 ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker);
-void         slim_progress_enable(slim_iface_t *iface, unsigned flags);
-void         slim_progress_disable(slim_iface_t *iface, unsigned flags);
-void         slim_progress_cleanup(slim_iface_t *iface);
-void         slim_progress_destroy(slim_iface_t *iface);
-unsigned     slim_progress_iface(slim_iface_t *iface);
+void slim_progress_enable(slim_iface_t *iface, unsigned flags);
+void slim_progress_disable(slim_iface_t *iface, unsigned flags);
+void slim_progress_cleanup(slim_iface_t *iface);
+void slim_progress_destroy(slim_iface_t *iface);
+unsigned slim_progress_iface(slim_iface_t *iface);
 ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
                                       void *data, size_t length,
                                       unsigned flags);
-ucs_status_t slim_progress_deliver_error(slim_iface_t *iface,
-                                         uct_ep_h inner_ep,
+ucs_status_t slim_progress_deliver_error(slim_iface_t *iface, uct_ep_h inner_ep,
                                          ucs_status_t status);
-void         slim_progress_maybe_linger(slim_iface_t *iface);
-void         slim_progress_linger_stop(slim_iface_t *iface);
-void         slim_progress_unload(void);
+void slim_progress_maybe_linger(slim_iface_t *iface);
+void slim_progress_linger_stop(slim_iface_t *iface);
+void slim_progress_unload(void);
 
 /* The most iov entries slim advertises for any zero-copy operation: it
  * translates them (memory handles) on the stack. */
@@ -361,78 +359,73 @@ void         slim_progress_unload(void);
                                         table in every advertised zcopy */
 /* clang-format on */
 ucs_status_t slim_frame_iface_init(slim_iface_t *iface, uct_md_h inner_md);
-void         slim_frame_iface_cleanup(slim_iface_t *iface);
-void         slim_frame_steer_caps(slim_iface_t *iface,
-                                   uct_iface_attr_t *iface_attr);
-void         slim_frame_steer_md_attr(uct_md_attr_t *md_attr);
-ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
-                                size_t length, unsigned flags);
+void slim_frame_iface_cleanup(slim_iface_t *iface);
+void slim_frame_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr);
+void slim_frame_steer_md_attr(uct_md_attr_t *md_attr);
+ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data, size_t length,
+                                unsigned flags);
 
 /* Bytes of our own sent by am_bcopy: the pack callback copies them. */
 typedef struct slim_bytes {
     const uint8_t *data;
-    size_t        length;
+    size_t length;
 } slim_bytes_t;
 
-size_t slim_frame_pack_bytes(void *dest, void *arg);   /* arg: slim_bytes_t */
+size_t slim_frame_pack_bytes(void *dest, void *arg); /* arg: slim_bytes_t */
 
 /* am_zcopy by copy (SLIM_FEATURE_ZCOPY_BY_COPY): header and iov go by the
  * inner am_bcopy, done at once (UCS_OK, `comp` never called), or
  * UCS_ERR_NO_RESOURCE; the bytes it sent in *length_p. */
-ucs_status_t slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id,
-                                         const void *header,
-                                         unsigned header_length,
-                                         const uct_iov_t *iov, size_t iovcnt,
-                                         unsigned flags, size_t *length_p);
+ucs_status_t
+slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id, const void *header,
+                            unsigned header_length, const uct_iov_t *iov,
+                            size_t iovcnt, unsigned flags, size_t *length_p);
 
 /* The outcome of offering a message to the packing path. */
 typedef struct slim_frame_outcome {
-    int               handled;   /* a frame went (or failed) in its place */
-    ucs_status_t      status;    /* when handled: the send's status */
-    slim_op_t         op;        /* when handled: how the frame went */
+    int handled; /* a frame went (or failed) in its place */
+    ucs_status_t status; /* when handled: the send's status */
+    slim_op_t op; /* when handled: how the frame went */
     slim_frame_info_t info;
-    int               unframed;  /* marked but sent as is: count missed */
+    int unframed; /* marked but sent as is: count missed */
 } slim_frame_outcome_t;
 
 /* Offers a message to the packing path; call it only when something is
  * marked (slim_iface_any_marked): outcome->handled when a frame went in
  * its place, outcome->unframed when marked bytes went as they are. */
-void slim_frame_offer_marked(slim_ep_t *ep,
-                             const slim_frame_request_t *request,
+void slim_frame_offer_marked(slim_ep_t *ep, const slim_frame_request_t *request,
                              slim_frame_outcome_t *outcome);
 
 /* slim_put.c: packed puts and their expand notices */
 typedef struct slim_put_outcome {
-    int                 handled;      /* went packed (or failed) in its place */
-    ucs_status_t        status;       /* when handled: the put's status */
-    slim_frame_result_t result;       /* slim_core_put_pack()'s answer */
-    int                 bounce_empty; /* UNFRAMED: the pool was empty */
-    slim_frame_info_t   info;
+    int handled; /* went packed (or failed) in its place */
+    ucs_status_t status; /* when handled: the put's status */
+    slim_frame_result_t result; /* slim_core_put_pack()'s answer */
+    int bounce_empty; /* UNFRAMED: the pool was empty */
+    slim_frame_info_t info;
 } slim_put_outcome_t;
 
 ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md);
-void         slim_put_iface_cleanup(slim_iface_t *iface);
-void         slim_put_steer_caps(slim_iface_t *iface,
-                                 uct_iface_attr_t *iface_attr);
-void         slim_put_ep_init(slim_ep_t *ep);
-void         slim_put_ep_cleanup(slim_ep_t *ep);
+void slim_put_iface_cleanup(slim_iface_t *iface);
+void slim_put_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr);
+void slim_put_ep_init(slim_ep_t *ep);
+void slim_put_ep_cleanup(slim_ep_t *ep);
 /* Offers a zero-copy put to the packing path. It takes a bounce buffer to
  * try: call it only when slim_iface_any_marked(). */
-void         slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
-                            size_t piece_count, uint64_t remote_addr,
-                            uct_rkey_t rkey, uct_completion_t *comp,
-                            slim_put_outcome_t *outcome);
+void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
+                    size_t piece_count, uint64_t remote_addr, uct_rkey_t rkey,
+                    uct_completion_t *comp, slim_put_outcome_t *outcome);
 ucs_status_t slim_put_drain(slim_ep_t *ep);
 /* Bounce buffers for zero-copy frames (slim_frame.c). */
-size_t           slim_bounce_size(const slim_iface_t *iface); /* 0: no pool */
-slim_bounce_t    *slim_bounce_take(slim_iface_t *iface);      /* NULL: empty */
-uint8_t          *slim_bounce_data(slim_bounce_t *bounce);
-uct_mem_h        slim_bounce_memh(const slim_bounce_t *bounce);
+size_t slim_bounce_size(const slim_iface_t *iface); /* 0: no pool */
+slim_bounce_t *slim_bounce_take(slim_iface_t *iface); /* NULL: empty */
+uint8_t *slim_bounce_data(slim_bounce_t *bounce);
+uct_mem_h slim_bounce_memh(const slim_bounce_t *bounce);
 /* The completion to send a frame from `bounce` with: returns it. */
 uct_completion_t *slim_bounce_frame_comp(slim_bounce_t *bounce);
-void             slim_bounce_give(slim_bounce_t *bounce);
-int          slim_put_is_own_pending(slim_ep_t *ep, uct_pending_req_t *req);
-void         slim_put_receive(slim_iface_t *iface, void *data, size_t length);
+void slim_bounce_give(slim_bounce_t *bounce);
+int slim_put_is_own_pending(slim_ep_t *ep, uct_pending_req_t *req);
+void slim_put_receive(slim_iface_t *iface, void *data, size_t length);
 
 /* Every operation that sends on an endpoint calls this first: a parked
  * packed put must go out before anything else (one load when none is). */
@@ -445,7 +438,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_put_ready(slim_ep_t *ep)
 }
 
 /* slim_ep.c: the endpoint class and every endpoint operation */
-UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DECLARE_DELETE_FUNC(slim_ep_t, uct_ep_t);
 void slim_ep_fill_ops(uct_iface_ops_t *ops);
 /* The data operations of an interface with `features` (SLIM_FEATURE_*). */
@@ -489,7 +482,7 @@ static UCS_F_ALWAYS_INLINE void slim_iface_wake(slim_iface_t *iface)
  * 20 ms in one round), and the live loop must see such a transfer as it
  * goes. One clock read per 256 KiB sent: at most 0.4 % of the time 256 KiB
  * take on a 25 GB/s link, and nothing for messages that stay below it. */
-#define SLIM_TALLY_MAX_BYTES  (256 * 1024)
+#define SLIM_TALLY_MAX_BYTES (256 * 1024)
 
 /* Out of line, so that no clock read or call into the core library stands
  * in an operation's code (tests/tools/fast-path.test). */
@@ -573,9 +566,8 @@ static UCS_F_ALWAYS_INLINE void slim_iface_round_begin_fast(slim_iface_t *iface)
  * received, queued bytes sent, a send completion) marks the link busy, so
  * that a burst lasts while its data moves (a 1 MiB rendezvous stream was
  * otherwise modelled as short bursts 200 us apart, 74-94 % idle). */
-static UCS_F_ALWAYS_INLINE void slim_iface_round_end(slim_iface_t *iface,
-                                                     unsigned count,
-                                                     uint64_t held)
+static UCS_F_ALWAYS_INLINE void
+slim_iface_round_end(slim_iface_t *iface, unsigned count, uint64_t held)
 {
     if (ucs_unlikely(count > 0) &&
         ((iface->tally.ops + iface->tally.ended) == held)) {

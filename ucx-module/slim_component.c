@@ -48,12 +48,12 @@ static ucs_config_field_t slim_iface_config_table[] = {
 static slim_inner_t slim_global_inner;
 /* Sized for any value the core accepts (up to 31 characters), not only for
  * real transport names (UCT_TL_NAME_MAX), so an error shows what was given. */
-static char         slim_global_inner_name[64];
+static char slim_global_inner_name[64];
 
 /* Visits every transport of every component but ours, until visit()
  * returns nonzero; returns that value (0 when all were visited). */
-static int slim_foreach_inner_candidate(int (*visit)(uct_component_t*,
-                                                     uct_tl_t*, void*),
+static int slim_foreach_inner_candidate(int (*visit)(uct_component_t *,
+                                                     uct_tl_t *, void *),
                                         void *arg)
 {
     uct_component_t *component;
@@ -75,12 +75,11 @@ static int slim_foreach_inner_candidate(int (*visit)(uct_component_t*,
 }
 
 typedef struct {
-    const char   *tl_name;
+    const char *tl_name;
     slim_inner_t *inner;
 } slim_inner_query_t;
 
-static int slim_inner_match(uct_component_t *component, uct_tl_t *tl,
-                            void *arg)
+static int slim_inner_match(uct_component_t *component, uct_tl_t *tl, void *arg)
 {
     slim_inner_query_t *query = arg;
 
@@ -97,11 +96,12 @@ ucs_status_t slim_inner_find(const char *tl_name, slim_inner_t *inner)
     slim_inner_query_t query = {tl_name, inner};
 
     return slim_foreach_inner_candidate(slim_inner_match, &query) ?
-           UCS_OK : UCS_ERR_NO_DEVICE;
+                   UCS_OK :
+                   UCS_ERR_NO_DEVICE;
 }
 
-static int slim_inner_append_name(uct_component_t *component, uct_tl_t *tl,
-                                  void *arg)
+static int
+slim_inner_append_name(uct_component_t *component, uct_tl_t *tl, void *arg)
 {
     ucs_string_buffer_appendf(arg, "%s ", tl->name);
     return 0;
@@ -145,7 +145,8 @@ static ucs_status_t slim_global_inner_lookup(void)
 
     if (!strcmp(slim_global_inner_name, SLIM_TL_NAME)) {
         slim_error("UCX_SLIM_INNER=%s: slim cannot wrap itself; name a real "
-                   "transport such as tcp or rc_verbs", slim_global_inner_name);
+                   "transport such as tcp or rc_verbs",
+                   slim_global_inner_name);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -161,17 +162,15 @@ static ucs_status_t slim_global_inner_lookup(void)
  * reads them, whatever slim_tl and slim_component say once the inner
  * transport is known. */
 static ucs_config_global_list_entry_t slim_own_iface_config = {
-    .name   = "slim transport (slimlink)",
-    .prefix = SLIM_CONFIG_PREFIX,
-    .table  = slim_iface_config_table,
-    .size   = sizeof(slim_iface_config_t)
-};
+        .name   = "slim transport (slimlink)",
+        .prefix = SLIM_CONFIG_PREFIX,
+        .table  = slim_iface_config_table,
+        .size   = sizeof(slim_iface_config_t)};
 static ucs_config_global_list_entry_t slim_own_md_config = {
-    .name   = "slim memory domain (slimlink)",
-    .prefix = SLIM_CONFIG_PREFIX,
-    .table  = slim_md_config_table,
-    .size   = sizeof(slim_md_config_t)
-};
+        .name   = "slim memory domain (slimlink)",
+        .prefix = SLIM_CONFIG_PREFIX,
+        .table  = slim_md_config_table,
+        .size   = sizeof(slim_md_config_t)};
 static int slim_config_adopted;
 
 /* LISTED leaves UCX's list of configurations and OWN takes its place, so
@@ -215,7 +214,7 @@ int slim_config_is_inner(const void *config,
 {
     /* UCX hands out configurations as the data of a bundle that names the
      * table it was read with (uct_config_read). */
-    const uct_config_bundle_t *bundle = (const uct_config_bundle_t*)config - 1;
+    const uct_config_bundle_t *bundle = (const uct_config_bundle_t *)config - 1;
 
     return bundle->table == inner_table;
 }
@@ -231,7 +230,7 @@ ucs_status_t slim_own_iface_config_read(uct_iface_config_t **config_p)
     if (status != UCS_OK) {
         return status;
     }
-    *config_p = (uct_iface_config_t*)bundle->data;
+    *config_p = (uct_iface_config_t *)bundle->data;
     return UCS_OK;
 }
 
@@ -283,7 +282,8 @@ ucs_status_t slim_query_md_resources(uct_component_t *component,
             slim_error("UCX_SLIM_INNER=%s: that transport is loaded but its "
                        "component '%s' finds no device on this machine, so "
                        "slim offers none ('ucx_info -d' lists the transports "
-                       "that have devices here)", slim_global_inner_name,
+                       "that have devices here)",
+                       slim_global_inner_name,
                        slim_global_inner.component->name);
         }
     }
@@ -321,8 +321,8 @@ static ucs_status_t slim_rkey_ptr(uct_component_t *component, uct_rkey_t rkey,
     return inner->rkey_ptr(inner, rkey, handle, remote_addr, local_addr_p);
 }
 
-static ucs_status_t slim_rkey_release(uct_component_t *component,
-                                      uct_rkey_t rkey, void *handle)
+static ucs_status_t
+slim_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle)
 {
     uct_component_t *inner = slim_global_inner.component;
 
@@ -368,7 +368,7 @@ uct_tl_t slim_tl = {
 static int slim_registered;
 
 #ifdef SLIM_BUILT_INTO_UCX
-#  define SLIM_LOAD_MODE "built into UCX"
+#define SLIM_LOAD_MODE "built into UCX"
 
 /* Built in UCX's own tree: the headers are those of the libraries we load. */
 static int slim_ucx_version_matches(void)
@@ -376,7 +376,7 @@ static int slim_ucx_version_matches(void)
     return 1;
 }
 #else
-#  define SLIM_LOAD_MODE "preloaded"
+#define SLIM_LOAD_MODE "preloaded"
 
 /* Struct layouts of UCX's internal headers change between releases, so a
  * module built for another UCX would corrupt memory: refuse to register. */
@@ -392,8 +392,9 @@ static int slim_ucx_version_matches(void)
 
     slim_error("slim transport disabled: slimlink was built against UCX "
                "%d.%d.%d but this process runs UCX %u.%u.%u; rebuild slimlink "
-               "against the installed UCX", UCT_VERNO_MAJOR, UCT_VERNO_MINOR,
-               UCT_VERNO_PATCH, major, minor, release);
+               "against the installed UCX",
+               UCT_VERNO_MAJOR, UCT_VERNO_MINOR, UCT_VERNO_PATCH, major, minor,
+               release);
     return 0;
 }
 #endif
@@ -421,7 +422,8 @@ UCS_F_CTOR static void slim_module_load(void)
 
     if (slim_already_registered()) {
         slim_debug("another copy of the module is registered; this one "
-                   "(%s) stays out", SLIM_LOAD_MODE);
+                   "(%s) stays out",
+                   SLIM_LOAD_MODE);
         return;
     }
 

@@ -83,12 +83,12 @@ slim_ep_inner_iov(const uct_iov_t *iov, size_t iovcnt, uct_iov_t *out)
 /* A flush in flight. Its completion marks the endpoint flushed up to the
  * operations issued before it, then completes UCP's own completion. */
 typedef struct slim_flush_comp {
-    uct_completion_t  super;
-    uct_completion_t  *user;
-    slim_iface_t      *iface;
-    slim_ep_t         *ep;      /* NULL once the endpoint is destroyed */
-    uint64_t          op_seq;   /* ep->op_seq when the flush was issued */
-    ucs_list_link_t   list;     /* in slim_ep_t::flushes */
+    uct_completion_t super;
+    uct_completion_t *user;
+    slim_iface_t *iface;
+    slim_ep_t *ep; /* NULL once the endpoint is destroyed */
+    uint64_t op_seq; /* ep->op_seq when the flush was issued */
+    ucs_list_link_t list; /* in slim_ep_t::flushes */
 } slim_flush_comp_t;
 
 /* A completion of slim's own that the inner transport completes once. */
@@ -106,21 +106,20 @@ slim_completion_init(uct_completion_t *comp, uct_completion_callback_t func)
  * progress activity in between, looked like a short burst and a long idle
  * period: the link would have been narrowed under the transfer. */
 typedef struct slim_zcopy_comp {
-    uct_completion_t  super;
-    uct_completion_t  *user;   /* UCP's; may be NULL */
-    slim_iface_t      *iface;
+    uct_completion_t super;
+    uct_completion_t *user; /* UCP's; may be NULL */
+    slim_iface_t *iface;
 } slim_zcopy_comp_t;
 
 /* Adds the operation to the tally when the inner transport accepted it.
  * `orig` is its size before packing. */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_record_op(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
-               slim_dir_t dir, uint8_t am_id, size_t bytes, size_t orig,
-               unsigned feat)
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_record_op(
+        uct_ep_h tl_ep, ucs_status_t status, slim_op_t op, slim_dir_t dir,
+        uint8_t am_id, size_t bytes, size_t orig, unsigned feat)
 {
     if (SLIM_F_RECORD(feat) && slim_status_accepted(status)) {
-        slim_iface_record(slim_iface(tl_ep->iface), op, dir, am_id, bytes,
-                          orig, (uintptr_t)tl_ep);
+        slim_iface_record(slim_iface(tl_ep->iface), op, dir, am_id, bytes, orig,
+                          (uintptr_t)tl_ep);
     }
     return status;
 }
@@ -133,9 +132,11 @@ slim_record_status(uct_ep_h tl_ep, ucs_status_t status, slim_op_t op,
 }
 
 /* A bcopy send returns the bytes it packed, or a negative status. */
-static UCS_F_ALWAYS_INLINE ssize_t
-slim_record_packed(uct_ep_h tl_ep, ssize_t packed, slim_op_t op, uint8_t am_id,
-                   unsigned feat)
+static UCS_F_ALWAYS_INLINE ssize_t slim_record_packed(uct_ep_h tl_ep,
+                                                      ssize_t packed,
+                                                      slim_op_t op,
+                                                      uint8_t am_id,
+                                                      unsigned feat)
 {
     slim_record_op(tl_ep, (packed >= 0) ? UCS_OK : (ucs_status_t)packed, op,
                    SLIM_DIR_SEND, am_id, packed, packed, feat);
@@ -181,9 +182,9 @@ slim_zcopy_comp_get(slim_iface_t *iface, uct_completion_t *user,
  * in flight until its completion when it returned UCS_INPROGRESS with a
  * tracking completion, else like any operation (the tracker goes back). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_record_zcopy(uct_ep_h tl_ep, slim_zcopy_comp_t *zcomp,
-                  ucs_status_t status, slim_op_t op, slim_dir_t dir,
-                  uint8_t am_id, size_t bytes, unsigned feat)
+slim_record_zcopy(uct_ep_h tl_ep, slim_zcopy_comp_t *zcomp, ucs_status_t status,
+                  slim_op_t op, slim_dir_t dir, uint8_t am_id, size_t bytes,
+                  unsigned feat)
 {
     if (SLIM_F_RECORD(feat) && (zcomp != NULL)) {
         if (status == UCS_INPROGRESS) {
@@ -279,8 +280,7 @@ static size_t slim_ep_iov_pieces(const uct_iov_t *iov, size_t iovcnt,
 /* Offers an iov message to the packing path (an iov it cannot describe
  * goes as it is, unframed and uncounted). */
 static void slim_ep_offer_iov_marked(uct_ep_h tl_ep, uint8_t id,
-                                     const void *header,
-                                     unsigned header_length,
+                                     const void *header, unsigned header_length,
                                      const uct_iov_t *iov, size_t iovcnt,
                                      slim_frame_outcome_t *outcome)
 {
@@ -307,8 +307,8 @@ slim_ep_offer_iov(uct_ep_h tl_ep, uint8_t id, const void *header,
     outcome->unframed = 0;
     if (SLIM_F_PACK(feat) &&
         ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
-        slim_ep_offer_iov_marked(tl_ep, id, header, header_length, iov,
-                                 iovcnt, outcome);
+        slim_ep_offer_iov_marked(tl_ep, id, header, header_length, iov, iovcnt,
+                                 outcome);
     }
 }
 
@@ -378,11 +378,10 @@ slim_ep_am_bcopy_impl(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
                               SLIM_OP_AM_BCOPY, id, feat);
 }
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
-                      unsigned header_length, const uct_iov_t *iov,
-                      size_t iovcnt, unsigned flags, uct_completion_t *comp,
-                      unsigned feat)
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_am_zcopy_impl(
+        uct_ep_h tl_ep, uint8_t id, const void *header, unsigned header_length,
+        const uct_iov_t *iov, size_t iovcnt, unsigned flags,
+        uct_completion_t *comp, unsigned feat)
 {
     uct_ep_h inner = slim_ep_start_op(tl_ep, feat);
     uct_iov_t inner_iov[SLIM_EP_MAX_IOV];
@@ -403,8 +402,8 @@ slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
     if (SLIM_F_BY_COPY(feat)) {
         /* The inner transport has no am_zcopy: a copy, done at once too. */
         status = slim_frame_am_zcopy_by_copy(slim_ep(tl_ep), id, header,
-                                             header_length, iov, iovcnt,
-                                             flags, &length);
+                                             header_length, iov, iovcnt, flags,
+                                             &length);
         slim_frame_forwarded(&outcome, status);
         return slim_record_op(tl_ep, status, SLIM_OP_AM_BCOPY, SLIM_DIR_SEND,
                               id, length, length, feat);
@@ -413,8 +412,8 @@ slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
     inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp,
                                      feat);
     status     = uct_ep_am_zcopy(inner, id, header, header_length,
-                                 slim_ep_inner_iov(iov, iovcnt, inner_iov),
-                                 iovcnt, flags, inner_comp);
+                                 slim_ep_inner_iov(iov, iovcnt, inner_iov), iovcnt,
+                                 flags, inner_comp);
     if (SLIM_F_PACK(feat)) {
         slim_frame_forwarded(&outcome, status);
     }
@@ -428,8 +427,8 @@ slim_ep_am_zcopy_impl(uct_ep_h tl_ep, uint8_t id, const void *header,
  * key the inner transport checks, and only zero-copy puts are packed, in
  * slim_put.c); marked bytes that leave by them count as missed. */
 static void slim_ep_put_unframed(const slim_iface_t *iface,
-                                 const slim_frame_piece_t *pieces,
-                                 size_t count, ucs_status_t status)
+                                 const slim_frame_piece_t *pieces, size_t count,
+                                 ucs_status_t status)
 {
     slim_frame_request_t request = {0, NULL, 0, pieces, count};
     slim_frame_info_t info;
@@ -457,8 +456,8 @@ slim_ep_put_short_impl(uct_ep_h tl_ep, const void *buffer, unsigned length,
     if (SLIM_F_PACK(feat)) {
         slim_ep_put_unframed(slim_iface(tl_ep->iface), &piece, 1, status);
     }
-    return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND,
-                              length, feat);
+    return slim_record_status(tl_ep, status, SLIM_OP_PUT, SLIM_DIR_SEND, length,
+                              feat);
 }
 
 static UCS_F_ALWAYS_INLINE ssize_t
@@ -469,8 +468,8 @@ slim_ep_put_bcopy_impl(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ssize_t, feat);
     return slim_record_packed(tl_ep,
-                              uct_ep_put_bcopy(inner, pack_cb, arg,
-                                               remote_addr, rkey),
+                              uct_ep_put_bcopy(inner, pack_cb, arg, remote_addr,
+                                               rkey),
                               SLIM_OP_PUT, 0, feat);
 }
 
@@ -494,8 +493,7 @@ slim_ep_put_zcopy_impl(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     piece_count     = 0;
     if (SLIM_F_PACK(feat) &&
         ucs_unlikely(slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
-        piece_count = slim_ep_iov_pieces(iov, iovcnt, pieces,
-                                         SLIM_EP_MAX_IOV);
+        piece_count = slim_ep_iov_pieces(iov, iovcnt, pieces, SLIM_EP_MAX_IOV);
     }
     if (piece_count > 0) {
         /* Packed, it is recorded (at its wire size) where it is sent. */
@@ -508,9 +506,8 @@ slim_ep_put_zcopy_impl(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
 
     inner_comp = slim_zcopy_comp_get(slim_iface(tl_ep->iface), comp, &zcomp,
                                      feat);
-    status     = uct_ep_put_zcopy(inner,
-                                  slim_ep_inner_iov(iov, iovcnt, inner_iov),
-                                  iovcnt, remote_addr, rkey, inner_comp);
+    status = uct_ep_put_zcopy(inner, slim_ep_inner_iov(iov, iovcnt, inner_iov),
+                              iovcnt, remote_addr, rkey, inner_comp);
     if (SLIM_F_PACK(feat)) {
         slim_put_forwarded(&outcome, status);
     }
@@ -527,8 +524,8 @@ slim_ep_get_short_impl(uct_ep_h tl_ep, void *buffer, unsigned length,
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
     status = uct_ep_get_short(inner, buffer, length, remote_addr, rkey);
-    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV,
-                              length, feat);
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length,
+                              feat);
 }
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
@@ -540,10 +537,10 @@ slim_ep_get_bcopy_impl(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     ucs_status_t status;
 
     SLIM_EP_PUT_READY_OR_RETURN(tl_ep, ucs_status_t, feat);
-    status = uct_ep_get_bcopy(inner, unpack_cb, arg, length, remote_addr,
-                              rkey, comp);
-    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV,
-                              length, feat);
+    status = uct_ep_get_bcopy(inner, unpack_cb, arg, length, remote_addr, rkey,
+                              comp);
+    return slim_record_status(tl_ep, status, SLIM_OP_GET, SLIM_DIR_RECV, length,
+                              feat);
 }
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
@@ -578,22 +575,20 @@ slim_ep_get_zcopy_impl(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
     return slim_record_status(tl_ep, _status, SLIM_OP_ATOMIC, SLIM_DIR_SEND, \
                               _size, feat)
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_ep_atomic_cswap64_impl(uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
-                            uint64_t remote_addr, uct_rkey_t rkey,
-                            uint64_t *result, uct_completion_t *comp,
-                            unsigned feat)
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_atomic_cswap64_impl(
+        uct_ep_h tl_ep, uint64_t compare, uint64_t swap, uint64_t remote_addr,
+        uct_rkey_t rkey, uint64_t *result, uct_completion_t *comp,
+        unsigned feat)
 {
     SLIM_EP_ATOMIC(uct_ep_atomic_cswap64(_inner, compare, swap, remote_addr,
                                          rkey, result, comp),
                    sizeof(uint64_t));
 }
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_ep_atomic_cswap32_impl(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
-                            uint64_t remote_addr, uct_rkey_t rkey,
-                            uint32_t *result, uct_completion_t *comp,
-                            unsigned feat)
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_atomic_cswap32_impl(
+        uct_ep_h tl_ep, uint32_t compare, uint32_t swap, uint64_t remote_addr,
+        uct_rkey_t rkey, uint32_t *result, uct_completion_t *comp,
+        unsigned feat)
 {
     SLIM_EP_ATOMIC(uct_ep_atomic_cswap32(_inner, compare, swap, remote_addr,
                                          rkey, result, comp),
@@ -602,8 +597,7 @@ slim_ep_atomic_cswap32_impl(uct_ep_h tl_ep, uint32_t compare, uint32_t swap,
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_ep_atomic32_post_impl(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
-                           uint64_t remote_addr, uct_rkey_t rkey,
-                           unsigned feat)
+                           uint64_t remote_addr, uct_rkey_t rkey, unsigned feat)
 {
     SLIM_EP_ATOMIC(uct_ep_atomic32_post(_inner, opcode, value, remote_addr,
                                         rkey),
@@ -612,30 +606,27 @@ slim_ep_atomic32_post_impl(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
 slim_ep_atomic64_post_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
-                           uint64_t remote_addr, uct_rkey_t rkey,
-                           unsigned feat)
+                           uint64_t remote_addr, uct_rkey_t rkey, unsigned feat)
 {
     SLIM_EP_ATOMIC(uct_ep_atomic64_post(_inner, opcode, value, remote_addr,
                                         rkey),
                    sizeof(value));
 }
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_ep_atomic32_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint32_t value,
-                            uint32_t *result, uint64_t remote_addr,
-                            uct_rkey_t rkey, uct_completion_t *comp,
-                            unsigned feat)
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_atomic32_fetch_impl(
+        uct_ep_h tl_ep, unsigned opcode, uint32_t value, uint32_t *result,
+        uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp,
+        unsigned feat)
 {
     SLIM_EP_ATOMIC(uct_ep_atomic32_fetch(_inner, opcode, value, result,
                                          remote_addr, rkey, comp),
                    sizeof(value));
 }
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
-                            uint64_t *result, uint64_t remote_addr,
-                            uct_rkey_t rkey, uct_completion_t *comp,
-                            unsigned feat)
+static UCS_F_ALWAYS_INLINE ucs_status_t slim_ep_atomic64_fetch_impl(
+        uct_ep_h tl_ep, unsigned opcode, uint64_t value, uint64_t *result,
+        uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp,
+        unsigned feat)
 {
     SLIM_EP_ATOMIC(uct_ep_atomic64_fetch(_inner, opcode, value, result,
                                          remote_addr, rkey, comp),
@@ -657,34 +648,39 @@ slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
 /* Defines the data operations of one feature combination, `_feat` a
  * constant, as slim_ep_<op>_<_name>, and slim_ep_fill_data_ops_<_name>(). */
 #define SLIM_EP_DATA_OPS(_name, _feat) \
-    static ucs_status_t slim_ep_am_short_##_name( \
-            uct_ep_h ep, uint8_t id, uint64_t header, const void *payload, \
-            unsigned length) \
+    static ucs_status_t slim_ep_am_short_##_name(uct_ep_h ep, uint8_t id, \
+                                                 uint64_t header, \
+                                                 const void *payload, \
+                                                 unsigned length) \
     { \
         return slim_ep_am_short_impl(ep, id, header, payload, length, _feat); \
     } \
-    static ucs_status_t slim_ep_am_short_iov_##_name( \
-            uct_ep_h ep, uint8_t id, const uct_iov_t *iov, size_t iovcnt) \
+    static ucs_status_t slim_ep_am_short_iov_##_name(uct_ep_h ep, uint8_t id, \
+                                                     const uct_iov_t *iov, \
+                                                     size_t iovcnt) \
     { \
         return slim_ep_am_short_iov_impl(ep, id, iov, iovcnt, _feat); \
     } \
-    static ssize_t slim_ep_am_bcopy_##_name( \
-            uct_ep_h ep, uint8_t id, uct_pack_callback_t pack_cb, void *arg, \
-            unsigned flags) \
+    static ssize_t slim_ep_am_bcopy_##_name(uct_ep_h ep, uint8_t id, \
+                                            uct_pack_callback_t pack_cb, \
+                                            void *arg, unsigned flags) \
     { \
         return slim_ep_am_bcopy_impl(ep, id, pack_cb, arg, flags, _feat); \
     } \
     SLIM_EP_AM_ZCOPY_OP(_name, _feat) \
-    static ucs_status_t slim_ep_put_short_##_name( \
-            uct_ep_h ep, const void *buffer, unsigned length, \
-            uint64_t remote_addr, uct_rkey_t rkey) \
+    static ucs_status_t slim_ep_put_short_##_name(uct_ep_h ep, \
+                                                  const void *buffer, \
+                                                  unsigned length, \
+                                                  uint64_t remote_addr, \
+                                                  uct_rkey_t rkey) \
     { \
         return slim_ep_put_short_impl(ep, buffer, length, remote_addr, rkey, \
                                       _feat); \
     } \
-    static ssize_t slim_ep_put_bcopy_##_name( \
-            uct_ep_h ep, uct_pack_callback_t pack_cb, void *arg, \
-            uint64_t remote_addr, uct_rkey_t rkey) \
+    static ssize_t slim_ep_put_bcopy_##_name(uct_ep_h ep, \
+                                             uct_pack_callback_t pack_cb, \
+                                             void *arg, uint64_t remote_addr, \
+                                             uct_rkey_t rkey) \
     { \
         return slim_ep_put_bcopy_impl(ep, pack_cb, arg, remote_addr, rkey, \
                                       _feat); \
@@ -696,9 +692,10 @@ slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
         return slim_ep_put_zcopy_impl(ep, iov, iovcnt, remote_addr, rkey, \
                                       comp, _feat); \
     } \
-    static ucs_status_t slim_ep_get_short_##_name( \
-            uct_ep_h ep, void *buffer, unsigned length, uint64_t remote_addr, \
-            uct_rkey_t rkey) \
+    static ucs_status_t slim_ep_get_short_##_name(uct_ep_h ep, void *buffer, \
+                                                  unsigned length, \
+                                                  uint64_t remote_addr, \
+                                                  uct_rkey_t rkey) \
     { \
         return slim_ep_get_short_impl(ep, buffer, length, remote_addr, rkey, \
                                       _feat); \
@@ -708,8 +705,8 @@ slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
             size_t length, uint64_t remote_addr, uct_rkey_t rkey, \
             uct_completion_t *comp) \
     { \
-        return slim_ep_get_bcopy_impl(ep, unpack_cb, arg, length, \
-                                      remote_addr, rkey, comp, _feat); \
+        return slim_ep_get_bcopy_impl(ep, unpack_cb, arg, length, remote_addr, \
+                                      rkey, comp, _feat); \
     } \
     static ucs_status_t slim_ep_get_zcopy_##_name( \
             uct_ep_h ep, const uct_iov_t *iov, size_t iovcnt, \
@@ -734,16 +731,20 @@ slim_ep_atomic64_fetch_impl(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
         return slim_ep_atomic_cswap32_impl(ep, compare, swap, remote_addr, \
                                            rkey, result, comp, _feat); \
     } \
-    static ucs_status_t slim_ep_atomic32_post_##_name( \
-            uct_ep_h ep, unsigned opcode, uint32_t value, \
-            uint64_t remote_addr, uct_rkey_t rkey) \
+    static ucs_status_t slim_ep_atomic32_post_##_name(uct_ep_h ep, \
+                                                      unsigned opcode, \
+                                                      uint32_t value, \
+                                                      uint64_t remote_addr, \
+                                                      uct_rkey_t rkey) \
     { \
         return slim_ep_atomic32_post_impl(ep, opcode, value, remote_addr, \
                                           rkey, _feat); \
     } \
-    static ucs_status_t slim_ep_atomic64_post_##_name( \
-            uct_ep_h ep, unsigned opcode, uint64_t value, \
-            uint64_t remote_addr, uct_rkey_t rkey) \
+    static ucs_status_t slim_ep_atomic64_post_##_name(uct_ep_h ep, \
+                                                      unsigned opcode, \
+                                                      uint64_t value, \
+                                                      uint64_t remote_addr, \
+                                                      uct_rkey_t rkey) \
     { \
         return slim_ep_atomic64_post_impl(ep, opcode, value, remote_addr, \
                                           rkey, _feat); \
@@ -828,32 +829,30 @@ void slim_ep_set_data_ops(uct_iface_ops_t *ops, unsigned features)
 /* ---- tag offload: never advertised (see slim_iface_query) -------------- */
 
 static ucs_status_t slim_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
-                                           const void *data, size_t length)
+                                            const void *data, size_t length)
 {
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ssize_t slim_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                       uint64_t imm, uct_pack_callback_t pack_cb,
-                                       void *arg, unsigned flags)
+static ssize_t
+slim_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag, uint64_t imm,
+                        uct_pack_callback_t pack_cb, void *arg, unsigned flags)
 {
     return UCS_ERR_UNSUPPORTED;
 }
 
 static ucs_status_t slim_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                           uint64_t imm, const uct_iov_t *iov,
-                                           size_t iovcnt, unsigned flags,
-                                           uct_completion_t *comp)
+                                            uint64_t imm, const uct_iov_t *iov,
+                                            size_t iovcnt, unsigned flags,
+                                            uct_completion_t *comp)
 {
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ucs_status_ptr_t slim_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                               const void *header,
-                                               unsigned header_length,
-                                               const uct_iov_t *iov,
-                                               size_t iovcnt, unsigned flags,
-                                               uct_completion_t *comp)
+static ucs_status_ptr_t
+slim_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag, const void *header,
+                       unsigned header_length, const uct_iov_t *iov,
+                       size_t iovcnt, unsigned flags, uct_completion_t *comp)
 {
     return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
 }
@@ -863,10 +862,9 @@ static ucs_status_t slim_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op)
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ucs_status_t slim_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
-                                            const void *header,
-                                            unsigned header_length,
-                                            unsigned flags)
+static ucs_status_t
+slim_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag, const void *header,
+                         unsigned header_length, unsigned flags)
 {
     return UCS_ERR_UNSUPPORTED;
 }
@@ -880,8 +878,8 @@ static uct_ep_h slim_ep_start_control_op(uct_ep_h tl_ep)
     return slim_ep_start_op(tl_ep, slim_iface(tl_ep->iface)->features);
 }
 
-static ucs_status_t slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                       unsigned flags)
+static ucs_status_t
+slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
 {
     uct_ep_h inner = slim_ep_start_control_op(tl_ep);
 
@@ -892,9 +890,9 @@ static ucs_status_t slim_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
 }
 
 typedef struct slim_ep_purge_arg {
-    slim_ep_t                    *ep;
+    slim_ep_t *ep;
     uct_pending_purge_callback_t cb;
-    void                         *arg;
+    void *arg;
 } slim_ep_purge_arg_t;
 
 /* UCP's callback sees its own requests only. */
@@ -917,8 +915,7 @@ static void slim_ep_pending_purge(uct_ep_h tl_ep,
 
 static void slim_flush_comp_done(uct_completion_t *self)
 {
-    slim_flush_comp_t *flush = ucs_container_of(self, slim_flush_comp_t,
-                                                super);
+    slim_flush_comp_t *flush = ucs_container_of(self, slim_flush_comp_t, super);
     slim_ep_t *ep            = flush->ep;
     slim_iface_t *iface      = flush->iface;
     uct_completion_t *user   = flush->user;
@@ -940,8 +937,8 @@ static void slim_flush_comp_done(uct_completion_t *self)
     slim_progress_maybe_linger(iface);
 }
 
-static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                  uct_completion_t *comp)
+static ucs_status_t
+slim_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     slim_ep_t *ep       = slim_ep(tl_ep);
     uint64_t op_seq     = ep->op_seq;
@@ -965,10 +962,10 @@ static ucs_status_t slim_ep_flush(uct_ep_h tl_ep, unsigned flags,
     }
 
     slim_completion_init(&flush->super, slim_flush_comp_done);
-    flush->user         = comp;
-    flush->iface        = iface;
-    flush->ep           = ep;
-    flush->op_seq       = op_seq;
+    flush->user   = comp;
+    flush->iface  = iface;
+    flush->ep     = ep;
+    flush->op_seq = op_seq;
 
     status = uct_ep_flush(ep->inner, flags, &flush->super);
     if (status == UCS_INPROGRESS) {
@@ -989,14 +986,14 @@ static ucs_status_t slim_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return uct_ep_fence(slim_ep_control(tl_ep), flags);
 }
 
-static ucs_status_t slim_ep_check(uct_ep_h tl_ep, unsigned flags,
-                                  uct_completion_t *comp)
+static ucs_status_t
+slim_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     return uct_ep_check(slim_ep_start_control_op(tl_ep), flags, comp);
 }
 
-static ucs_status_t slim_ep_connect(uct_ep_h tl_ep,
-                                    const uct_ep_connect_params_t *params)
+static ucs_status_t
+slim_ep_connect(uct_ep_h tl_ep, const uct_ep_connect_params_t *params)
 {
     return uct_ep_connect(slim_ep_control(tl_ep), params);
 }
@@ -1025,8 +1022,8 @@ static ucs_status_t slim_ep_connect_to_ep(uct_ep_h tl_ep,
 
 static ucs_status_t slim_ep_query(uct_ep_h tl_ep, uct_ep_attr_t *ep_attr)
 {
-    uct_ep_h inner           = slim_ep(tl_ep)->inner;
-    uct_base_iface_t *iface  = ucs_derived_of(inner->iface, uct_base_iface_t);
+    uct_ep_h inner          = slim_ep(tl_ep)->inner;
+    uct_base_iface_t *iface = ucs_derived_of(inner->iface, uct_base_iface_t);
 
     return iface->internal_ops->ep_query(inner, ep_attr);
 }
@@ -1084,14 +1081,13 @@ static UCS_CLASS_CLEANUP_FUNC(slim_ep_t)
 }
 
 UCS_CLASS_DEFINE(slim_ep_t, uct_base_ep_t);
-UCS_CLASS_DEFINE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_NEW_FUNC(slim_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DEFINE_DELETE_FUNC(slim_ep_t, uct_ep_t);
 
 /* Plain malloc'd chunks; the objects need no setup. */
 static ucs_mpool_ops_t slim_comp_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free
-};
+        .chunk_alloc   = ucs_mpool_chunk_malloc,
+        .chunk_release = ucs_mpool_chunk_free};
 
 ucs_status_t slim_ep_comp_pools_init(slim_iface_t *iface)
 {

@@ -55,13 +55,13 @@
 /* A frame sent by zero-copy from memory of our own. */
 typedef struct slim_frame_tx {
     uct_completion_t comp;
-    uint8_t          data[] UCS_V_ALIGNED(8);
+    uint8_t data[] UCS_V_ALIGNED(8);
 } slim_frame_tx_t;
 
 typedef struct slim_frame_alloc_ctx {
-    slim_iface_t    *iface;
-    slim_frame_tx_t *tx;      /* set when the frame went to malloc'ed memory */
-    slim_bounce_t   *bounce;  /* set when it went to a bounce buffer */
+    slim_iface_t *iface;
+    slim_frame_tx_t *tx; /* set when the frame went to malloc'ed memory */
+    slim_bounce_t *bounce; /* set when it went to a bounce buffer */
 } slim_frame_alloc_ctx_t;
 
 
@@ -149,7 +149,7 @@ void slim_frame_steer_caps(slim_iface_t *iface, uct_iface_attr_t *iface_attr)
          * the header's size; rndv.c checks length plus header against it),
          * as the check in slim_frame_am_zcopy_by_copy does. It copies, so
          * no alignment helps it. */
-        iface_attr->cap.flags             |= UCT_IFACE_FLAG_AM_ZCOPY;
+        iface_attr->cap.flags |= UCT_IFACE_FLAG_AM_ZCOPY;
         iface_attr->cap.am.min_zcopy       = 0;
         iface_attr->cap.am.max_zcopy       = frame->by_copy_max;
         iface_attr->cap.am.max_hdr         = frame->by_copy_max;
@@ -197,7 +197,7 @@ void slim_frame_steer_md_attr(uct_md_attr_t *md_attr)
 
 static void *slim_frame_alloc(void *arg, size_t size)
 {
-    slim_frame_alloc_ctx_t *ctx = arg;
+    slim_frame_alloc_ctx_t *ctx     = arg;
     const slim_frame_iface_t *frame = &ctx->iface->frame;
 
     if (size <= frame->tx_scratch_size) {
@@ -213,7 +213,7 @@ static void *slim_frame_alloc(void *arg, size_t size)
         }
     }
     if (ctx->iface->frame.need_memh) {
-        return NULL;   /* the pool is empty: the message goes unframed */
+        return NULL; /* the pool is empty: the message goes unframed */
     }
     ctx->tx = ucs_malloc(sizeof(*ctx->tx) + size, "slim_frame_tx");
     return (ctx->tx != NULL) ? ctx->tx->data : NULL;
@@ -234,10 +234,10 @@ size_t slim_frame_pack_bytes(void *dest, void *arg)
 
 /* What an am_zcopy done by copy sends: its header, then its iov. */
 typedef struct slim_frame_gather {
-    const void      *header;
-    unsigned        header_length;
+    const void *header;
+    unsigned header_length;
     const uct_iov_t *iov;
-    size_t          iovcnt;
+    size_t iovcnt;
 } slim_frame_gather_t;
 
 static size_t slim_frame_pack_gather(void *dest, void *arg)
@@ -260,13 +260,12 @@ static size_t slim_frame_pack_gather(void *dest, void *arg)
     return UCS_PTR_BYTE_DIFF(dest, out);
 }
 
-ucs_status_t slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id,
-                                         const void *header,
-                                         unsigned header_length,
-                                         const uct_iov_t *iov, size_t iovcnt,
-                                         unsigned flags, size_t *length_p)
+ucs_status_t
+slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id, const void *header,
+                            unsigned header_length, const uct_iov_t *iov,
+                            size_t iovcnt, unsigned flags, size_t *length_p)
 {
-    size_t limit = slim_iface(ep->super.super.iface)->frame.by_copy_max;
+    size_t limit  = slim_iface(ep->super.super.iface)->frame.by_copy_max;
     size_t length = header_length + uct_iov_total_length(iov, iovcnt);
     slim_frame_gather_t gather = {header, header_length, iov, iovcnt};
     ssize_t packed;
@@ -274,8 +273,8 @@ ucs_status_t slim_frame_am_zcopy_by_copy(slim_ep_t *ep, uint8_t id,
     *length_p = 0;
     /* The inner transport's segment holds no more: never copy past it. */
     if (ucs_unlikely(length > limit)) {
-        slim_error("am_zcopy of %zu bytes exceeds the %zu advertised",
-                   length, limit);
+        slim_error("am_zcopy of %zu bytes exceeds the %zu advertised", length,
+                   limit);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     packed = uct_ep_am_bcopy(ep->inner, id, slim_frame_pack_gather, &gather,
@@ -308,8 +307,7 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
         memcpy(&header, data, sizeof(header));
         *op_p = SLIM_OP_AM_SHORT;
         return uct_ep_am_short(ep->inner, SLIM_FRAME_AM_ID, header,
-                               data + sizeof(header),
-                               length - sizeof(header));
+                               data + sizeof(header), length - sizeof(header));
     }
 
     if (length <= frame->max_bcopy) {
@@ -326,7 +324,7 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
 
-    iov.buffer = (void*)data;
+    iov.buffer = (void *)data;
     iov.length = length;
     iov.stride = 0;
     iov.count  = 1;
@@ -347,13 +345,12 @@ static ucs_status_t slim_frame_send(slim_ep_t *ep, slim_frame_alloc_ctx_t *ctx,
         /* the completion releases the memory */
         ctx->tx     = NULL;
         ctx->bounce = NULL;
-        return UCS_OK;  /* the data is ours now: done, as far as UCP knows */
+        return UCS_OK; /* the data is ours now: done, as far as UCP knows */
     }
     return status;
 }
 
-void slim_frame_offer_marked(slim_ep_t *ep,
-                             const slim_frame_request_t *request,
+void slim_frame_offer_marked(slim_ep_t *ep, const slim_frame_request_t *request,
                              slim_frame_outcome_t *outcome)
 {
     slim_frame_alloc_ctx_t ctx = {slim_iface(ep->super.super.iface), NULL,
@@ -392,8 +389,8 @@ void slim_frame_offer_marked(slim_ep_t *ep,
     }
 }
 
-ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
-                                size_t length, unsigned flags)
+ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data, size_t length,
+                                unsigned flags)
 {
     slim_frame_iface_t *frame = &iface->frame;
     uint8_t *out              = frame->rx_busy ? NULL : frame->rx_scratch;
@@ -426,7 +423,8 @@ ucs_status_t slim_frame_receive(slim_iface_t *iface, void *data,
         }
         if (out == NULL) {
             slim_error("no memory to rebuild a %ld-byte message from a "
-                       "packing frame; it is dropped", (long)rebuilt);
+                       "packing frame; it is dropped",
+                       (long)rebuilt);
             return UCS_OK;
         }
         rebuilt = slim_core_frame_unpack(data, length, out, rebuilt, &am_id);

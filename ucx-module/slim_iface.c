@@ -10,7 +10,7 @@
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
 
-static uct_iface_ops_t          slim_iface_ops;
+static uct_iface_ops_t slim_iface_ops;
 static uct_iface_internal_ops_t slim_iface_internal_ops;
 
 /* Open slim interfaces in this process. When the last one closes (UCP
@@ -20,10 +20,9 @@ static int slim_num_open_ifaces;
 
 /* Tag matching offload would deliver messages without passing our AM
  * trampolines, so slim never advertises it. */
-#define SLIM_IFACE_TAG_FLAGS (UCT_IFACE_FLAG_TAG_EAGER_SHORT | \
-                              UCT_IFACE_FLAG_TAG_EAGER_BCOPY | \
-                              UCT_IFACE_FLAG_TAG_EAGER_ZCOPY | \
-                              UCT_IFACE_FLAG_TAG_RNDV_ZCOPY)
+#define SLIM_IFACE_TAG_FLAGS \
+    (UCT_IFACE_FLAG_TAG_EAGER_SHORT | UCT_IFACE_FLAG_TAG_EAGER_BCOPY | \
+     UCT_IFACE_FLAG_TAG_EAGER_ZCOPY | UCT_IFACE_FLAG_TAG_RNDV_ZCOPY)
 
 ucs_status_t slim_query_devices(uct_md_h md,
                                 uct_tl_device_resource_t **devices_p,
@@ -60,8 +59,8 @@ ucs_status_t slim_query_devices(uct_md_h md,
 /* slim forwards active messages and frames packed data in them: an inner
  * transport without any (cma, knem, xpmem: memory copies only) cannot
  * carry MPI's traffic. Says so once, naming the variable. */
-static ucs_status_t slim_iface_check_inner(slim_iface_t *self,
-                                           const char *tl_name)
+static ucs_status_t
+slim_iface_check_inner(slim_iface_t *self, const char *tl_name)
 {
     static int reported;
     uct_iface_attr_t attr;
@@ -80,7 +79,8 @@ static ucs_status_t slim_iface_check_inner(slim_iface_t *self,
         slim_error("UCX_SLIM_INNER=%s: that transport carries no active "
                    "messages (it only moves memory), so slim cannot send "
                    "over it; name one that does (tcp, rc_verbs, ud_verbs, "
-                   "dc_mlx5, ...)", tl_name);
+                   "dc_mlx5, ...)",
+                   tl_name);
     }
     return UCS_ERR_UNSUPPORTED;
 }
@@ -88,42 +88,38 @@ static ucs_status_t slim_iface_check_inner(slim_iface_t *self,
 /* The receive trampolines, one chosen per AM id when the interface opens
  * (slim_iface_install_trampolines): a receive is recorded in the tally,
  * recorded from any thread, or only forwarded. */
-static ucs_status_t slim_am_trampoline(void *arg, void *data, size_t length,
-                                       unsigned flags)
+static ucs_status_t
+slim_am_trampoline(void *arg, void *data, size_t length, unsigned flags)
 {
     slim_am_slot_t *slot = arg;
 
     slim_iface_record(slot->iface, SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id,
                       length, length, 0);
-    return slim_progress_deliver_am(slot->iface, slot->id, data, length,
-                                    flags);
+    return slim_progress_deliver_am(slot->iface, slot->id, data, length, flags);
 }
 
 static ucs_status_t slim_am_trampoline_any_thread(void *arg, void *data,
-                                                  size_t length,
-                                                  unsigned flags)
+                                                  size_t length, unsigned flags)
 {
     slim_am_slot_t *slot = arg;
 
     slim_core_traffic(SLIM_OP_AM_ANY, SLIM_DIR_RECV, slot->id, length, length,
                       0);
-    return slim_progress_deliver_am(slot->iface, slot->id, data, length,
-                                    flags);
+    return slim_progress_deliver_am(slot->iface, slot->id, data, length, flags);
 }
 
-static ucs_status_t slim_am_trampoline_forward(void *arg, void *data,
-                                               size_t length, unsigned flags)
+static ucs_status_t
+slim_am_trampoline_forward(void *arg, void *data, size_t length, unsigned flags)
 {
     slim_am_slot_t *slot = arg;
 
-    return slim_progress_deliver_am(slot->iface, slot->id, data, length,
-                                    flags);
+    return slim_progress_deliver_am(slot->iface, slot->id, data, length, flags);
 }
 
 /* Frames are rebuilt whatever this side's configuration: the sender chose
  * to pack. */
-static ucs_status_t slim_am_trampoline_frame(void *arg, void *data,
-                                             size_t length, unsigned flags)
+static ucs_status_t
+slim_am_trampoline_frame(void *arg, void *data, size_t length, unsigned flags)
 {
     slim_am_slot_t *slot = arg;
     slim_iface_t *iface  = slot->iface;
@@ -140,8 +136,8 @@ static ucs_status_t slim_am_trampoline_frame(void *arg, void *data,
     return slim_frame_receive(iface, data, length, flags);
 }
 
-static uct_am_callback_t slim_am_trampoline_for(const slim_iface_t *iface,
-                                                uint8_t id)
+static uct_am_callback_t
+slim_am_trampoline_for(const slim_iface_t *iface, uint8_t id)
 {
     if (id == SLIM_FRAME_AM_ID) {
         return slim_am_trampoline_frame;
@@ -205,14 +201,14 @@ slim_ep_t *slim_iface_find_ep(slim_iface_t *iface, uct_ep_h inner_ep)
 
 /* The inner transport reports failures with its own endpoint; UCP only knows
  * ours (mapped in slim_progress.c, deferred if the linger thread saw it). */
-static ucs_status_t slim_iface_inner_err_handler(void *arg, uct_ep_h inner_ep,
-                                                 ucs_status_t status)
+static ucs_status_t
+slim_iface_inner_err_handler(void *arg, uct_ep_h inner_ep, ucs_status_t status)
 {
     return slim_progress_deliver_error(arg, inner_ep, status);
 }
 
-static ucs_status_t slim_iface_query(uct_iface_h tl_iface,
-                                     uct_iface_attr_t *iface_attr)
+static ucs_status_t
+slim_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *iface_attr)
 {
     ucs_status_t status;
 
@@ -233,14 +229,14 @@ static ucs_status_t slim_iface_query(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static ucs_status_t slim_iface_get_device_address(uct_iface_h tl_iface,
-                                                  uct_device_addr_t *addr)
+static ucs_status_t
+slim_iface_get_device_address(uct_iface_h tl_iface, uct_device_addr_t *addr)
 {
     return uct_iface_get_device_address(slim_iface(tl_iface)->inner, addr);
 }
 
-static ucs_status_t slim_iface_get_address(uct_iface_h tl_iface,
-                                           uct_iface_addr_t *addr)
+static ucs_status_t
+slim_iface_get_address(uct_iface_h tl_iface, uct_iface_addr_t *addr)
 {
     return uct_iface_get_address(slim_iface(tl_iface)->inner, addr);
 }
@@ -253,8 +249,8 @@ static int slim_iface_is_reachable(const uct_iface_h tl_iface,
                                   iface_addr);
 }
 
-static ucs_status_t slim_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                     uct_completion_t *comp)
+static ucs_status_t
+slim_iface_flush(uct_iface_h tl_iface, unsigned flags, uct_completion_t *comp)
 {
     slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_flush(slim_iface(tl_iface)->inner, flags, comp);
@@ -300,38 +296,37 @@ static ucs_status_t slim_iface_event_arm(uct_iface_h tl_iface, unsigned events)
     return uct_iface_event_arm(slim_iface(tl_iface)->inner, events);
 }
 
-static ucs_status_t slim_iface_accept(uct_iface_h tl_iface,
-                                      uct_conn_request_h conn_request)
+static ucs_status_t
+slim_iface_accept(uct_iface_h tl_iface, uct_conn_request_h conn_request)
 {
     slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_accept(slim_iface(tl_iface)->inner, conn_request);
 }
 
-static ucs_status_t slim_iface_reject(uct_iface_h tl_iface,
-                                      uct_conn_request_h conn_request)
+static ucs_status_t
+slim_iface_reject(uct_iface_h tl_iface, uct_conn_request_h conn_request)
 {
     slim_iface_wake(slim_iface(tl_iface));
     return uct_iface_reject(slim_iface(tl_iface)->inner, conn_request);
 }
 
-static ucs_status_t slim_iface_tag_recv_zcopy(uct_iface_h tl_iface,
-                                              uct_tag_t tag, uct_tag_t tag_mask,
-                                              const uct_iov_t *iov,
-                                              size_t iovcnt,
-                                              uct_tag_context_t *ctx)
+static ucs_status_t
+slim_iface_tag_recv_zcopy(uct_iface_h tl_iface, uct_tag_t tag,
+                          uct_tag_t tag_mask, const uct_iov_t *iov,
+                          size_t iovcnt, uct_tag_context_t *ctx)
 {
     return UCS_ERR_UNSUPPORTED; /* tag offload is never advertised */
 }
 
 static ucs_status_t slim_iface_tag_recv_cancel(uct_iface_h tl_iface,
-                                              uct_tag_context_t *ctx,
-                                              int force)
+                                               uct_tag_context_t *ctx,
+                                               int force)
 {
     return UCS_ERR_UNSUPPORTED;
 }
 
-static ucs_status_t slim_iface_estimate_perf(uct_iface_h tl_iface,
-                                             uct_perf_attr_t *perf_attr)
+static ucs_status_t
+slim_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf_attr)
 {
     return uct_iface_estimate_perf(slim_iface(tl_iface)->inner, perf_attr);
 }
@@ -366,9 +361,9 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
     for (id = 0; id < UCT_AM_ID_MAX; ++id) {
         self->am_slots[id].iface = self;
         self->am_slots[id].id    = id;
-        status = uct_iface_set_am_handler(self->inner, id,
-                                          slim_am_trampoline_for(self, id),
-                                          &self->am_slots[id], cb_flags);
+        status                   = uct_iface_set_am_handler(self->inner, id,
+                                                            slim_am_trampoline_for(self, id),
+                                                            &self->am_slots[id], cb_flags);
         if (status != UCS_OK) {
             slim_error("failed to set AM trampoline %u on %s: %s", id,
                        slim_inner_tl_name(), ucs_status_string(status));
@@ -382,7 +377,8 @@ static ucs_status_t slim_iface_install_trampolines(slim_iface_t *self)
  * may honour them or not (tcp does not); what no transport may accept is
  * refused here, as UCX's own transports refuse it: an alignment that is not a
  * power of two, or an offset without an alignment. */
-static ucs_status_t slim_iface_check_am_alignment(const uct_iface_params_t *params)
+static ucs_status_t
+slim_iface_check_am_alignment(const uct_iface_params_t *params)
 {
     size_t align, align_offset;
     ucs_status_t status;
@@ -439,13 +435,14 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
                               own_config UCS_STATS_ARG(
                                       (params->field_mask &
                                        UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
-                                      params->stats_root : NULL)
-                              UCS_STATS_ARG(SLIM_TL_NAME));
+                                              params->stats_root :
+                                              NULL)
+                                      UCS_STATS_ARG(SLIM_TL_NAME));
 
     memset(&self->tally, 0, sizeof(self->tally));
     self->in_flight  = 0;
     self->round_seen = 0;
-    self->features = slim_iface_features(slim_md->inner_tl.tl->name);
+    self->features   = slim_iface_features(slim_md->inner_tl.tl->name);
     ucs_list_head_init(&self->eps);
     self->num_eps        = 0;
     self->orphan_flushes = 0;
@@ -472,12 +469,12 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_comp_pools;
     }
 
-    inner_params                       = *params;
-    inner_params.mode.device.tl_name   = slim_md->inner_tl.tl->name;
-    inner_params.err_handler           = slim_iface_inner_err_handler;
-    inner_params.err_handler_arg       = self;
-    inner_params.field_mask           |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                         UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
+    inner_params                     = *params;
+    inner_params.mode.device.tl_name = slim_md->inner_tl.tl->name;
+    inner_params.err_handler         = slim_iface_inner_err_handler;
+    inner_params.err_handler_arg     = self;
+    inner_params.field_mask |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                               UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG;
 
     status = uct_iface_open(slim_md->inner, self->progress.inner_worker,
                             &inner_params, inner_config, &self->inner);
@@ -510,7 +507,8 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
 
     /* Before the trampolines: whatever arrives is recorded on it. */
     self->recorder       = (self->features & SLIM_FEATURE_RECORD) ?
-                           slim_core_recorder_open(&self->tally) : NULL;
+                                   slim_core_recorder_open(&self->tally) :
+                                   NULL;
     self->marked_regions = slim_core_marked_regions();
     status               = slim_iface_install_trampolines(self);
     if (status != UCS_OK) {
@@ -549,7 +547,7 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
     slim_progress_cleanup(self);
     uct_iface_close(self->inner);
     slim_progress_destroy(self);
-    slim_put_iface_cleanup(self);   /* after the inner iface: nothing in flight */
+    slim_put_iface_cleanup(self); /* after the inner iface: nothing in flight */
     slim_frame_iface_cleanup(self);
     slim_ep_comp_pools_cleanup(self);
     ucs_spinlock_destroy(&self->eps_lock);
@@ -565,9 +563,9 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
 
 UCS_CLASS_DEFINE(slim_iface_t, uct_base_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(slim_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*,
-                                 const uct_iface_config_t*);
+                                 uct_worker_h, const uct_iface_params_t *,
+                                 const uct_iface_config_t *,
+                                 const uct_iface_config_t *);
 static UCS_CLASS_DEFINE_DELETE_FUNC(slim_iface_t, uct_iface_t);
 
 /* CONFIG is the inner transport's once slim knows it (slim_component.c),
@@ -592,11 +590,11 @@ ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
         inner_config = config;
     } else {
         slim_debug("iface configuration %p was read before the inner "
-                   "transport was known; %s reads its own", config,
-                   slim_md->inner_tl.tl->name);
+                   "transport was known; %s reads its own",
+                   config, slim_md->inner_tl.tl->name);
         status       = uct_md_iface_config_read(slim_md->inner,
-                                                slim_md->inner_tl.tl->name,
-                                                NULL, NULL, &read_config);
+                                                slim_md->inner_tl.tl->name, NULL,
+                                                NULL, &read_config);
         own_config   = config;
         inner_config = read_config;
     }
@@ -614,9 +612,9 @@ ucs_status_t slim_iface_open(uct_md_h md, uct_worker_h worker,
 UCS_F_CTOR static void slim_iface_ops_init(void)
 {
     slim_ep_fill_ops(&slim_iface_ops);
-    slim_iface_ops.ep_create              = UCS_CLASS_NEW_FUNC_NAME(slim_ep_t);
-    slim_iface_ops.ep_destroy             = UCS_CLASS_DELETE_FUNC_NAME(slim_ep_t);
-    slim_iface_ops.iface_tag_recv_zcopy   = slim_iface_tag_recv_zcopy;
+    slim_iface_ops.ep_create            = UCS_CLASS_NEW_FUNC_NAME(slim_ep_t);
+    slim_iface_ops.ep_destroy           = UCS_CLASS_DELETE_FUNC_NAME(slim_ep_t);
+    slim_iface_ops.iface_tag_recv_zcopy = slim_iface_tag_recv_zcopy;
     slim_iface_ops.iface_tag_recv_cancel  = slim_iface_tag_recv_cancel;
     slim_iface_ops.iface_accept           = slim_iface_accept;
     slim_iface_ops.iface_reject           = slim_iface_reject;
@@ -627,11 +625,11 @@ UCS_F_CTOR static void slim_iface_ops_init(void)
     slim_iface_ops.iface_progress         = slim_iface_progress;
     slim_iface_ops.iface_event_fd_get     = slim_iface_event_fd_get;
     slim_iface_ops.iface_event_arm        = slim_iface_event_arm;
-    slim_iface_ops.iface_close            = UCS_CLASS_DELETE_FUNC_NAME(slim_iface_t);
-    slim_iface_ops.iface_query            = slim_iface_query;
+    slim_iface_ops.iface_close = UCS_CLASS_DELETE_FUNC_NAME(slim_iface_t);
+    slim_iface_ops.iface_query = slim_iface_query;
     slim_iface_ops.iface_get_device_address = slim_iface_get_device_address;
-    slim_iface_ops.iface_get_address      = slim_iface_get_address;
-    slim_iface_ops.iface_is_reachable     = slim_iface_is_reachable;
+    slim_iface_ops.iface_get_address        = slim_iface_get_address;
+    slim_iface_ops.iface_is_reachable       = slim_iface_is_reachable;
 
     slim_ep_fill_internal_ops(&slim_iface_internal_ops);
     slim_iface_internal_ops.iface_estimate_perf = slim_iface_estimate_perf;

@@ -28,8 +28,7 @@ static void slim_md_close(uct_md_h md)
         ++left;
     }
     if (left > 0) {
-        slim_debug("md %p closed with %zu registrations left", self,
-                   left);
+        slim_debug("md %p closed with %zu registrations left", self, left);
     }
     ucs_spinlock_destroy(&self->regs_lock);
     uct_md_close(self->inner);
@@ -37,18 +36,17 @@ static void slim_md_close(uct_md_h md)
 }
 
 /* A handle for memory the inner md registered or allocated. */
-static slim_memh_t *slim_md_track(slim_md_t *md, uct_mem_h inner,
-                                  void *address, size_t length,
-                                  unsigned flags)
+static slim_memh_t *slim_md_track(slim_md_t *md, uct_mem_h inner, void *address,
+                                  size_t length, unsigned flags)
 {
     slim_memh_t *memh = ucs_malloc(sizeof(*memh), "slim_memh");
 
     if (memh == NULL) {
         return NULL;
     }
-    memh->inner     = inner;
-    memh->address   = (uintptr_t)address;
-    memh->length    = length;
+    memh->inner   = inner;
+    memh->address = (uintptr_t)address;
+    memh->length  = length;
     /* No access flag at all means every access (uct.h). */
     memh->remote_put = !(flags & UCT_MD_MEM_ACCESS_ALL) ||
                        (flags & UCT_MD_MEM_ACCESS_REMOTE_PUT);
@@ -98,11 +96,10 @@ static ucs_status_t slim_md_query(uct_md_h md, uct_md_attr_t *md_attr)
     return status;
 }
 
-static ucs_status_t slim_md_mem_alloc(uct_md_h md, size_t *length_p,
-                                      void **address_p,
-                                      ucs_memory_type_t mem_type,
-                                      unsigned flags, const char *alloc_name,
-                                      uct_mem_h *memh_p)
+static ucs_status_t
+slim_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
+                  ucs_memory_type_t mem_type, unsigned flags,
+                  const char *alloc_name, uct_mem_h *memh_p)
 {
     slim_md_t *self = slim_md(md);
     uct_md_h inner  = self->inner;
@@ -110,8 +107,8 @@ static ucs_status_t slim_md_mem_alloc(uct_md_h md, size_t *length_p,
     slim_memh_t *memh;
     ucs_status_t status;
 
-    status = inner->ops->mem_alloc(inner, length_p, address_p, mem_type,
-                                   flags, alloc_name, &inner_memh);
+    status = inner->ops->mem_alloc(inner, length_p, address_p, mem_type, flags,
+                                   alloc_name, &inner_memh);
     if (status != UCS_OK) {
         return status;
     }
@@ -139,9 +136,8 @@ static ucs_status_t slim_md_mem_free(uct_md_h md, uct_mem_h memh)
     return status;
 }
 
-static ucs_status_t slim_md_mem_advise(uct_md_h md, uct_mem_h memh,
-                                       void *addr, size_t length,
-                                       unsigned advice)
+static ucs_status_t slim_md_mem_advise(uct_md_h md, uct_mem_h memh, void *addr,
+                                       size_t length, unsigned advice)
 {
     uct_md_h inner = slim_md(md)->inner;
 
@@ -174,8 +170,8 @@ static ucs_status_t slim_md_mem_reg(uct_md_h md, void *address, size_t length,
     return UCS_OK;
 }
 
-static ucs_status_t slim_md_mem_dereg(uct_md_h md,
-                                      const uct_md_mem_dereg_params_t *params)
+static ucs_status_t
+slim_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
 {
     slim_md_t *self = slim_md(md);
     uct_md_h inner  = self->inner;
@@ -206,9 +202,9 @@ static ucs_status_t slim_md_mem_query(uct_md_h md, const void *address,
     return inner->ops->mem_query(inner, address, length, mem_attr);
 }
 
-static ucs_status_t
-slim_md_mkey_pack(uct_md_h md, uct_mem_h memh,
-                  const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
+static ucs_status_t slim_md_mkey_pack(uct_md_h md, uct_mem_h memh,
+                                      const uct_md_mkey_pack_params_t *params,
+                                      void *rkey_buffer)
 {
     uct_md_h inner = slim_md(md)->inner;
 
@@ -235,23 +231,22 @@ static ucs_status_t slim_md_detect_memory_type(uct_md_h md, const void *addr,
 }
 
 static uct_md_ops_t slim_md_ops = {
-    .close                  = slim_md_close,
-    .query                  = slim_md_query,
-    .mem_alloc              = slim_md_mem_alloc,
-    .mem_free               = slim_md_mem_free,
-    .mem_advise             = slim_md_mem_advise,
-    .mem_reg                = slim_md_mem_reg,
-    .mem_dereg              = slim_md_mem_dereg,
-    .mem_query              = slim_md_mem_query,
-    .mkey_pack              = slim_md_mkey_pack,
-    .is_sockaddr_accessible = slim_md_is_sockaddr_accessible,
-    .detect_memory_type     = slim_md_detect_memory_type
-};
+        .close                  = slim_md_close,
+        .query                  = slim_md_query,
+        .mem_alloc              = slim_md_mem_alloc,
+        .mem_free               = slim_md_mem_free,
+        .mem_advise             = slim_md_mem_advise,
+        .mem_reg                = slim_md_mem_reg,
+        .mem_dereg              = slim_md_mem_dereg,
+        .mem_query              = slim_md_mem_query,
+        .mkey_pack              = slim_md_mkey_pack,
+        .is_sockaddr_accessible = slim_md_is_sockaddr_accessible,
+        .detect_memory_type     = slim_md_detect_memory_type};
 
 ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
                           const uct_md_config_t *config, uct_md_h *md_p)
 {
-    size_t prefix_len                   = strlen(SLIM_MD_NAME_PREFIX);
+    size_t prefix_len = strlen(SLIM_MD_NAME_PREFIX);
     uct_md_config_t *read_config;
     slim_md_t *self;
     ucs_status_t status;
@@ -284,8 +279,8 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
         read_config = NULL;
     } else {
         slim_debug("md configuration %p was read before the inner transport "
-                   "was known; %s reads its own", config,
-                   self->inner_tl.component->name);
+                   "was known; %s reads its own",
+                   config, self->inner_tl.component->name);
         status = uct_md_config_read(self->inner_tl.component, NULL, NULL,
                                     &read_config);
         if (status != UCS_OK) {
@@ -300,8 +295,8 @@ ucs_status_t slim_md_open(uct_component_t *component, const char *md_name,
         uct_config_release(read_config);
     }
     if (status != UCS_OK) {
-        slim_error("failed to open inner md '%s': %s",
-                   md_name + prefix_len, ucs_status_string(status));
+        slim_error("failed to open inner md '%s': %s", md_name + prefix_len,
+                   ucs_status_string(status));
         goto err_free;
     }
 

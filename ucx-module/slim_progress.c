@@ -33,7 +33,7 @@
 /* The linger thread sleeps this long when a progress round did nothing: a
  * finalizing process answers peers within well under a millisecond, and an
  * idle linger thread costs nothing measurable. */
-#define SLIM_LINGER_IDLE_USEC  50
+#define SLIM_LINGER_IDLE_USEC 50
 
 typedef enum {
     SLIM_DEFERRED_AM,
@@ -41,14 +41,14 @@ typedef enum {
 } slim_deferred_type_t;
 
 typedef struct slim_deferred {
-    ucs_queue_elem_t     elem;
+    ucs_queue_elem_t elem;
     slim_deferred_type_t type;
-    uint8_t              am_id;
-    unsigned             am_flags;
-    uct_ep_h             inner_ep;   /* SLIM_DEFERRED_ERROR */
-    ucs_status_t         status;     /* SLIM_DEFERRED_ERROR */
-    size_t               length;
-    char                 data[];     /* SLIM_DEFERRED_AM payload */
+    uint8_t am_id;
+    unsigned am_flags;
+    uct_ep_h inner_ep; /* SLIM_DEFERRED_ERROR */
+    ucs_status_t status; /* SLIM_DEFERRED_ERROR */
+    size_t length;
+    char data[]; /* SLIM_DEFERRED_AM payload */
 } slim_deferred_t;
 
 static __thread int slim_on_linger_thread;
@@ -63,7 +63,7 @@ slim_progress_on_linger_thread(const slim_iface_t *iface)
     return iface->progress.linger.running && slim_on_linger_thread;
 }
 static volatile int slim_unloading;
-static int          slim_lingering; /* running linger threads, atomic */
+static int slim_lingering; /* running linger threads, atomic */
 
 static ucs_status_t slim_progress_handle_error(slim_iface_t *iface,
                                                uct_ep_h inner_ep,
@@ -104,8 +104,7 @@ static slim_deferred_t *slim_progress_defer(slim_iface_t *iface,
                                             slim_deferred_type_t type,
                                             size_t length)
 {
-    slim_deferred_t *item = ucs_malloc(sizeof(*item) + length,
-                                       "slim_deferred");
+    slim_deferred_t *item = ucs_malloc(sizeof(*item) + length, "slim_deferred");
 
     if (item == NULL) {
         slim_error("no memory to defer an event that arrived while "
@@ -120,8 +119,7 @@ static slim_deferred_t *slim_progress_defer(slim_iface_t *iface,
 }
 
 ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
-                                      void *data, size_t length,
-                                      unsigned flags)
+                                      void *data, size_t length, unsigned flags)
 {
     slim_deferred_t *item;
 
@@ -138,8 +136,7 @@ ucs_status_t slim_progress_deliver_am(slim_iface_t *iface, uint8_t id,
     return UCS_OK;
 }
 
-ucs_status_t slim_progress_deliver_error(slim_iface_t *iface,
-                                         uct_ep_h inner_ep,
+ucs_status_t slim_progress_deliver_error(slim_iface_t *iface, uct_ep_h inner_ep,
                                          ucs_status_t status)
 {
     slim_deferred_t *item;
@@ -192,7 +189,10 @@ static inline void slim_progress_leave(slim_iface_t *iface)
  * start inside this call waits for its end: nothing else can run the inner
  * transport, so nothing is taken), SLIM_PROGRESS_OWNER when it took the
  * owner from a running linger thread, 0 when that thread has it now. */
-enum { SLIM_PROGRESS_ALONE = 1, SLIM_PROGRESS_OWNER = 2 };
+enum {
+    SLIM_PROGRESS_ALONE = 1,
+    SLIM_PROGRESS_OWNER = 2
+};
 
 static inline int slim_progress_app_enter(slim_iface_t *iface)
 {
@@ -236,8 +236,8 @@ slim_progress_app_round(slim_iface_t *iface, int whole_worker)
             slim_progress_deliver_deferred(iface);
         }
         count = whole_worker ?
-                uct_worker_progress(iface->progress.inner_worker) :
-                uct_iface_progress(iface->inner);
+                        uct_worker_progress(iface->progress.inner_worker) :
+                        uct_iface_progress(iface->inner);
         if (record) {
             slim_iface_round_end(iface, count, held);
         }
@@ -315,8 +315,8 @@ static ucs_async_ops_t *slim_async_thread_ops(ucs_async_context_t *async)
 /* One progress round of the inner interface from the linger thread. It never
  * blocks on a lock: the application's thread may hold UCX's async lock (as
  * ucp_worker_destroy() does) while it joins this thread from iface close. */
-static unsigned slim_progress_linger_round(slim_iface_t *iface,
-                                           ucs_async_ops_t *async_ops)
+static unsigned
+slim_progress_linger_round(slim_iface_t *iface, ucs_async_ops_t *async_ops)
 {
     ucs_async_context_t *async = iface->super.worker->async;
     unsigned count             = 0;
@@ -332,7 +332,7 @@ static unsigned slim_progress_linger_round(slim_iface_t *iface,
         /* UCP may already have disabled progress on this interface (the
          * "disables progress too early" half of the problem), so progress
          * the interface itself, and the one-shot callbacks on its worker. */
-        count  = uct_iface_progress(iface->inner);
+        count = uct_iface_progress(iface->inner);
         count += uct_worker_progress(iface->progress.inner_worker);
         slim_progress_leave(iface);
     }
@@ -364,7 +364,8 @@ static void slim_progress_linger_start(slim_iface_t *iface)
 
     if (slim_async_thread_ops(iface->super.worker->async) == NULL) {
         slim_debug("iface %p: worker async mode %d has no lock to try; "
-                   "not lingering", iface, iface->super.worker->async->mode);
+                   "not lingering",
+                   iface, iface->super.worker->async->mode);
         return;
     }
 
@@ -422,7 +423,7 @@ ucs_status_t slim_progress_init(slim_iface_t *iface, uct_worker_h worker)
     /* Only a linger thread needs the inner transport's progress to itself;
      * otherwise the wrapper's own round (about as long as a shared-memory
      * poll: 16 % of a posix ping-pong's samples) is not paid at all. */
-    iface->progress.direct     = !(iface->features & SLIM_FEATURE_LINGER);
+    iface->progress.direct = !(iface->features & SLIM_FEATURE_LINGER);
     if (iface->progress.direct) {
         iface->progress.inner_worker = worker;
     } else {
@@ -457,14 +458,14 @@ void slim_progress_enable(slim_iface_t *iface, unsigned flags)
     /* The callback gets &iface->super, which is the iface. */
     UCS_STATIC_ASSERT(ucs_offsetof(slim_iface_t, super) == 0);
     if (!iface->progress.direct) {
-        uct_base_iface_progress_enable_cb(&iface->super,
-                                          slim_progress_outer_cb, flags);
+        uct_base_iface_progress_enable_cb(&iface->super, slim_progress_outer_cb,
+                                          flags);
     } else if (iface->features & SLIM_FEATURE_RECORD) {
         /* Before the inner transport's, which the caller enables next. */
         uct_base_iface_progress_enable_cb(&iface->super,
                                           slim_core_poll_wanted ?
-                                          slim_progress_tally_poll_cb :
-                                          slim_progress_tally_cb,
+                                                  slim_progress_tally_poll_cb :
+                                                  slim_progress_tally_cb,
                                           flags);
     }
 }
@@ -481,7 +482,7 @@ void slim_progress_cleanup(slim_iface_t *iface)
 
     slim_progress_linger_stop(iface);
     slim_progress_disable(iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV |
-                                 UCT_PROGRESS_THREAD_SAFE);
+                                         UCT_PROGRESS_THREAD_SAFE);
 
     while (!ucs_queue_is_empty(&iface->progress.deferred)) {
         item = ucs_queue_pull_elem_non_empty(&iface->progress.deferred,
@@ -490,8 +491,8 @@ void slim_progress_cleanup(slim_iface_t *iface)
         ++dropped;
     }
     if (dropped > 0) {
-        slim_debug("iface %p closed with %u undelivered late events",
-                   iface, dropped);
+        slim_debug("iface %p closed with %u undelivered late events", iface,
+                   dropped);
     }
 }
 

@@ -47,28 +47,28 @@
 
 enum {
     SLIM_PUT_STAGE_NOTICE, /* the notice is still to be sent */
-    SLIM_PUT_STAGE_FLUSH,  /* the flush behind it is still to be issued */
-    SLIM_PUT_STAGE_ISSUED  /* everything is on the wire */
+    SLIM_PUT_STAGE_FLUSH, /* the flush behind it is still to be issued */
+    SLIM_PUT_STAGE_ISSUED /* everything is on the wire */
 };
 
 struct slim_bounce {
-    uct_completion_t  comp;      /* the put, the flush, and the issuing call */
-    uct_completion_t  *user;     /* UCP's completion of its put */
-    slim_iface_t      *iface;
-    uint8_t           *wire;     /* this descriptor's buffer */
-    uct_mem_h         memh;      /* its chunk's registration */
-    slim_put_info_t   info;
-    int               stage;
-    uint8_t           notice[SLIM_EXPAND_NOTICE_MAX] UCS_V_ALIGNED(8);
+    uct_completion_t comp; /* the put, the flush, and the issuing call */
+    uct_completion_t *user; /* UCP's completion of its put */
+    slim_iface_t *iface;
+    uint8_t *wire; /* this descriptor's buffer */
+    uct_mem_h memh; /* its chunk's registration */
+    slim_put_info_t info;
+    int stage;
+    uint8_t notice[SLIM_EXPAND_NOTICE_MAX] UCS_V_ALIGNED(8);
 };
 
 /* A pool element is its descriptor, then its buffer at this offset, which
  * the pool aligns to a page. */
-#define SLIM_BOUNCE_DATA_OFFSET  ucs_align_up_pow2(sizeof(slim_bounce_t), 64)
+#define SLIM_BOUNCE_DATA_OFFSET ucs_align_up_pow2(sizeof(slim_bounce_t), 64)
 
 /* The front of each chunk's mapping. */
 typedef struct slim_bounce_chunk_hdr {
-    size_t    length;   /* of the whole mapping */
+    size_t length; /* of the whole mapping */
     uct_mem_h memh;
 } UCS_V_ALIGNED(64) slim_bounce_chunk_hdr_t;
 
@@ -77,15 +77,15 @@ typedef struct slim_bounce_chunk_hdr {
 
 static slim_iface_t *slim_bounce_pool_iface(ucs_mpool_t *mp)
 {
-    return *(slim_iface_t**)ucs_mpool_priv(mp);
+    return *(slim_iface_t **)ucs_mpool_priv(mp);
 }
 
-static ucs_status_t slim_bounce_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
-                                            void **chunk_p)
+static ucs_status_t
+slim_bounce_chunk_alloc(ucs_mpool_t *mp, size_t *size_p, void **chunk_p)
 {
     slim_bounce_pool_t *pool = &slim_bounce_pool_iface(mp)->bounce;
-    size_t length = ucs_align_up_pow2(sizeof(slim_bounce_chunk_hdr_t) +
-                                      *size_p, ucs_get_page_size());
+    size_t length = ucs_align_up_pow2(sizeof(slim_bounce_chunk_hdr_t) + *size_p,
+                                      ucs_get_page_size());
     slim_bounce_chunk_hdr_t *hdr;
     uct_mem_h memh;
     ucs_status_t status;
@@ -100,7 +100,8 @@ static ucs_status_t slim_bounce_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
     }
     status = uct_md_mem_reg(pool->md, memory, length,
                             UCT_MD_MEM_ACCESS_LOCAL_READ |
-                            UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
+                                    UCT_MD_MEM_ACCESS_LOCAL_WRITE,
+                            &memh);
     if (status != UCS_OK) {
         ucs_munmap(memory, length);
         goto err;
@@ -126,7 +127,7 @@ err:
 static void slim_bounce_chunk_release(ucs_mpool_t *mp, void *chunk)
 {
     slim_bounce_pool_t *pool     = &slim_bounce_pool_iface(mp)->bounce;
-    slim_bounce_chunk_hdr_t *hdr = (slim_bounce_chunk_hdr_t*)chunk - 1;
+    slim_bounce_chunk_hdr_t *hdr = (slim_bounce_chunk_hdr_t *)chunk - 1;
 
     uct_md_mem_dereg(pool->md, hdr->memh);
     ucs_munmap(hdr, hdr->length);
@@ -139,18 +140,17 @@ static void slim_bounce_obj_init(ucs_mpool_t *mp, void *obj, void *chunk)
 
     bounce->iface = iface;
     bounce->wire  = UCS_PTR_BYTE_OFFSET(obj, SLIM_BOUNCE_DATA_OFFSET);
-    bounce->memh  = ((slim_bounce_chunk_hdr_t*)chunk - 1)->memh;
+    bounce->memh  = ((slim_bounce_chunk_hdr_t *)chunk - 1)->memh;
     ++iface->bounce.allocated;
     slim_core_bounce_added(iface->bounce.stride);
 }
 
 static ucs_mpool_ops_t slim_bounce_mpool_ops = {
-    .chunk_alloc   = slim_bounce_chunk_alloc,
-    .chunk_release = slim_bounce_chunk_release,
-    .obj_init      = slim_bounce_obj_init,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+        .chunk_alloc   = slim_bounce_chunk_alloc,
+        .chunk_release = slim_bounce_chunk_release,
+        .obj_init      = slim_bounce_obj_init,
+        .obj_cleanup   = NULL,
+        .obj_str       = NULL};
 
 ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
 {
@@ -169,11 +169,11 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
 
     slim_core_bounce_config(&buffer_size, &count, &grow);
     if (!slim_core_packing_steers() || (count == 0) || (buffer_size == 0)) {
-        return UCS_OK;   /* this process packs no puts */
+        return UCS_OK; /* this process packs no puts */
     }
     status = uct_iface_query(iface->inner, &attr);
     if ((status != UCS_OK) || !(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY)) {
-        return UCS_OK;   /* nothing to put with */
+        return UCS_OK; /* nothing to put with */
     }
 
     /* Each buffer holds a whole UCX_SLIM_BOUNCE_SIZE put plus its frame's
@@ -181,27 +181,26 @@ ucs_status_t slim_put_iface_init(slim_iface_t *iface, uct_md_h inner_md)
      * parts per lane, gets parts of a round size (1 MiB over two lanes: two
      * 512 KiB puts, not two of 510 KiB and a 4 KiB straggler with a notice
      * and flush of its own). */
-    page          = ucs_get_page_size();
-    pool->md      = inner_md;
-    pool->stride  = ucs_align_up_pow2(buffer_size + SLIM_PUT_SLACK, page);
-    status = ucs_mpool_init(&pool->mp, sizeof(slim_iface_t*),
-                            SLIM_BOUNCE_DATA_OFFSET + pool->stride,
-                            SLIM_BOUNCE_DATA_OFFSET, page,
-                            ucs_min(grow, count), count,
-                            &slim_bounce_mpool_ops, "slim_bounce");
+    page         = ucs_get_page_size();
+    pool->md     = inner_md;
+    pool->stride = ucs_align_up_pow2(buffer_size + SLIM_PUT_SLACK, page);
+    status       = ucs_mpool_init(&pool->mp, sizeof(slim_iface_t *),
+                                  SLIM_BOUNCE_DATA_OFFSET + pool->stride,
+                                  SLIM_BOUNCE_DATA_OFFSET, page, ucs_min(grow, count),
+                                  count, &slim_bounce_mpool_ops, "slim_bounce");
     if (status != UCS_OK) {
         slim_warn("no bounce pool (%s); marked puts go unpacked",
                   ucs_status_string(status));
         return UCS_OK;
     }
-    *(slim_iface_t**)ucs_mpool_priv(&pool->mp) = iface;
+    *(slim_iface_t **)ucs_mpool_priv(&pool->mp) = iface;
 
     /* The first chunk now: a transport that cannot register says so at
      * open, and a process that packs a little never maps in the send path. */
     ucs_mpool_grow(&pool->mp, ucs_min(grow, count));
     if (pool->mp.freelist == NULL) {
         ucs_mpool_cleanup(&pool->mp, 0);
-        return UCS_OK;   /* the chunk's failure was said */
+        return UCS_OK; /* the chunk's failure was said */
     }
     pool->buffer_size = buffer_size;
     pool->ready       = 1;
@@ -225,7 +224,8 @@ void slim_put_iface_cleanup(slim_iface_t *iface)
 
 /* An empty pool grows by a chunk, up to its limit; after a chunk failed it
  * does not try again (each try would map and register in the send path). */
-static UCS_F_ALWAYS_INLINE slim_bounce_t *slim_bounce_get(slim_bounce_pool_t *pool)
+static UCS_F_ALWAYS_INLINE slim_bounce_t *
+slim_bounce_get(slim_bounce_pool_t *pool)
 {
     if (ucs_unlikely(pool->mp.freelist == NULL) &&
         (!pool->ready || pool->grow_failed)) {
@@ -297,7 +297,7 @@ void slim_put_ep_init(slim_ep_t *ep)
 {
     ep->put_stream = ucs_generate_uuid((uintptr_t)ep);
     if (ep->put_stream == 0) {
-        ep->put_stream = 1;   /* 0 is not a stream */
+        ep->put_stream = 1; /* 0 is not a stream */
     }
     ep->put_seq            = 0;
     ep->put_waiting        = NULL;
@@ -336,9 +336,9 @@ static ucs_status_t slim_put_advance(slim_ep_t *ep, slim_bounce_t *bounce)
         } else {
             bcopy.data   = bounce->notice;
             bcopy.length = length;
-            packed = uct_ep_am_bcopy(ep->inner, SLIM_FRAME_AM_ID,
-                                     slim_frame_pack_bytes, &bcopy, 0);
-            status = (packed < 0) ? (ucs_status_t)packed : UCS_OK;
+            packed       = uct_ep_am_bcopy(ep->inner, SLIM_FRAME_AM_ID,
+                                           slim_frame_pack_bytes, &bcopy, 0);
+            status       = (packed < 0) ? (ucs_status_t)packed : UCS_OK;
         }
         if (status == UCS_ERR_NO_RESOURCE) {
             return status;
@@ -347,7 +347,8 @@ static ucs_status_t slim_put_advance(slim_ep_t *ep, slim_bounce_t *bounce)
             /* The endpoint failed: the put's data stays packed at the
              * destination. UCP gets the error through the completion. */
             slim_error("sending the expand notice of a %zu-byte packed "
-                       "put failed: %s", bounce->info.frame.payload_length,
+                       "put failed: %s",
+                       bounce->info.frame.payload_length,
                        ucs_status_string(status));
             uct_completion_update_status(&bounce->comp, status);
             uct_invoke_completion(&bounce->comp, status); /* no flush */
@@ -380,7 +381,7 @@ static ucs_status_t slim_put_pending_cb(uct_pending_req_t *self)
 
     status = slim_put_drain(ep);
     if (status == UCS_ERR_NO_RESOURCE) {
-        return status;   /* stays queued */
+        return status; /* stays queued */
     }
     ep->put_pending_queued = 0;
     return UCS_OK;
@@ -463,13 +464,13 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
     request.remote_addr = remote_addr;
     request.stream      = ep->put_stream;
     request.seq         = ep->put_seq + 1;
-    result = slim_core_put_pack(&request,
+    result              = slim_core_put_pack(&request,
                                 (bounce != NULL) ? bounce->wire : NULL,
                                 (bounce != NULL) ? iface->bounce.stride : 0,
                                 (bounce != NULL) ? bounce->notice : NULL,
-                                &info);
-    outcome->result  = result;
-    outcome->handled = (result == SLIM_FRAME_READY);
+                                             &info);
+    outcome->result     = result;
+    outcome->handled    = (result == SLIM_FRAME_READY);
     if (ucs_likely(!outcome->handled)) {
         if (bounce != NULL) {
             slim_bounce_put(bounce);
@@ -479,22 +480,22 @@ void slim_put_offer(slim_ep_t *ep, const slim_frame_piece_t *pieces,
         return;
     }
 
-    bounce->info         = info;
-    bounce->user         = comp;
-    bounce->stage        = SLIM_PUT_STAGE_NOTICE;
-    bounce->comp.func    = slim_bounce_done;
-    bounce->comp.count   = 3;   /* the put, the flush, this call */
-    bounce->comp.status  = UCS_OK;
+    bounce->info        = info;
+    bounce->user        = comp;
+    bounce->stage       = SLIM_PUT_STAGE_NOTICE;
+    bounce->comp.func   = slim_bounce_done;
+    bounce->comp.count  = 3; /* the put, the flush, this call */
+    bounce->comp.status = UCS_OK;
 
     iov.buffer = bounce->wire + info.wire_offset;
     iov.length = info.frame.frame_length;
     iov.memh   = bounce->memh;
     iov.stride = 0;
     iov.count  = 1;
-    status = uct_ep_put_zcopy(ep->inner, &iov, 1, remote_addr, rkey,
-                              &bounce->comp);
+    status     = uct_ep_put_zcopy(ep->inner, &iov, 1, remote_addr, rkey,
+                                  &bounce->comp);
     if (ucs_unlikely(!slim_status_accepted(status))) {
-        slim_bounce_put(bounce);   /* nothing went: UCP retries or fails */
+        slim_bounce_put(bounce); /* nothing went: UCP retries or fails */
         outcome->status = status;
         return;
     }

@@ -36,8 +36,8 @@ namespace bench {
 
 // The value `v` given to option `name`, an integer in [min, max]; else the
 // error that names the option and its range, for CLI11 to print.
-inline std::int64_t integer_value(const std::string& name, const std::string& v,
-                                  std::int64_t min, std::int64_t max)
+inline std::int64_t integer_value(const std::string& name, const std::string& v, std::int64_t min,
+                                  std::int64_t max)
 {
     try {
         return slim::parse::integer(name.c_str(), v, min, max);
@@ -54,22 +54,23 @@ inline std::string range_text(const std::string& text, std::int64_t min, std::in
 // --name N: an integer in [min, max] into `out`, whose value now is the
 // default; given twice, the last one counts (as before CLI11).
 template <typename T>
-CLI::Option* add_integer(CLI::App& app, const std::string& name, T& out, std::int64_t min,
+CLI::Option *add_integer(CLI::App& app, const std::string& name, T& out, std::int64_t min,
                          std::int64_t max, const std::string& text)
 {
     const auto set = [&out, name, min, max](const std::string& v) {
         out = static_cast<T>(integer_value(name, v, min, max));
     };
-    return app.add_option_function<std::string>(name, set,
-                                                range_text(text, min, max) + " (default " +
-                                                        std::to_string(out) + ")")
+    return app
+            .add_option_function<std::string>(name, set,
+                                              range_text(text, min, max) + " (default " +
+                                                      std::to_string(out) + ")")
             ->type_name("N")
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
 // --name N, repeatable: each integer in [min, max] appended to `out`.
 template <typename T>
-CLI::Option* add_integers(CLI::App& app, const std::string& name, std::vector<T>& out,
+CLI::Option *add_integers(CLI::App& app, const std::string& name, std::vector<T>& out,
                           std::int64_t min, std::int64_t max, const std::string& text)
 {
     const auto add = [&out, name, min, max](const std::vector<std::string>& values) {
@@ -77,8 +78,7 @@ CLI::Option* add_integers(CLI::App& app, const std::string& name, std::vector<T>
             out.push_back(static_cast<T>(integer_value(name, v, min, max)));
         }
     };
-    return app.add_option_function<std::vector<std::string>>(name, add,
-                                                             range_text(text, min, max))
+    return app.add_option_function<std::vector<std::string>>(name, add, range_text(text, min, max))
             ->type_name("N")
             ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
@@ -86,7 +86,7 @@ CLI::Option* add_integers(CLI::App& app, const std::string& name, std::vector<T>
 // Parses the command line. Returns -1 to go on, else the exit status: 0
 // after printing --help, 2 (the benchmarks' usage error) after printing what
 // was wrong.
-inline int parse(CLI::App& app, int argc, char** argv)
+inline int parse(CLI::App& app, int argc, char **argv)
 {
     try {
         app.parse(argc, argv);
@@ -95,7 +95,8 @@ inline int parse(CLI::App& app, int argc, char** argv)
         std::cout << app.help();
         return 0;
     } catch (const CLI::ParseError& e) {
-        std::cerr << app.get_name() << ": " << e.what() << "\nRun with --help for more information.\n";
+        std::cerr << app.get_name() << ": " << e.what()
+                  << "\nRun with --help for more information.\n";
         return 2;
     }
 }
@@ -117,7 +118,7 @@ inline int parse(CLI::App& app, int argc, char** argv)
 static inline int bench_parse_long(const char *s, long min, long max, long *out)
 {
     char *end;
-    errno = 0;
+    errno        = 0;
     const long v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
         return 0;
@@ -131,7 +132,7 @@ static inline int bench_parse_long(const char *s, long min, long max, long *out)
 static inline int bench_parse_u64(const char *s, uint64_t *out)
 {
     char *end;
-    errno = 0;
+    errno                      = 0;
     const unsigned long long v = strtoull(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || s[0] == '-') {
         return 0;
@@ -165,8 +166,8 @@ static inline int bench_parse_wait(const char *s, int *block)
 }
 
 /* --help: the usage on rank 0, then every rank leaves MPI and exits 0. */
-static inline __attribute__((noreturn)) void
-bench_help_exit(int rank, const char *usage_line, const char *help_text)
+static inline __attribute__((noreturn)) void bench_help_exit(int rank, const char *usage_line,
+                                                             const char *help_text)
 {
     if (rank == 0) {
         printf("%s%s", usage_line, help_text);

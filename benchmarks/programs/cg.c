@@ -73,11 +73,11 @@ typedef struct cg_options {
     long n;
     double tol;
     long max_iter;
-    int keep;            /* 0: no packed solve */
+    int keep; /* 0: no packed solve */
     slim_round_t mode;
     long repeat;
     int json;
-    int block;           /* --wait block: blocking MPI calls */
+    int block; /* --wait block: blocking MPI calls */
 } cg_options_t;
 
 /* This rank's slab of the grid: global rows [row0, row0 + rows). */
@@ -106,9 +106,9 @@ typedef struct halo {
 
 typedef struct cg_result {
     long iterations;
-    int stopped;        /* the recursive residual reached tol */
-    double residual;    /* true ||b - Ax|| / ||b||, at full precision */
-    double seconds;     /* median over --repeat solves, slowest rank */
+    int stopped;     /* the recursive residual reached tol */
+    double residual; /* true ||b - Ax|| / ||b||, at full precision */
+    double seconds;  /* median over --repeat solves, slowest rank */
 } cg_result_t;
 
 static int rank = -1;
@@ -116,26 +116,25 @@ static int rank = -1;
 /* ------------------------------------------------------------ options */
 
 static const char usage_line[] =
-    "usage: mpiexec -n P slimlink-cg [--n N] [--tol T] [--max-iter M] [--keep K] "
-    "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n";
+        "usage: mpiexec -n P slimlink-cg [--n N] [--tol T] [--max-iter M] [--keep K] "
+        "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n";
 
 static const char help_text[] =
-    "Conjugate gradients on a 2-D Poisson problem, at full precision and with the\n"
-    "halo sends lossy-packed. Options take their value as '--opt V' or '--opt=V'.\n"
-    "  --n N          grid N x N, 8..4096, at least the number of ranks (default 640)\n"
-    "  --tol T        relative residual to stop at, 1e-14..0.5 (default 1e-8)\n"
-    "  --max-iter M   iteration cap per solve, 1..10000000 (default 10 N)\n"
-    "  --keep K       0 (no packed solve, the default) or 2..7 bytes kept per float64\n"
-    "  --mode M       truncate (default) or round\n"
-    "  --repeat R     solve each variant R times, 1..1000 (default 1)\n"
-    "  --wait W       yield (default) or block\n"
-    "  --json         one JSON line (schema slimlink.cg.v1) instead of text\n"
-    "  -h, --help     this text\n"
-    "Exit status: 0 when every check holds, 1 when one fails, 2 on bad options.\n";
+        "Conjugate gradients on a 2-D Poisson problem, at full precision and with the\n"
+        "halo sends lossy-packed. Options take their value as '--opt V' or '--opt=V'.\n"
+        "  --n N          grid N x N, 8..4096, at least the number of ranks (default 640)\n"
+        "  --tol T        relative residual to stop at, 1e-14..0.5 (default 1e-8)\n"
+        "  --max-iter M   iteration cap per solve, 1..10000000 (default 10 N)\n"
+        "  --keep K       0 (no packed solve, the default) or 2..7 bytes kept per float64\n"
+        "  --mode M       truncate (default) or round\n"
+        "  --repeat R     solve each variant R times, 1..1000 (default 1)\n"
+        "  --wait W       yield (default) or block\n"
+        "  --json         one JSON line (schema slimlink.cg.v1) instead of text\n"
+        "  -h, --help     this text\n"
+        "Exit status: 0 when every check holds, 1 when one fails, 2 on bad options.\n";
 
 /* Prints "slimlink-cg: <message>" and the usage (rank 0), exits 2. */
-static void usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void usage_error(const char *fmt, ...)
 {
@@ -154,7 +153,7 @@ static void usage_error(const char *fmt, ...)
 static int parse_double(const char *s, double min, double max, double *out)
 {
     char *end;
-    errno = 0;
+    errno          = 0;
     const double v = strtod(s, &end);
     if (errno != 0 || end == s || *end != '\0' || !(v >= min && v <= max)) {
         return 0;
@@ -166,16 +165,16 @@ static int parse_double(const char *s, double min, double max, double *out)
 enum { OPT_N = 256, OPT_TOL, OPT_MAX_ITER, OPT_KEEP, OPT_MODE, OPT_WAIT, OPT_REPEAT, OPT_JSON };
 
 static const struct option long_options[] = {
-    {"n", required_argument, NULL, OPT_N},
-    {"tol", required_argument, NULL, OPT_TOL},
-    {"max-iter", required_argument, NULL, OPT_MAX_ITER},
-    {"keep", required_argument, NULL, OPT_KEEP},
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"wait", required_argument, NULL, OPT_WAIT},
-    {"repeat", required_argument, NULL, OPT_REPEAT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+        {"n", required_argument, NULL, OPT_N},
+        {"tol", required_argument, NULL, OPT_TOL},
+        {"max-iter", required_argument, NULL, OPT_MAX_ITER},
+        {"keep", required_argument, NULL, OPT_KEEP},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"wait", required_argument, NULL, OPT_WAIT},
+        {"repeat", required_argument, NULL, OPT_REPEAT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 static void parse_options(int argc, char **argv, cg_options_t *o)
@@ -184,14 +183,14 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
     long v;
     int c;
 
-    o->n = 640;
-    o->tol = 1e-8;
-    o->keep = 0;
-    o->mode = SLIM_ROUND_TRUNCATE;
+    o->n      = 640;
+    o->tol    = 1e-8;
+    o->keep   = 0;
+    o->mode   = SLIM_ROUND_TRUNCATE;
     o->repeat = 1;
-    o->json = 0;
-    o->block = 0;
-    opterr = 0; /* the messages are ours, from rank 0 only */
+    o->json   = 0;
+    o->block  = 0;
+    opterr    = 0; /* the messages are ours, from rank 0 only */
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         const char *val = optarg;
 
@@ -232,15 +231,10 @@ static void parse_options(int argc, char **argv, cg_options_t *o)
                 usage_error("--repeat %s: expected an integer 1..1000", val);
             }
             break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        case 'h':
-            bench_help_exit(rank, usage_line, help_text);
-        case ':':
-            usage_error("%s needs a value", argv[optind - 1]);
-        default:
-            usage_error("unknown option %s", argv[optind - 1]);
+        case OPT_JSON: o->json = 1; break;
+        case 'h': bench_help_exit(rank, usage_line, help_text);
+        case ':': usage_error("%s needs a value", argv[optind - 1]);
+        default: usage_error("unknown option %s", argv[optind - 1]);
         }
     }
     if (optind < argc) {
@@ -256,14 +250,14 @@ static grid_t make_grid(int n, int rank_, int nranks, int block)
     grid_t g;
     const int base = n / nranks, extra = n % nranks;
 
-    g.n = n;
-    g.rank = rank_;
+    g.n      = n;
+    g.rank   = rank_;
     g.nranks = nranks;
-    g.rows = base + (rank_ < extra ? 1 : 0);
-    g.row0 = rank_ * base + (rank_ < extra ? rank_ : extra);
-    g.below = rank_ > 0 ? rank_ - 1 : MPI_PROC_NULL;
-    g.above = rank_ < nranks - 1 ? rank_ + 1 : MPI_PROC_NULL;
-    g.block = block;
+    g.rows   = base + (rank_ < extra ? 1 : 0);
+    g.row0   = rank_ * base + (rank_ < extra ? rank_ : extra);
+    g.below  = rank_ > 0 ? rank_ - 1 : MPI_PROC_NULL;
+    g.above  = rank_ < nranks - 1 ? rank_ + 1 : MPI_PROC_NULL;
+    g.block  = block;
     return g;
 }
 
@@ -281,16 +275,16 @@ static int alloc_field(const grid_t *g, field_t *f)
  * randomness and on no rank count. */
 static void fill_rhs(const grid_t *g, double *b)
 {
-    const double h = 1.0 / (g->n + 1);
+    const double h  = 1.0 / (g->n + 1);
     const double pi = 3.14159265358979323846;
 
     for (int i = 0; i < g->rows; ++i) {
-        const int gi = g->row0 + i;
+        const int gi   = g->row0 + i;
         const double y = (gi + 1) * h;
         for (int j = 0; j < g->n; ++j) {
-            const double x = (j + 1) * h;
-            const double pattern = (double)((gi * 7 + j * 13) % 17 - 8);
-            const double f = 2 * pi * pi * sin(pi * x) * sin(pi * y) + pattern;
+            const double x          = (j + 1) * h;
+            const double pattern    = (double)((gi * 7 + j * 13) % 17 - 8);
+            const double f          = 2 * pi * pi * sin(pi * x) * sin(pi * y) + pattern;
             b[(size_t)i * g->n + j] = h * h * f;
         }
     }
@@ -303,18 +297,18 @@ static void fill_rhs(const grid_t *g, double *b)
  * covers exactly the data that is sent. */
 static void exchange_halo(const grid_t *g, field_t *f, const halo_t *h)
 {
-    const int n = g->n;
+    const int n   = g->n;
     double *first = slab(g, f), *last = first + (size_t)(g->rows - 1) * n;
 
     memcpy(h->send_below, first, (size_t)n * sizeof(double));
     memcpy(h->send_above, last, (size_t)n * sizeof(double));
     if (g->block) {
         /* up: my last row becomes the ghost below of the rank above */
-        MPI_Sendrecv(h->send_above, n, MPI_DOUBLE, g->above, 1, f->data, n, MPI_DOUBLE,
-                     g->below, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(h->send_above, n, MPI_DOUBLE, g->above, 1, f->data, n, MPI_DOUBLE, g->below, 1,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         /* down: my first row becomes the ghost above of the rank below */
-        MPI_Sendrecv(h->send_below, n, MPI_DOUBLE, g->below, 2, last + n, n, MPI_DOUBLE,
-                     g->above, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(h->send_below, n, MPI_DOUBLE, g->below, 2, last + n, n, MPI_DOUBLE, g->above,
+                     2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         return;
     }
     /* the same four messages, started together */
@@ -333,13 +327,13 @@ static void apply_laplacian(const grid_t *g, const field_t *x, double *y)
     const int n = g->n;
 
     for (int i = 0; i < g->rows; ++i) {
-        const double *c = x->data + (size_t)(i + 1) * n;
+        const double *c  = x->data + (size_t)(i + 1) * n;
         const double *dn = c - n, *up = c + n;
         double *out = y + (size_t)i * n;
         for (int j = 0; j < n; ++j) {
-            const double left = j > 0 ? c[j - 1] : 0.0;
+            const double left  = j > 0 ? c[j - 1] : 0.0;
             const double right = j < n - 1 ? c[j + 1] : 0.0;
-            out[j] = 4.0 * c[j] - left - right - dn[j] - up[j];
+            out[j]             = 4.0 * c[j] - left - right - dn[j] - up[j];
         }
     }
 }
@@ -376,7 +370,7 @@ static cg_result_t cg_solve(const grid_t *g, const double *b, field_t *x, const 
     memcpy(r, b, len * sizeof(double));
     memcpy(p, b, len * sizeof(double));
     const double bnorm = sqrt(dot(g, b, b, len));
-    double rr = bnorm * bnorm;
+    double rr          = bnorm * bnorm;
 
     for (long k = 1; k <= max_iter; ++k) {
         exchange_halo(g, &w->p, h);
@@ -387,7 +381,7 @@ static cg_result_t cg_solve(const grid_t *g, const double *b, field_t *x, const 
             r[i] -= alpha * ap[i];
         }
         const double rr_new = dot(g, r, r, len);
-        res.iterations = k;
+        res.iterations      = k;
         if (sqrt(rr_new) <= tol * bnorm) {
             res.stopped = 1;
             break;
@@ -435,15 +429,14 @@ static double relative_error(const grid_t *g, const field_t *a, const field_t *b
  * halo send buffers for the duration when keep > 0, then measures the true
  * residual with the marks removed. *stats gets the packing counters of the
  * marked solves, summed over ranks. Returns 0, or -1 when marking failed. */
-static int run_solve(const grid_t *g, const cg_options_t *o, int keep, const double *b,
-                     field_t *x, const halo_t *h, cg_work_t *w, cg_result_t *out,
-                     slim_packing_stats_t *stats)
+static int run_solve(const grid_t *g, const cg_options_t *o, int keep, const double *b, field_t *x,
+                     const halo_t *h, cg_work_t *w, cg_result_t *out, slim_packing_stats_t *stats)
 {
     const size_t row_bytes = (size_t)g->n * sizeof(double);
-    double *times = malloc(sizeof(double) * (size_t)o->repeat);
+    double *times          = malloc(sizeof(double) * (size_t)o->repeat);
     slim_packing_stats_t before, after;
     cg_result_t res = {0, 0, 0.0, 0.0};
-    int ok = 1;
+    int ok          = 1;
 
     if (times == NULL) {
         return -1;
@@ -466,8 +459,8 @@ static int run_solve(const grid_t *g, const cg_options_t *o, int keep, const dou
         for (long k = 0; k < o->repeat; ++k) {
             MPI_Barrier(MPI_COMM_WORLD);
             const double t0 = MPI_Wtime();
-            res = cg_solve(g, b, x, h, w, o->tol, o->max_iter);
-            double t = MPI_Wtime() - t0;
+            res             = cg_solve(g, b, x, h, w, o->tol, o->max_iter);
+            double t        = MPI_Wtime() - t0;
             MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             times[k] = t;
         }
@@ -501,8 +494,7 @@ static void print_text(const cg_options_t *o, int nranks, const cg_result_t *ful
            o->n, o->n, o->n * o->n, nranks, o->tol, o->max_iter, o->repeat,
            o->block ? "block" : "yield");
     printf("full     iterations %6ld  true residual %.3e  %s  %.3f s\n", full->iterations,
-           full->residual, full->residual <= o->tol ? "converged" : "NOT CONVERGED",
-           full->seconds);
+           full->residual, full->residual <= o->tol ? "converged" : "NOT CONVERGED", full->seconds);
     if (o->keep == 0) {
         return;
     }
@@ -511,9 +503,9 @@ static void print_text(const cg_options_t *o, int nranks, const cg_result_t *ful
      * error line below judges against the full solve. Say which happened. */
     printf("packed   iterations %6ld  true residual %.3e  %s  %.3f s  (halo keep %d, %s)\n",
            packed->iterations, packed->residual,
-           !packed->stopped               ? "HIT MAX-ITER (did not reach tol)"
-           : packed->residual <= o->tol   ? "converged"
-                                          : "reached tol (recursive residual)",
+           !packed->stopped             ? "HIT MAX-ITER (did not reach tol)"
+           : packed->residual <= o->tol ? "converged"
+                                        : "reached tol (recursive residual)",
            packed->seconds, o->keep, mode_name(o->mode));
     if (packed->iterations > full->iterations) {
         printf("note     lossy halos cost %ld more iterations than the full solve: "
@@ -543,8 +535,7 @@ static void print_result_json(const char *name, const cg_result_t *r, int conver
 }
 
 static void print_json(const cg_options_t *o, int nranks, const cg_result_t *full,
-                       const cg_result_t *packed, double err, const slim_packing_stats_t *s,
-                       int ok)
+                       const cg_result_t *packed, double err, const slim_packing_stats_t *s, int ok)
 {
     printf("{\"schema\":\"slimlink.cg.v1\",\"n\":%ld,\"ranks\":%d,\"tol\":%g,\"max_iter\":%ld,"
            "\"repeat\":%ld,\"wait\":\"%s\",\"keep\":%d,\"mode\":\"%s\",",
@@ -586,17 +577,16 @@ int main(int argc, char **argv)
 
     const grid_t g = make_grid((int)o.n, rank, nranks, o.block);
     field_t x_full = {NULL}, x_packed = {NULL};
-    cg_work_t w = {{NULL}, NULL, NULL};
-    halo_t h = {NULL, NULL};
-    double *b = NULL;
+    cg_work_t w  = {{NULL}, NULL, NULL};
+    halo_t h     = {NULL, NULL};
+    double *b    = NULL;
     int alloc_ok = alloc_field(&g, &x_full) && alloc_field(&g, &x_packed) &&
                    alloc_field(&g, &w.p) && alloc_doubles(&w.r, slab_len(&g)) &&
                    alloc_doubles(&w.ap, slab_len(&g)) && alloc_doubles(&b, slab_len(&g)) &&
                    alloc_doubles(&h.send_below, (size_t)g.n) &&
                    alloc_doubles(&h.send_above, (size_t)g.n);
     if (!alloc_ok) {
-        fprintf(stderr, "slimlink-cg: rank %d: out of memory for a %ldx%ld grid\n", rank, o.n,
-                o.n);
+        fprintf(stderr, "slimlink-cg: rank %d: out of memory for a %ldx%ld grid\n", rank, o.n, o.n);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     fill_rhs(&g, b);
@@ -608,13 +598,13 @@ int main(int argc, char **argv)
     cg_result_t full, packed = {0, 0, 0.0, 0.0};
     slim_packing_stats_t unused, stats;
     double err = 0.0;
-    int ok = run_solve(&g, &o, 0, b, &x_full, &h, &w, &full, &unused) == 0;
+    int ok     = run_solve(&g, &o, 0, b, &x_full, &h, &w, &full, &unused) == 0;
     memset(&stats, 0, sizeof(stats));
     if (ok && o.keep > 0) {
-        ok = run_solve(&g, &o, o.keep, b, &x_packed, &h, &w, &packed, &stats) == 0;
+        ok  = run_solve(&g, &o, o.keep, b, &x_packed, &h, &w, &packed, &stats) == 0;
         err = relative_error(&g, &x_packed, &x_full);
     }
-    const int full_ok = ok && full.residual <= o.tol;
+    const int full_ok   = ok && full.residual <= o.tol;
     const int packed_ok = o.keep == 0 || (ok && packed.stopped && err <= ACCEPT_REL_ERROR);
 
     if (rank == 0 && ok) {
@@ -638,12 +628,16 @@ int main(int argc, char **argv)
                     full.residual, full.iterations, o.tol);
         }
         if (o.keep > 0 && !packed.stopped) {
-            fprintf(stderr, "slimlink-cg: FAIL: the packed solve did not reach --tol %g in "
-                    "--max-iter %ld iterations\n", o.tol, o.max_iter);
+            fprintf(stderr,
+                    "slimlink-cg: FAIL: the packed solve did not reach --tol %g in "
+                    "--max-iter %ld iterations\n",
+                    o.tol, o.max_iter);
         }
         if (o.keep > 0 && err > ACCEPT_REL_ERROR) {
-            fprintf(stderr, "slimlink-cg: FAIL: packed solution differs by %.3e (L2, relative), "
-                    "above the 1%% bound\n", err);
+            fprintf(stderr,
+                    "slimlink-cg: FAIL: packed solution differs by %.3e (L2, relative), "
+                    "above the 1%% bound\n",
+                    err);
         }
         fflush(stdout);
     }

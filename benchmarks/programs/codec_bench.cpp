@@ -28,12 +28,12 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
     std::size_t mib = 8;
-    int reps = 21;
-    bool strict = false;
+    int reps        = 21;
+    bool strict     = false;
 };
 
 struct Variant {
-    std::string name;       // e.g. "encode keep=4 nearest_even simd"
+    std::string name;  // e.g. "encode keep=4 nearest_even simd"
     int keep;
     bool encode;
     bool simd;
@@ -51,9 +51,9 @@ double time_once(F&& f)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
-    Options  opt;
+    Options opt;
     CLI::App app("Throughput of the lossy float64 codec against memcpy, medians of "
                  "interleaved repetitions.",
                  "codec-bench");
@@ -64,7 +64,7 @@ int main(int argc, char** argv)
         return status;
     }
     const std::size_t n = opt.mib * 1024 * 1024 / sizeof(double);
-    const double bytes = static_cast<double>(n * sizeof(double));
+    const double bytes  = static_cast<double>(n * sizeof(double));
 
     // Values like a solver's: normal doubles of mixed sign and magnitude.
     std::vector<double> src(n), copy(n), back(n);
@@ -78,13 +78,22 @@ int main(int argc, char** argv)
     for (const int keep : {3, 4, 5, 6})
         for (const bool simd : {false, true}) {
             for (const Rounding mode : {Rounding::truncate, Rounding::nearest_even})
-                variants.push_back({std::string("encode keep=") + std::to_string(keep)
-                                        + (mode == Rounding::truncate ? " truncate " : " round    ")
-                                        + (simd ? "simd" : "scalar"),
-                                    keep, true, simd, mode, {}});
-            variants.push_back({std::string("decode keep=") + std::to_string(keep) + "          "
-                                    + (simd ? "simd" : "scalar"),
-                                keep, false, simd, Rounding::truncate, {}});
+                variants.push_back(
+                        {std::string("encode keep=") + std::to_string(keep) +
+                                 (mode == Rounding::truncate ? " truncate " : " round    ") +
+                                 (simd ? "simd" : "scalar"),
+                         keep,
+                         true,
+                         simd,
+                         mode,
+                         {}});
+            variants.push_back({std::string("decode keep=") + std::to_string(keep) + "          " +
+                                        (simd ? "simd" : "scalar"),
+                                keep,
+                                false,
+                                simd,
+                                Rounding::truncate,
+                                {}});
         }
 
     // Decode inputs per keep, prepared once (decode does not depend on mode).
@@ -98,36 +107,36 @@ int main(int argc, char** argv)
     std::vector<double> memcpy_seconds;
     // One untimed warm-up pass, then the timed ones.
     for (int rep = -1; rep < opt.reps; ++rep) {
-        const double t = time_once([&] { std::memcpy(copy.data(), src.data(), n * sizeof(double)); });
-        if (rep >= 0)
-            memcpy_seconds.push_back(t);
+        const double t =
+                time_once([&] { std::memcpy(copy.data(), src.data(), n * sizeof(double)); });
+        if (rep >= 0) memcpy_seconds.push_back(t);
         for (auto& v : variants) {
             const Precision p{v.keep, v.mode};
             double s;
             if (v.encode)
                 s = time_once([&] {
-                    (v.simd ? slim::pack::encode_simd : slim::pack::encode_scalar)(
-                        src.data(), n, p, packed.data());
+                    (v.simd ? slim::pack::encode_simd : slim::pack::encode_scalar)(src.data(), n, p,
+                                                                                   packed.data());
                 });
             else
                 s = time_once([&] {
                     (v.simd ? slim::pack::decode_simd : slim::pack::decode_scalar)(
-                        encoded[v.keep].data(), n, v.keep, back.data());
+                            encoded[v.keep].data(), n, v.keep, back.data());
                 });
-            if (rep >= 0)
-                v.seconds.push_back(s);
+            if (rep >= 0) v.seconds.push_back(s);
         }
     }
 
     const double memcpy_gbs = bytes / bench::median(memcpy_seconds) / 1e9;
     std::printf("# buffer %zu MiB (%zu doubles), %d reps, medians; GB/s of unpacked doubles\n",
                 opt.mib, n, opt.reps);
-    std::printf("# AVX2 %s\n", slim::pack::simd_available() ? "available" : "NOT available (simd = scalar)");
+    std::printf("# AVX2 %s\n",
+                slim::pack::simd_available() ? "available" : "NOT available (simd = scalar)");
     std::printf("%-38s %8.2f GB/s  1.00x\n", "memcpy", memcpy_gbs);
     bool met = true;
     std::string failures;
     for (const auto& v : variants) {
-        const double gbs = bytes / bench::median(v.seconds) / 1e9;
+        const double gbs   = bytes / bench::median(v.seconds) / 1e9;
         const double ratio = gbs / memcpy_gbs;
         std::printf("%-38s %8.2f GB/s  %.2fx\n", v.name.c_str(), gbs, ratio);
         if (v.keep == 4 && v.simd && ratio < 1.0) {

@@ -41,7 +41,8 @@ Result measure(long events, long batch, const std::function<void()>& event)
         for (long i = 0; i < batch; ++i) {
             event();
         }
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start);
+        const auto ns =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start);
         means.push_back(static_cast<double>(ns.count()) / static_cast<double>(batch));
     }
     std::sort(means.begin(), means.end());
@@ -50,22 +51,23 @@ Result measure(long events, long batch, const std::function<void()>& event)
 
 std::unique_ptr<Controller> make_controller()
 {
-    BackendConfig config; // emulated, default figures: 4 lanes, tau 10 us
+    BackendConfig config;  // emulated, default figures: 4 lanes, tau 10 us
     ControllerOptions options;
-    options.on_error        = [](const std::string& m) { std::fprintf(stderr, "error: %s\n", m.c_str()); };
+    options.on_error = [](const std::string& m) { std::fprintf(stderr, "error: %s\n", m.c_str()); };
     return std::make_unique<Controller>(std::move(make_emulated_backend(config).backend), options);
 }
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
-    long     events = 2'000'000;
-    long     batch  = 1000;
+    long events = 2'000'000;
+    long batch  = 1000;
     CLI::App app("Cost of the link Controller + emulated backend per traffic event (median and "
                  "p99 of batch means).",
                  "controller-bench");
-    bench::add_integer(app, "--events", events, 1, 1'000'000'000'000, "traffic events per workload");
+    bench::add_integer(app, "--events", events, 1, 1'000'000'000'000,
+                       "traffic events per workload");
     bench::add_integer(app, "--batch", batch, 1, 1'000'000'000, "events per clock reading");
     if (const int status = bench::parse(app, argc, argv); status >= 0) {
         return status;
@@ -73,27 +75,30 @@ int main(int argc, char** argv)
 
     std::printf("controller + emulated backend, %ld events, batches of %ld\n", events, batch);
     {
-        auto         c = make_controller();
+        auto c         = make_controller();
         const Result r = measure(events, batch, [&] { c->traffic(); });
-        std::printf("steady (traffic at full width): median %.1f ns/event, p99 %.1f\n", r.median_ns, r.p99_ns);
+        std::printf("steady (traffic at full width): median %.1f ns/event, p99 %.1f\n", r.median_ns,
+                    r.p99_ns);
     }
     {
-        auto         c     = make_controller();
+        auto c             = make_controller();
         const TimeNs ahead = 1'000'000'000;
         const Result r     = measure(events, batch, [&] {
             c->low_power_until(steady_clock_ns()() + ahead);
             c->traffic();
         });
-        std::printf("wake (low_power_until + traffic): median %.1f ns/event, p99 %.1f\n", r.median_ns, r.p99_ns);
+        std::printf("wake (low_power_until + traffic): median %.1f ns/event, p99 %.1f\n",
+                    r.median_ns, r.p99_ns);
     }
     {
-        auto         c = make_controller();
+        auto c         = make_controller();
         const Result r = measure(events, batch, [&] {
             c->burst(0.5);
             c->traffic();
             c->end_burst();
         });
-        std::printf("burst (burst + traffic + end_burst): median %.1f ns/event, p99 %.1f\n", r.median_ns, r.p99_ns);
+        std::printf("burst (burst + traffic + end_burst): median %.1f ns/event, p99 %.1f\n",
+                    r.median_ns, r.p99_ns);
     }
     return 0;
 }

@@ -84,21 +84,23 @@
 #define PI 3.14159265358979323846
 #define LATTICE 4                              /* charges per box edge */
 #define NCHARGES (LATTICE * LATTICE * LATTICE) /* 64: neutral, alternating */
-#define SIGMA 0.04   /* charge width and kernel smoothing, box units */
-#define CUTOFF 0.24  /* 6 SIGMA: a Gaussian is zero beyond, so below 1/2 the
+#define SIGMA 0.04                             /* charge width and kernel smoothing, box units */
+#define CUTOFF \
+    0.24            /* 6 SIGMA: a Gaussian is zero beyond, so below 1/2 the
                         nearest periodic image is the only one */
-#define JITTER 0.05  /* lattice displacement, box units: breaks the symmetry */
-#define DT 0.02      /* the fastest charge moves 2.5 cells of a 64^3 grid in
+#define JITTER 0.05 /* lattice displacement, box units: breaks the symmetry */
+#define DT \
+    0.02 /* the fastest charge moves 2.5 cells of a 64^3 grid in
                         10 steps; total energy drifts 0.1 % per step */
 
 typedef struct fft_options {
     long n;
     long steps;
-    int keep;            /* 0: no packed run */
+    int keep; /* 0: no packed run */
     slim_round_t mode;
     long repeat;
     int json;
-    int block;           /* --wait block: blocking MPI calls */
+    int block; /* --wait block: blocking MPI calls */
 } fft_options_t;
 
 /* This rank's part of the grid. In real space, x-slab [x0, x0 + nl) stored
@@ -106,10 +108,10 @@ typedef struct fft_options {
  * ky stored [ky][kx][kz]. Complex values are interleaved (re, im) doubles. */
 typedef struct slabs {
     int n;
-    int nl;           /* N / P planes per rank */
-    int x0;           /* first plane: rank * nl */
+    int nl; /* N / P planes per rank */
+    int x0; /* first plane: rank * nl */
     int rank, nranks;
-    int block;        /* wait in blocking MPI calls rather than test-and-yield */
+    int block; /* wait in blocking MPI calls rather than test-and-yield */
 } slabs_t;
 
 /* The all-to-all buffers: one send buffer per transpose, so a mark covers
@@ -151,27 +153,26 @@ static int rank = -1;
 /* ------------------------------------------------------------ options */
 
 static const char usage_line[] =
-    "usage: mpiexec -n P slimlink-fft [--n N] [--steps S] [--keep K] "
-    "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n";
+        "usage: mpiexec -n P slimlink-fft [--n N] [--steps S] [--keep K] "
+        "[--mode truncate|round] [--repeat R] [--wait yield|block] [--json]\n";
 
 static const char help_text[] =
-    "A distributed 3-D FFT Poisson solve in a small MD loop, at full precision and\n"
-    "with the transpose sends lossy-packed. Options take their value as '--opt V'\n"
-    "or '--opt=V'.\n"
-    "  --n N          grid N x N x N, a power of two 8..256 divisible by the number\n"
-    "                 of ranks (default 64)\n"
-    "  --steps S      MD steps per run, 1..100000 (default 10)\n"
-    "  --keep K       0 (no packed run, the default) or 2..7 bytes kept per float64\n"
-    "  --mode M       truncate (default) or round\n"
-    "  --repeat R     run each variant R times, 1..1000 (default 1)\n"
-    "  --wait W       yield (default) or block\n"
-    "  --json         one JSON line (schema slimlink.fft.v1) instead of text\n"
-    "  -h, --help     this text\n"
-    "Exit status: 0 when every check holds, 1 when one fails, 2 on bad options.\n";
+        "A distributed 3-D FFT Poisson solve in a small MD loop, at full precision and\n"
+        "with the transpose sends lossy-packed. Options take their value as '--opt V'\n"
+        "or '--opt=V'.\n"
+        "  --n N          grid N x N x N, a power of two 8..256 divisible by the number\n"
+        "                 of ranks (default 64)\n"
+        "  --steps S      MD steps per run, 1..100000 (default 10)\n"
+        "  --keep K       0 (no packed run, the default) or 2..7 bytes kept per float64\n"
+        "  --mode M       truncate (default) or round\n"
+        "  --repeat R     run each variant R times, 1..1000 (default 1)\n"
+        "  --wait W       yield (default) or block\n"
+        "  --json         one JSON line (schema slimlink.fft.v1) instead of text\n"
+        "  -h, --help     this text\n"
+        "Exit status: 0 when every check holds, 1 when one fails, 2 on bad options.\n";
 
 /* Prints "slimlink-fft: <message>" and the usage (rank 0), exits 2. */
-static void usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void usage_error(const char *fmt, ...)
 {
@@ -190,15 +191,15 @@ static void usage_error(const char *fmt, ...)
 enum { OPT_N = 256, OPT_STEPS, OPT_KEEP, OPT_MODE, OPT_WAIT, OPT_REPEAT, OPT_JSON };
 
 static const struct option long_options[] = {
-    {"n", required_argument, NULL, OPT_N},
-    {"steps", required_argument, NULL, OPT_STEPS},
-    {"keep", required_argument, NULL, OPT_KEEP},
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"wait", required_argument, NULL, OPT_WAIT},
-    {"repeat", required_argument, NULL, OPT_REPEAT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+        {"n", required_argument, NULL, OPT_N},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"keep", required_argument, NULL, OPT_KEEP},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"wait", required_argument, NULL, OPT_WAIT},
+        {"repeat", required_argument, NULL, OPT_REPEAT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 static void parse_options(int argc, char **argv, fft_options_t *o)
@@ -206,14 +207,14 @@ static void parse_options(int argc, char **argv, fft_options_t *o)
     long v;
     int c;
 
-    o->n = 64;
-    o->steps = 10;
-    o->keep = 0;
-    o->mode = SLIM_ROUND_TRUNCATE;
+    o->n      = 64;
+    o->steps  = 10;
+    o->keep   = 0;
+    o->mode   = SLIM_ROUND_TRUNCATE;
     o->repeat = 1;
-    o->json = 0;
-    o->block = 0;
-    opterr = 0; /* the messages are ours, from rank 0 only */
+    o->json   = 0;
+    o->block  = 0;
+    opterr    = 0; /* the messages are ours, from rank 0 only */
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         const char *val = optarg;
 
@@ -249,15 +250,10 @@ static void parse_options(int argc, char **argv, fft_options_t *o)
                 usage_error("--repeat %s: expected an integer 1..1000", val);
             }
             break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        case 'h':
-            bench_help_exit(rank, usage_line, help_text);
-        case ':':
-            usage_error("%s needs a value", argv[optind - 1]);
-        default:
-            usage_error("unknown option %s", argv[optind - 1]);
+        case OPT_JSON: o->json = 1; break;
+        case 'h': bench_help_exit(rank, usage_line, help_text);
+        case ':': usage_error("%s needs a value", argv[optind - 1]);
+        default: usage_error("unknown option %s", argv[optind - 1]);
         }
     }
     if (optind < argc) {
@@ -271,12 +267,12 @@ static slabs_t make_slabs(int n, int rank_, int nranks, int block)
 {
     slabs_t s;
 
-    s.n = n;
-    s.nl = n / nranks;
-    s.x0 = rank_ * s.nl;
-    s.rank = rank_;
+    s.n      = n;
+    s.nl     = n / nranks;
+    s.x0     = rank_ * s.nl;
+    s.rank   = rank_;
     s.nranks = nranks;
-    s.block = block;
+    s.block  = block;
     return s;
 }
 
@@ -290,7 +286,7 @@ static int make_plan(int n, fft_plan_t *p)
     while ((1 << bits) < n) {
         ++bits;
     }
-    p->n = n;
+    p->n      = n;
     p->bitrev = malloc(sizeof(int) * (size_t)n);
     if (p->bitrev == NULL || !alloc_doubles(&p->twiddle, (size_t)n) ||
         !alloc_doubles(&p->line, 2 * (size_t)n)) {
@@ -306,7 +302,7 @@ static int make_plan(int n, fft_plan_t *p)
     /* each twiddle straight from libm: a recurrence would lose the digits
      * the 1e-12 roundtrip check needs at N = 256 */
     for (int k = 0; k < n / 2; ++k) {
-        p->twiddle[2 * k] = cos(2 * PI * k / n);
+        p->twiddle[2 * k]     = cos(2 * PI * k / n);
         p->twiddle[2 * k + 1] = sin(2 * PI * k / n);
     }
     return 1;
@@ -325,16 +321,16 @@ static void free_plan(fft_plan_t *p)
  * inverse with e^{+...}, unscaled. */
 static void fft_line(const fft_plan_t *p, double *x, int inverse)
 {
-    const int n = p->n;
+    const int n       = p->n;
     const double sign = inverse ? 1.0 : -1.0;
 
     for (int i = 0; i < n; ++i) {
         const int j = p->bitrev[i];
         if (i < j) {
             const double re = x[2 * i], im = x[2 * i + 1];
-            x[2 * i] = x[2 * j];
+            x[2 * i]     = x[2 * j];
             x[2 * i + 1] = x[2 * j + 1];
-            x[2 * j] = re;
+            x[2 * j]     = re;
             x[2 * j + 1] = im;
         }
     }
@@ -359,12 +355,12 @@ static void fft_line(const fft_plan_t *p, double *x, int inverse)
 static void fft_strided(const fft_plan_t *p, double *x, size_t stride, int inverse)
 {
     for (int i = 0; i < p->n; ++i) {
-        p->line[2 * i] = x[2 * i * stride];
+        p->line[2 * i]     = x[2 * i * stride];
         p->line[2 * i + 1] = x[2 * i * stride + 1];
     }
     fft_line(p, p->line, inverse);
     for (int i = 0; i < p->n; ++i) {
-        x[2 * i * stride] = p->line[2 * i];
+        x[2 * i * stride]     = p->line[2 * i];
         x[2 * i * stride + 1] = p->line[2 * i + 1];
     }
 }
@@ -402,8 +398,7 @@ static size_t block_line_at(const slabs_t *s, int b, int i, int j)
 
 /* Real-space x-slab [x][y][z] in `grid` to its transform as a y-slab
  * [ky][kx][kz], in place, unscaled. */
-static void fft3d_forward(const slabs_t *s, const fft_plan_t *p, double *grid,
-                          const transpose_t *t)
+static void fft3d_forward(const slabs_t *s, const fft_plan_t *p, double *grid, const transpose_t *t)
 {
     const int n = s->n, nl = s->nl;
     const size_t zbytes = 2 * (size_t)n * sizeof(double);
@@ -443,12 +438,11 @@ static void fft3d_forward(const slabs_t *s, const fft_plan_t *p, double *grid,
 
 /* The inverse of fft3d_forward, scaled by 1/N^3: y-slab [ky][kx][kz] back to
  * the x-slab [x][y][z]. */
-static void fft3d_inverse(const slabs_t *s, const fft_plan_t *p, double *grid,
-                          const transpose_t *t)
+static void fft3d_inverse(const slabs_t *s, const fft_plan_t *p, double *grid, const transpose_t *t)
 {
     const int n = s->n, nl = s->nl;
     const size_t zbytes = 2 * (size_t)n * sizeof(double);
-    const double scale = 1.0 / ((double)n * n * n);
+    const double scale  = 1.0 / ((double)n * n * n);
 
     for (int y = 0; y < nl; ++y) {
         for (int z = 0; z < n; ++z) {
@@ -490,10 +484,7 @@ static void fft3d_inverse(const slabs_t *s, const fft_plan_t *p, double *grid,
 /* ------------------------------------------------------------ the physics */
 
 /* Grid index to signed frequency times 2 pi (box length 1). */
-static double wavenumber(int i, int n)
-{
-    return 2 * PI * (i < n / 2 ? i : i - n);
-}
+static double wavenumber(int i, int n) { return 2 * PI * (i < n / 2 ? i : i - n); }
 
 /* Multiplies the transform (y-slab [ky][kx][kz]) by the smoothed Poisson
  * kernel G(k) = exp(-SIGMA^2 k^2 / 2) / k^2, G(0) = 0: the potential of the
@@ -506,10 +497,10 @@ static void apply_kernel(const slabs_t *s, double *grid)
         const double wy = wavenumber(s->x0 + ky, n);
         for (int kx = 0; kx < n; ++kx) {
             const double wx = wavenumber(kx, n);
-            double *line = grid + line_at(s, ky, kx);
+            double *line    = grid + line_at(s, ky, kx);
             for (int kz = 0; kz < n; ++kz) {
-                const double wz = wavenumber(kz, n);
-                const double k2 = wx * wx + wy * wy + wz * wz;
+                const double wz    = wavenumber(kz, n);
+                const double k2    = wx * wx + wy * wy + wz * wz;
                 const double green = k2 > 0 ? exp(-0.5 * SIGMA * SIGMA * k2) / k2 : 0.0;
                 line[2 * kz] *= green;
                 line[2 * kz + 1] *= green;
@@ -535,12 +526,12 @@ static void init_charges(charges_t *c)
     for (int i = 0; i < LATTICE; ++i) {
         for (int j = 0; j < LATTICE; ++j) {
             for (int k = 0; k < LATTICE; ++k) {
-                const int id = (i * LATTICE + j) * LATTICE + k;
+                const int id      = (i * LATTICE + j) * LATTICE + k;
                 const int cell[3] = {i, j, k};
-                c->q[id] = (i + j + k) % 2 == 0 ? 1.0 : -1.0;
+                c->q[id]          = (i + j + k) % 2 == 0 ? 1.0 : -1.0;
                 for (int a = 0; a < 3; ++a) {
                     const double r = (cell[a] + 0.5) / LATTICE + JITTER * jitter(3u * id + a);
-                    c->r[id][a] = r - floor(r);
+                    c->r[id][a]    = r - floor(r);
                 }
             }
         }
@@ -559,11 +550,11 @@ static void sample_gaussian(int n, const double r[3], const profile_t *pr)
             double d = (double)i / n - r[a];
             d -= floor(d + 0.5);
             if (fabs(d) > CUTOFF) {
-                pr->g[a][i] = 0.0;
+                pr->g[a][i]  = 0.0;
                 pr->dg[a][i] = 0.0;
                 continue;
             }
-            pr->g[a][i] = norm * exp(-0.5 * d * d / (SIGMA * SIGMA));
+            pr->g[a][i]  = norm * exp(-0.5 * d * d / (SIGMA * SIGMA));
             pr->dg[a][i] = -d / (SIGMA * SIGMA) * pr->g[a][i];
         }
     }
@@ -599,10 +590,9 @@ static void spread(const slabs_t *s, const charges_t *c, double *grid, const pro
 /* F_i = q_i * integral of grad g_i(x - r_i) phi(x) dx (the gradient of the
  * energy, by parts), phi the real part of this rank's x-slab; summed over
  * the ranks. */
-static void compute_forces(const slabs_t *s, charges_t *c, const double *grid,
-                           const profile_t *pr)
+static void compute_forces(const slabs_t *s, charges_t *c, const double *grid, const profile_t *pr)
 {
-    const int n = s->n;
+    const int n       = s->n;
     const double cell = 1.0 / ((double)n * n * n);
 
     for (int i = 0; i < NCHARGES; ++i) {
@@ -643,7 +633,7 @@ static void move_charges(charges_t *c)
         for (int a = 0; a < 3; ++a) {
             c->v[i][a] += DT * c->f[i][a];
             const double r = c->r[i][a] + DT * c->v[i][a];
-            c->r[i][a] = r - floor(r);
+            c->r[i][a]     = r - floor(r);
         }
     }
 }
@@ -679,7 +669,7 @@ static void simulate(const slabs_t *s, fft_work_t *w, long steps)
 static double roundtrip_error(const slabs_t *s, fft_work_t *w, double *scratch)
 {
     const size_t len = slab_len(s);
-    double sums[2] = {0.0, 0.0};
+    double sums[2]   = {0.0, 0.0};
 
     init_charges(&w->charges);
     spread(s, &w->charges, w->grid, &w->pr);
@@ -702,10 +692,10 @@ static double roundtrip_error(const slabs_t *s, fft_work_t *w, double *scratch)
  * wrong transpose, axis or sign moves the peak. */
 static double plane_wave_error(const slabs_t *s, fft_work_t *w)
 {
-    const int n = s->n;
-    const int k0[3] = {1, 2, n - 3};
+    const int n         = s->n;
+    const int k0[3]     = {1, 2, n - 3};
     const double volume = (double)n * n * n;
-    double err = 0.0;
+    double err          = 0.0;
 
     for (int x = 0; x < s->nl; ++x) {
         for (int y = 0; y < n; ++y) {
@@ -713,7 +703,7 @@ static double plane_wave_error(const slabs_t *s, fft_work_t *w)
             for (int z = 0; z < n; ++z) {
                 /* the phase reduced mod n first: exact arguments to cos/sin */
                 const long m = ((long)k0[0] * (s->x0 + x) + (long)k0[1] * y + (long)k0[2] * z) % n;
-                line[2 * z] = cos(2 * PI * (double)m / n);
+                line[2 * z]  = cos(2 * PI * (double)m / n);
                 line[2 * z + 1] = sin(2 * PI * (double)m / n);
             }
         }
@@ -723,10 +713,10 @@ static double plane_wave_error(const slabs_t *s, fft_work_t *w)
         for (int kx = 0; kx < n; ++kx) {
             const double *line = w->grid + line_at(s, ky, kx);
             for (int kz = 0; kz < n; ++kz) {
-                const int peak = kx == k0[0] && s->x0 + ky == k0[1] && kz == k0[2];
+                const int peak  = kx == k0[0] && s->x0 + ky == k0[1] && kz == k0[2];
                 const double dr = line[2 * kz] - (peak ? volume : 0.0), di = line[2 * kz + 1];
                 const double e = sqrt(dr * dr + di * di) / volume;
-                err = e > err ? e : err;
+                err            = e > err ? e : err;
             }
         }
     }
@@ -738,7 +728,7 @@ static double plane_wave_error(const slabs_t *s, fft_work_t *w)
 static double relative_error(const slabs_t *s, const double *a, const double *b)
 {
     const size_t len = slab_len(s);
-    double sums[2] = {0.0, 0.0};
+    double sums[2]   = {0.0, 0.0};
 
     for (size_t i = 0; i < len; ++i) {
         const double d = a[i] - b[i];
@@ -753,14 +743,14 @@ static double relative_error(const slabs_t *s, const double *a, const double *b)
  * transpose send buffers for the duration when keep > 0, and copies the
  * final potential to phi. *stats gets the packing counters of the marked
  * runs, summed over ranks. Returns 0, or -1 when marking failed. */
-static int run_steps(const slabs_t *s, const fft_options_t *o, int keep, fft_work_t *w,
-                     double *phi, run_result_t *out, slim_packing_stats_t *stats)
+static int run_steps(const slabs_t *s, const fft_options_t *o, int keep, fft_work_t *w, double *phi,
+                     run_result_t *out, slim_packing_stats_t *stats)
 {
     const size_t len = slab_len(s), bytes = 2 * len * sizeof(double);
     double *times = malloc(sizeof(double) * (size_t)o->repeat);
     slim_packing_stats_t before, after;
     run_result_t res = {o->steps, 0.0};
-    int ok = 1;
+    int ok           = 1;
 
     if (times == NULL) {
         return -1;
@@ -854,8 +844,8 @@ static void print_json(const fft_options_t *o, int nranks, double roundtrip, dou
     printf("{\"schema\":\"slimlink.fft.v1\",\"n\":%ld,\"ranks\":%d,\"charges\":%d,\"dt\":%g,"
            "\"steps\":%ld,\"repeat\":%ld,\"wait\":\"%s\",\"keep\":%d,\"mode\":\"%s\","
            "\"roundtrip_error\":%.6e,\"plane_wave_error\":%.6e,\"check_bound\":%g,",
-           o->n, nranks, NCHARGES, DT, o->steps, o->repeat, o->block ? "block" : "yield",
-           o->keep, mode_name(o->mode), roundtrip, plane, CHECK_TOLERANCE);
+           o->n, nranks, NCHARGES, DT, o->steps, o->repeat, o->block ? "block" : "yield", o->keep,
+           mode_name(o->mode), roundtrip, plane, CHECK_TOLERANCE);
     print_result_json("full", full);
     if (o->keep > 0) {
         printf(",");
@@ -880,7 +870,7 @@ static void print_json(const fft_options_t *o, int nranks, double roundtrip, dou
 static int alloc_work(const slabs_t *s, fft_work_t *w)
 {
     const size_t len = 2 * slab_len(s);
-    int ok = make_plan(s->n, &w->plan) && alloc_doubles(&w->grid, len) &&
+    int ok           = make_plan(s->n, &w->plan) && alloc_doubles(&w->grid, len) &&
              alloc_doubles(&w->t.send_fwd, len) && alloc_doubles(&w->t.send_bwd, len) &&
              alloc_doubles(&w->t.recv, len);
     for (int a = 0; a < 3 && ok; ++a) {
@@ -929,19 +919,19 @@ int main(int argc, char **argv)
     /* the checks, at full precision: also the connection wire-up, outside
      * the timed runs */
     const double roundtrip = roundtrip_error(&s, &w, phi_full);
-    const double plane = plane_wave_error(&s, &w);
-    const int checks_ok = roundtrip < CHECK_TOLERANCE && plane < CHECK_TOLERANCE;
+    const double plane     = plane_wave_error(&s, &w);
+    const int checks_ok    = roundtrip < CHECK_TOLERANCE && plane < CHECK_TOLERANCE;
 
     run_result_t full, packed = {0, 0.0};
     slim_packing_stats_t unused, stats;
     double err = 0.0;
-    int ok = run_steps(&s, &o, 0, &w, phi_full, &full, &unused) == 0;
+    int ok     = run_steps(&s, &o, 0, &w, phi_full, &full, &unused) == 0;
     memset(&stats, 0, sizeof(stats));
     if (ok && o.keep > 0) {
-        ok = run_steps(&s, &o, o.keep, &w, phi_packed, &packed, &stats) == 0;
+        ok  = run_steps(&s, &o, o.keep, &w, phi_packed, &packed, &stats) == 0;
         err = relative_error(&s, phi_packed, phi_full);
     }
-    const int full_ok = ok && checks_ok;
+    const int full_ok   = ok && checks_ok;
     const int packed_ok = o.keep == 0 || (ok && err <= ACCEPT_REL_ERROR);
 
     if (rank == 0 && ok) {
@@ -972,8 +962,10 @@ int main(int argc, char **argv)
                     roundtrip, plane, CHECK_TOLERANCE);
         }
         if (o.keep > 0 && !(err <= ACCEPT_REL_ERROR)) {
-            fprintf(stderr, "slimlink-fft: FAIL: packed potential differs by %.3e (L2, relative), "
-                    "above the 1%% bound\n", err);
+            fprintf(stderr,
+                    "slimlink-fft: FAIL: packed potential differs by %.3e (L2, relative), "
+                    "above the 1%% bound\n",
+                    err);
         }
         fflush(stdout);
     }

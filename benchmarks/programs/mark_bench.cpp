@@ -43,7 +43,7 @@ double seconds_since(SteadyClock::time_point start)
 double mark_unmark(const std::vector<unsigned char>& arena, const std::vector<std::size_t>& order)
 {
     RegionRegistry registry;
-    Precision      keep4;
+    Precision keep4;
     keep4.keep_bytes = 4;
     const auto start = SteadyClock::now();
     for (const std::size_t i : order) {
@@ -73,22 +73,22 @@ double lookup_ns(const std::vector<unsigned char>& arena, std::size_t marks, boo
 {
     static std::vector<unsigned char> elsewhere(1 << 20);
     RegionRegistry registry;
-    Precision      keep4;
+    Precision keep4;
     keep4.keep_bytes = 4;
     for (std::size_t i = 0; i < marks; ++i) {
         registry.mark(arena.data() + i * kSlice, kSlice / 2, keep4);
     }
     // Lookups spread over the marked area, each in an unmarked gap.
     constexpr std::size_t kLookups = 200000;
-    std::mt19937_64       rng(7);
-    std::vector<const unsigned char*> at(4096);
+    std::mt19937_64 rng(7);
+    std::vector<const unsigned char *> at(4096);
     for (auto& p : at) {
         p = in_gaps ? arena.data() + (rng() % marks) * kSlice + kSlice / 2
                     : elsewhere.data() + rng() % (elsewhere.size() - kSlice);
     }
-    MarkedRun   runs[4];
+    MarkedRun runs[4];
     std::size_t found = 0;
-    const auto  start = SteadyClock::now();
+    const auto start  = SteadyClock::now();
     for (std::size_t i = 0; i < kLookups; ++i) {
         found += registry.find(at[i % at.size()], kSlice / 2, runs, 4);
     }
@@ -102,20 +102,20 @@ double lookup_ns(const std::vector<unsigned char>& arena, std::size_t marks, boo
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
-    std::size_t marks  = 1000000;
-    int         rounds = 3;
-    CLI::App    app("Cost of marking at scale: N marks and unmarks, and the send path's lookup "
-                    "with 1 and with N regions marked.",
-                    "mark-bench");
+    std::size_t marks = 1000000;
+    int rounds        = 3;
+    CLI::App app("Cost of marking at scale: N marks and unmarks, and the send path's lookup "
+                 "with 1 and with N regions marked.",
+                 "mark-bench");
     bench::add_integer(app, "--marks", marks, 1, 1'000'000'000, "marks (64-byte slices)");
     bench::add_integer(app, "--rounds", rounds, 1, 1'000'000, "rounds; medians are reported");
     if (const int status = bench::parse(app, argc, argv); status >= 0) {
         return status;
     }
     std::vector<unsigned char> arena(marks * kSlice);
-    std::vector<std::size_t>   ordered(marks);
+    std::vector<std::size_t> ordered(marks);
     std::iota(ordered.begin(), ordered.end(), 0);
     std::vector<std::size_t> shuffled = ordered;
     std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(42));
@@ -138,8 +138,8 @@ int main(int argc, char** argv)
                 t_rand <= 1.0 ? "met" : "MISSED");
     const double g_one = bench::median(gap_one), g_many = bench::median(gap_many);
     std::printf("  %-40s %8.1f ns\n", "unrelated unmarked lookup, 1 marked", l_one);
-    std::printf("  %-40s %8.1f ns   ratio %.2f\n", "unrelated unmarked lookup, all marked",
-                l_many, l_many / l_one);
+    std::printf("  %-40s %8.1f ns   ratio %.2f\n", "unrelated unmarked lookup, all marked", l_many,
+                l_many / l_one);
     std::printf("  %-40s %8.1f ns\n", "lookup between marks, 1 marked", g_one);
     std::printf("  %-40s %8.1f ns   ratio %.2f (O(log N) walk)\n",
                 "lookup between marks, all marked", g_many, g_many / g_one);

@@ -69,19 +69,18 @@ static void sum_all_ranks(int block, double *v, int count)
 }
 
 /* *sum = (after - before) summed over all ranks. */
-static void sum_packing_delta(const slim_packing_stats_t *before,
-                              const slim_packing_stats_t *after, slim_packing_stats_t *sum)
+static void sum_packing_delta(const slim_packing_stats_t *before, const slim_packing_stats_t *after,
+                              slim_packing_stats_t *sum)
 {
-    static const size_t field[] = {
-        offsetof(slim_packing_stats_t, frames_sent),
-        offsetof(slim_packing_stats_t, payload_bytes),
-        offsetof(slim_packing_stats_t, wire_bytes),
-        offsetof(slim_packing_stats_t, marked_bytes),
-        offsetof(slim_packing_stats_t, packed_bytes),
-        offsetof(slim_packing_stats_t, edge_bytes),
-        offsetof(slim_packing_stats_t, missed_bytes),
-        offsetof(slim_packing_stats_t, frames_received),
-        offsetof(slim_packing_stats_t, frames_rejected)};
+    static const size_t field[] = {offsetof(slim_packing_stats_t, frames_sent),
+                                   offsetof(slim_packing_stats_t, payload_bytes),
+                                   offsetof(slim_packing_stats_t, wire_bytes),
+                                   offsetof(slim_packing_stats_t, marked_bytes),
+                                   offsetof(slim_packing_stats_t, packed_bytes),
+                                   offsetof(slim_packing_stats_t, edge_bytes),
+                                   offsetof(slim_packing_stats_t, missed_bytes),
+                                   offsetof(slim_packing_stats_t, frames_received),
+                                   offsetof(slim_packing_stats_t, frames_rejected)};
     enum { NFIELDS = sizeof(field) / sizeof(field[0]) };
     uint64_t v[NFIELDS];
 

@@ -40,7 +40,7 @@
 #include "bench_options.h"
 
 #define LARGE_MESSAGE (8u << 10)
-#define ACK_BYTES     4
+#define ACK_BYTES 4
 
 typedef struct options {
     int bandwidth;
@@ -51,24 +51,23 @@ typedef struct options {
 
 static int rank = -1;
 
-static const char usage_line[] =
-    "usage: mpiexec -n 2 slimlink-osu-like latency|bandwidth "
-    "[-m MIN:MAX] [-i N] [-I N] [-x N] [-w N] [-b MiB] [-k N]\n";
+static const char usage_line[] = "usage: mpiexec -n 2 slimlink-osu-like latency|bandwidth "
+                                 "[-m MIN:MAX] [-i N] [-I N] [-x N] [-w N] [-b MiB] [-k N]\n";
 
 static const char help_text[] =
-    "OSU-style point-to-point latency or bandwidth, 2 ranks.\n"
-    "  -m MIN:MAX   message sizes, powers of two from MIN to MAX bytes,\n"
-    "               0 <= MIN <= MAX, 1 <= MAX <= 2^30 (default 1:4194304)\n"
-    "  -i N         iterations per size up to 8 KiB, 1..10^8\n"
-    "               (default 1000 latency, 100 bandwidth)\n"
-    "  -I N         iterations per size above 8 KiB, 1..10^8\n"
-    "               (default 100 latency, 20 bandwidth)\n"
-    "  -x N         untimed warm-up iterations, 0..10^8 (default iterations/10, >= 2)\n"
-    "  -w N         bandwidth window, 1..4096 (default 64)\n"
-    "  -b MiB       bandwidth: at most this many MiB sent per size, 1..2^20\n"
-    "               (default 1024)\n"
-    "  -k N         report the median of N batches, 1..1000 (default 1: the mean)\n"
-    "  -h, --help   this text\n";
+        "OSU-style point-to-point latency or bandwidth, 2 ranks.\n"
+        "  -m MIN:MAX   message sizes, powers of two from MIN to MAX bytes,\n"
+        "               0 <= MIN <= MAX, 1 <= MAX <= 2^30 (default 1:4194304)\n"
+        "  -i N         iterations per size up to 8 KiB, 1..10^8\n"
+        "               (default 1000 latency, 100 bandwidth)\n"
+        "  -I N         iterations per size above 8 KiB, 1..10^8\n"
+        "               (default 100 latency, 20 bandwidth)\n"
+        "  -x N         untimed warm-up iterations, 0..10^8 (default iterations/10, >= 2)\n"
+        "  -w N         bandwidth window, 1..4096 (default 64)\n"
+        "  -b MiB       bandwidth: at most this many MiB sent per size, 1..2^20\n"
+        "               (default 1024)\n"
+        "  -k N         report the median of N batches, 1..1000 (default 1: the mean)\n"
+        "  -h, --help   this text\n";
 
 /* Prints "slimlink-osu-like: <message>" and the usage (rank 0), exits 2. */
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -110,8 +109,8 @@ static int parse_sizes(const char *s, options_t *o)
 }
 
 static const struct option long_options[] = {
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 static void parse(int argc, char **argv, options_t *o)
@@ -119,15 +118,15 @@ static void parse(int argc, char **argv, options_t *o)
     int c;
 
     memset(o, 0, sizeof(*o));
-    o->min_size = 1;
-    o->max_size = 4u << 20;
+    o->min_size    = 1;
+    o->max_size    = 4u << 20;
     o->iters_small = -1; /* by mode, below */
     o->iters_large = -1;
-    o->warmup = -1;
-    o->window = 64;
-    o->budget_mib = 1024;
-    o->batches = 1;
-    opterr = 0; /* the messages are ours, from rank 0 only */
+    o->warmup      = -1;
+    o->window      = 64;
+    o->budget_mib  = 1024;
+    o->batches     = 1;
+    opterr         = 0; /* the messages are ours, from rank 0 only */
     while ((c = getopt_long(argc, argv, ":m:i:I:x:w:b:k:h", long_options, NULL)) != -1) {
         const char *val = optarg;
 
@@ -173,10 +172,8 @@ static void parse(int argc, char **argv, options_t *o)
             }
             MPI_Finalize();
             exit(0);
-        case ':':
-            die_usage("%s needs a value", argv[optind - 1]);
-        default:
-            die_usage("unknown option %s", argv[optind - 1]);
+        case ':': die_usage("%s needs a value", argv[optind - 1]);
+        default: die_usage("unknown option %s", argv[optind - 1]);
         }
     }
     /* getopt_long moved the mode, wherever it was, to the end. */
@@ -190,7 +187,7 @@ static void parse(int argc, char **argv, options_t *o)
         o->iters_small = o->iters_small > 0 ? o->iters_small : 1000;
         o->iters_large = o->iters_large > 0 ? o->iters_large : 100;
     } else if (strcmp(argv[optind], "bandwidth") == 0) {
-        o->bandwidth = 1;
+        o->bandwidth   = 1;
         o->iters_small = o->iters_small > 0 ? o->iters_small : 100;
         o->iters_large = o->iters_large > 0 ? o->iters_large : 20;
     } else {
@@ -202,16 +199,14 @@ static void parse(int argc, char **argv, options_t *o)
 static double pingpong(char *sbuf, char *rbuf, size_t size, long iters)
 {
     const int peer = 1 - rank;
-    double t0 = MPI_Wtime();
+    double t0      = MPI_Wtime();
 
     for (long i = 0; i < iters; ++i) {
         if (rank == 0) {
             MPI_Send(sbuf, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
-            MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(rbuf, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(sbuf, (int)size, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
         }
     }
@@ -220,29 +215,26 @@ static double pingpong(char *sbuf, char *rbuf, size_t size, long iters)
 
 /* `iters` windows of `window` messages, each acknowledged; returns rank 0's
  * elapsed seconds. */
-static double windows(char *sbuf, char *rbuf, size_t size, long iters,
-                      long window, MPI_Request *req, MPI_Status *stat)
+static double windows(char *sbuf, char *rbuf, size_t size, long iters, long window,
+                      MPI_Request *req, MPI_Status *stat)
 {
-    const int peer = 1 - rank;
+    const int peer      = 1 - rank;
     char ack[ACK_BYTES] = {0};
-    double t0 = MPI_Wtime();
+    double t0           = MPI_Wtime();
 
     for (long i = 0; i < iters; ++i) {
         for (long w = 0; w < window; ++w) {
             if (rank == 0) {
-                MPI_Isend(sbuf, (int)size, MPI_CHAR, peer, 100, MPI_COMM_WORLD,
-                          &req[w]);
+                MPI_Isend(sbuf, (int)size, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &req[w]);
             } else {
-                MPI_Irecv(rbuf, (int)size, MPI_CHAR, peer, 100, MPI_COMM_WORLD,
-                          &req[w]);
+                MPI_Irecv(rbuf, (int)size, MPI_CHAR, peer, 100, MPI_COMM_WORLD, &req[w]);
             }
         }
         /* a status array, not MPI_STATUSES_IGNORE: GCC 12 misreads the
          * latter as a zero-sized array (-Wstringop-overflow) */
         MPI_Waitall((int)window, req, stat);
         if (rank == 0) {
-            MPI_Recv(ack, ACK_BYTES, MPI_CHAR, peer, 101, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(ack, ACK_BYTES, MPI_CHAR, peer, 101, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             MPI_Send(ack, ACK_BYTES, MPI_CHAR, peer, 101, MPI_COMM_WORLD);
         }
@@ -259,9 +251,9 @@ static int cmp_double(const void *a, const void *b)
 /* One size: warm-up, then `iters` timed iterations in `batches` batches.
  * Returns the median over batches of the latency (us, one-way) or the
  * bandwidth (MB/s, 10^6 bytes per second); with one batch, the plain value. */
-static double measure(const options_t *o, char *sbuf, char *rbuf, size_t size,
-                      long iters, long warmup, long batches, MPI_Request *req,
-                      MPI_Status *stat, double *scratch)
+static double measure(const options_t *o, char *sbuf, char *rbuf, size_t size, long iters,
+                      long warmup, long batches, MPI_Request *req, MPI_Status *stat,
+                      double *scratch)
 {
     MPI_Barrier(MPI_COMM_WORLD);
     if (o->bandwidth) {
@@ -273,7 +265,7 @@ static double measure(const options_t *o, char *sbuf, char *rbuf, size_t size,
         /* spread the remainder over the first batches */
         long n = iters / batches + (b < iters % batches ? 1 : 0);
         if (o->bandwidth) {
-            double t = windows(sbuf, rbuf, size, n, o->window, req, stat);
+            double t   = windows(sbuf, rbuf, size, n, o->window, req, stat);
             scratch[b] = (double)size * (double)o->window * (double)n / t / 1e6;
         } else {
             scratch[b] = pingpong(sbuf, rbuf, size, n) * 1e6 / (2.0 * (double)n);
@@ -291,7 +283,7 @@ int main(int argc, char **argv)
     char *sbuf = NULL, *rbuf = NULL;
     MPI_Request *req = NULL;
     MPI_Status *stat = NULL;
-    double *scratch = NULL;
+    double *scratch  = NULL;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -315,9 +307,9 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# slimlink-osu-like %s, 2 ranks, sizes %zu..%zu, iterations "
                "%ld (<= %u B) / %ld, window %ld, budget %ld MiB, %s\n",
-               o.bandwidth ? "bandwidth" : "latency", o.min_size, o.max_size,
-               o.iters_small, LARGE_MESSAGE, o.iters_large, o.window,
-               o.budget_mib, o.batches > 1 ? "median of batches" : "mean");
+               o.bandwidth ? "bandwidth" : "latency", o.min_size, o.max_size, o.iters_small,
+               LARGE_MESSAGE, o.iters_large, o.window, o.budget_mib,
+               o.batches > 1 ? "median of batches" : "mean");
         printf("# mode bytes value unit iterations\n");
         fflush(stdout);
     }
@@ -327,8 +319,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     pingpong(sbuf, rbuf, 1, 2000);
 
-    for (size_t size = o.min_size; size <= o.max_size;
-         size = (size == 0) ? 1 : size * 2) {
+    for (size_t size = o.min_size; size <= o.max_size; size = (size == 0) ? 1 : size * 2) {
         long iters = size <= LARGE_MESSAGE ? o.iters_small : o.iters_large;
         long warmup, batches;
         double value;
@@ -337,17 +328,15 @@ int main(int argc, char **argv)
             if (size == 0) {
                 continue;
             }
-            long fit = (long)((double)o.budget_mib * (1 << 20) /
-                              ((double)size * (double)o.window));
-            iters = iters < fit ? iters : (fit < 2 ? 2 : fit);
+            long fit = (long)((double)o.budget_mib * (1 << 20) / ((double)size * (double)o.window));
+            iters    = iters < fit ? iters : (fit < 2 ? 2 : fit);
         }
-        warmup = o.warmup >= 0 ? o.warmup : (iters / 10 < 2 ? 2 : iters / 10);
+        warmup  = o.warmup >= 0 ? o.warmup : (iters / 10 < 2 ? 2 : iters / 10);
         batches = o.batches < iters ? o.batches : iters;
-        value = measure(&o, sbuf, rbuf, size, iters, warmup, batches, req,
-                        stat, scratch);
+        value   = measure(&o, sbuf, rbuf, size, iters, warmup, batches, req, stat, scratch);
         if (rank == 0) {
-            printf("%s %zu %.3f %s %ld\n", o.bandwidth ? "bandwidth" : "latency",
-                   size, value, o.bandwidth ? "MB/s" : "us", iters);
+            printf("%s %zu %.3f %s %ld\n", o.bandwidth ? "bandwidth" : "latency", size, value,
+                   o.bandwidth ? "MB/s" : "us", iters);
             fflush(stdout);
         }
     }

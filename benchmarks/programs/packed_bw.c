@@ -52,10 +52,10 @@
 
 #include "bench_options.h"
 
-#define TAG_DATA   100
-#define TAG_ACK    101
+#define TAG_DATA 100
+#define TAG_ACK 101
 #define TAG_VERIFY 102
-#define TAG_STATS  103
+#define TAG_STATS 103
 
 typedef struct bw_options {
     long min_size, max_size;
@@ -67,21 +67,21 @@ typedef struct bw_options {
 static int rank = -1;
 
 static const char usage_line[] =
-    "usage: mpiexec -n 2 packed-bw [--min BYTES] [--max BYTES] [--keep 2..7] "
-    "[--mode truncate|round] [--reps N] [--window N] [--budget MiB]\n";
+        "usage: mpiexec -n 2 packed-bw [--min BYTES] [--max BYTES] [--keep 2..7] "
+        "[--mode truncate|round] [--reps N] [--window N] [--budget MiB]\n";
 
 static const char help_text[] =
-    "Bandwidth of marked vs unmarked float64 buffers, 2 ranks. Options take their\n"
-    "value as '--opt V' or '--opt=V'.\n"
-    "  --min BYTES    smallest size, a power of two 8..2^30 (default 65536)\n"
-    "  --max BYTES    largest size, a power of two 8..2^30 (default 4194304)\n"
-    "  --keep K       bytes kept per float64 when marked, 2..7 (default 4)\n"
-    "  --mode M       truncate (default) or round\n"
-    "  --reps N       repetitions per size, 1..1000 (default 7)\n"
-    "  --window N     messages in flight, 1..1024 (default 16)\n"
-    "  --budget MiB   bytes one measurement sends, 1..65536 MiB (default 64)\n"
-    "  -h, --help     this text\n"
-    "Exit status: 0, 1 when a check failed, 2 on bad options.\n";
+        "Bandwidth of marked vs unmarked float64 buffers, 2 ranks. Options take their\n"
+        "value as '--opt V' or '--opt=V'.\n"
+        "  --min BYTES    smallest size, a power of two 8..2^30 (default 65536)\n"
+        "  --max BYTES    largest size, a power of two 8..2^30 (default 4194304)\n"
+        "  --keep K       bytes kept per float64 when marked, 2..7 (default 4)\n"
+        "  --mode M       truncate (default) or round\n"
+        "  --reps N       repetitions per size, 1..1000 (default 7)\n"
+        "  --window N     messages in flight, 1..1024 (default 16)\n"
+        "  --budget MiB   bytes one measurement sends, 1..65536 MiB (default 64)\n"
+        "  -h, --help     this text\n"
+        "Exit status: 0, 1 when a check failed, 2 on bad options.\n";
 
 /* Prints "packed-bw: <what><val>" and the usage (rank 0), exits 2. */
 static void usage_error(const char *what, const char *val) __attribute__((noreturn));
@@ -100,15 +100,15 @@ static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 enum { OPT_MIN = 256, OPT_MAX, OPT_KEEP, OPT_MODE, OPT_REPS, OPT_WINDOW, OPT_BUDGET };
 
 static const struct option long_options[] = {
-    {"min", required_argument, NULL, OPT_MIN},
-    {"max", required_argument, NULL, OPT_MAX},
-    {"keep", required_argument, NULL, OPT_KEEP},
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"reps", required_argument, NULL, OPT_REPS},
-    {"window", required_argument, NULL, OPT_WINDOW},
-    {"budget", required_argument, NULL, OPT_BUDGET},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+        {"min", required_argument, NULL, OPT_MIN},
+        {"max", required_argument, NULL, OPT_MAX},
+        {"keep", required_argument, NULL, OPT_KEEP},
+        {"mode", required_argument, NULL, OPT_MODE},
+        {"reps", required_argument, NULL, OPT_REPS},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"budget", required_argument, NULL, OPT_BUDGET},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 static void parse_options(int argc, char **argv, bw_options_t *o)
@@ -116,13 +116,13 @@ static void parse_options(int argc, char **argv, bw_options_t *o)
     long keep = 4;
     int c;
 
-    o->min_size = 64L << 10;
-    o->max_size = 4L << 20;
-    o->mode = SLIM_ROUND_TRUNCATE;
-    o->reps = 7;
-    o->window = 16;
+    o->min_size   = 64L << 10;
+    o->max_size   = 4L << 20;
+    o->mode       = SLIM_ROUND_TRUNCATE;
+    o->reps       = 7;
+    o->window     = 16;
     o->budget_mib = 64;
-    opterr = 0; /* the messages are ours, from rank 0 only */
+    opterr        = 0; /* the messages are ours, from rank 0 only */
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         const char *val = optarg;
 
@@ -162,12 +162,9 @@ static void parse_options(int argc, char **argv, bw_options_t *o)
                 usage_error("--budget: expected 1..65536 (MiB), got ", val);
             }
             break;
-        case 'h':
-            bench_help_exit(rank, usage_line, help_text);
-        case ':':
-            usage_error("missing value for ", argv[optind - 1]);
-        default:
-            usage_error("unknown option ", argv[optind - 1]);
+        case 'h': bench_help_exit(rank, usage_line, help_text);
+        case ':': usage_error("missing value for ", argv[optind - 1]);
+        default: usage_error("unknown option ", argv[optind - 1]);
         }
     }
     if (optind < argc) {
@@ -199,7 +196,7 @@ static void fill_values(double *v, size_t n)
 static double windows(double *sbuf, double *rbuf, size_t bytes, long iters, long window,
                       MPI_Request *req, MPI_Status *stat)
 {
-    const int peer = 1 - rank;
+    const int peer  = 1 - rank;
     const double t0 = MPI_Wtime();
 
     for (long i = 0; i < iters; ++i) {
@@ -230,8 +227,8 @@ static void mark(const double *sbuf, size_t bytes, const bw_options_t *o)
     }
     const slim_status_t s = slim_mark_precision(sbuf, bytes, o->keep, o->mode);
     if (s != SLIM_OK) {
-        fprintf(stderr, "packed-bw: slim_mark_precision(%zu bytes, keep %d): %s\n", bytes,
-                o->keep, slim_status_string(s));
+        fprintf(stderr, "packed-bw: slim_mark_precision(%zu bytes, keep %d): %s\n", bytes, o->keep,
+                slim_status_string(s));
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
 }
@@ -246,13 +243,13 @@ static void unmark(const double *sbuf)
 static void packing_delta(const slim_packing_stats_t *a, const slim_packing_stats_t *b,
                           slim_packing_stats_t *d)
 {
-    d->frames_sent = b->frames_sent - a->frames_sent;
-    d->payload_bytes = b->payload_bytes - a->payload_bytes;
-    d->wire_bytes = b->wire_bytes - a->wire_bytes;
-    d->marked_bytes = b->marked_bytes - a->marked_bytes;
-    d->packed_bytes = b->packed_bytes - a->packed_bytes;
-    d->edge_bytes = b->edge_bytes - a->edge_bytes;
-    d->missed_bytes = b->missed_bytes - a->missed_bytes;
+    d->frames_sent     = b->frames_sent - a->frames_sent;
+    d->payload_bytes   = b->payload_bytes - a->payload_bytes;
+    d->wire_bytes      = b->wire_bytes - a->wire_bytes;
+    d->marked_bytes    = b->marked_bytes - a->marked_bytes;
+    d->packed_bytes    = b->packed_bytes - a->packed_bytes;
+    d->edge_bytes      = b->edge_bytes - a->edge_bytes;
+    d->missed_bytes    = b->missed_bytes - a->missed_bytes;
     d->frames_received = b->frames_received - a->frames_received;
     d->frames_rejected = b->frames_rejected - a->frames_rejected;
 }
@@ -271,14 +268,14 @@ static double median(double *v, long n)
 
 /* One marked message of `bytes`, checked by rank 1 against slim_quantize.
  * Writes the verdict text to `verdict` on rank 0; returns 0 when it failed. */
-static int verify(double *sbuf, double *rbuf, double *expect, size_t bytes,
-                  const bw_options_t *o, char *verdict, size_t verdict_len)
+static int verify(double *sbuf, double *rbuf, double *expect, size_t bytes, const bw_options_t *o,
+                  char *verdict, size_t verdict_len)
 {
     const size_t n = bytes / sizeof(double);
     slim_packing_stats_t before, after, d;
     /* from the sender: frames_sent, edge_bytes, missed_bytes of this message */
     uint64_t sent[3] = {0, 0, 0};
-    long result[2] = {1, 0}; /* ok, raw elements */
+    long result[2]   = {1, 0}; /* ok, raw elements */
 
     if (rank == 1) {
         for (size_t i = 0; i < n; ++i) {
@@ -302,7 +299,7 @@ static int verify(double *sbuf, double *rbuf, double *expect, size_t bytes,
         MPI_Recv(rbuf, (int)bytes, MPI_BYTE, 0, TAG_VERIFY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Recv(sent, 3, MPI_UINT64_T, 0, TAG_STATS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         fill_values(expect, n);
-        const int packed = sent[0] > 0;
+        const int packed           = sent[0] > 0;
         const uint64_t raw_allowed = packed ? (sent[1] + sent[2]) / sizeof(double) + 2 : n;
         if (packed) {
             slim_quantize(expect, expect, n, o->keep, o->mode);
@@ -325,14 +322,17 @@ static int verify(double *sbuf, double *rbuf, double *expect, size_t bytes,
             result[0] = 0;
             if (bad >= 0) {
                 const size_t i = (size_t)bad;
-                fprintf(stderr, "packed-bw: FAIL: %zu-byte message, element %zu: received %.17g, "
-                        "expected %.17g (%s, keep %d)\n", bytes, i, rbuf[i], expect[i],
+                fprintf(stderr,
+                        "packed-bw: FAIL: %zu-byte message, element %zu: received %.17g, "
+                        "expected %.17g (%s, keep %d)\n",
+                        bytes, i, rbuf[i], expect[i],
                         packed ? "slim_quantize of the value sent" : "the value sent, unpacked",
                         o->keep);
             } else {
-                fprintf(stderr, "packed-bw: FAIL: %zu-byte message: %ld elements arrived raw, "
-                        "the sender's counters allow %llu\n", bytes, result[1],
-                        (unsigned long long)raw_allowed);
+                fprintf(stderr,
+                        "packed-bw: FAIL: %zu-byte message: %ld elements arrived raw, "
+                        "the sender's counters allow %llu\n",
+                        bytes, result[1], (unsigned long long)raw_allowed);
             }
         }
         MPI_Send(result, 2, MPI_LONG, 0, TAG_STATS, MPI_COMM_WORLD);
@@ -400,9 +400,9 @@ int main(int argc, char **argv)
     windows(sbuf, rbuf, (size_t)o.min_size, 2, o.window, req, stat);
 
     for (long size = o.min_size; size <= o.max_size; size *= 2) {
-        const size_t bytes = (size_t)size;
+        const size_t bytes      = (size_t)size;
         const double per_window = (double)size * (double)o.window;
-        long iters = (long)((double)o.budget_mib * (1 << 20) / per_window);
+        long iters              = (long)((double)o.budget_mib * (1 << 20) / per_window);
         slim_packing_stats_t before, after, d;
         slim_traffic_t t_before, t_after;
         uint64_t put_bytes = 0, sent_bytes = 0;
@@ -457,11 +457,14 @@ int main(int argc, char **argv)
                          (double)d.wire_bytes / (double)d.payload_bytes);
             }
             const double put_share = sent_bytes > 0 ? (double)put_bytes / (double)sent_bytes : 0;
-            const double missed    = d.marked_bytes > 0 ?
-                                     (double)d.missed_bytes / (double)d.marked_bytes : 0;
+            const double missed =
+                    d.marked_bytes > 0 ? (double)d.missed_bytes / (double)d.marked_bytes : 0;
             printf("%11zu %14.1f %12.1f %16.3f %13s %s %s %.3f\n", bytes, plain, marked,
                    marked / plain, ratio, verdict,
-                   put_share >= 0.9 ? "put" : put_share <= 0.1 ? "am" : "mix", missed);
+                   put_share >= 0.9   ? "put"
+                   : put_share <= 0.1 ? "am"
+                                      : "mix",
+                   missed);
             fflush(stdout);
         }
     }

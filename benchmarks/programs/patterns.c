@@ -38,8 +38,7 @@ static double now_s(void)
 static void compute_us(double us)
 {
     const double until = now_s() + us * 1e-6;
-    while (now_s() < until) {
-    }
+    while (now_s() < until) {}
 }
 
 /* xorshift64: the same sequence on every rank for the same seed. */
@@ -56,12 +55,12 @@ static char buf_a[65536], buf_b[65536], *big_a, *big_b;
 static void solver_step(int rank, int size)
 {
     const int left = (rank + size - 1) % size, right = (rank + 1) % size;
-    double    local = rank, global = 0;
+    double local = rank, global = 0;
 
-    MPI_Sendrecv(buf_a, 8192, MPI_CHAR, right, 1, buf_b, 8192, MPI_CHAR, left, 1,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Sendrecv(buf_a, 8192, MPI_CHAR, left, 2, buf_b, 8192, MPI_CHAR, right, 2,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(buf_a, 8192, MPI_CHAR, right, 1, buf_b, 8192, MPI_CHAR, left, 1, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    MPI_Sendrecv(buf_a, 8192, MPI_CHAR, left, 2, buf_b, 8192, MPI_CHAR, right, 2, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
     compute_us(400);
     MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     compute_us(150);
@@ -76,11 +75,11 @@ static void transpose_step(int size)
 
 static void irregular_step(int rank, int size, uint64_t *seed)
 {
-    const int    from  = (int)(next_random(seed) % (uint64_t)size);
-    const int    shift = 1 + (int)(next_random(seed) % (uint64_t)(size - 1));
-    const int    to    = (from + shift) % size;
-    const int    bytes = 8 << (next_random(seed) % 14); /* 8 B .. 64 KiB */
-    const double us    = 50.0 + (double)(next_random(seed) % 1950);
+    const int from  = (int)(next_random(seed) % (uint64_t)size);
+    const int shift = 1 + (int)(next_random(seed) % (uint64_t)(size - 1));
+    const int to    = (from + shift) % size;
+    const int bytes = 8 << (next_random(seed) % 14); /* 8 B .. 64 KiB */
+    const double us = 50.0 + (double)(next_random(seed) % 1950);
 
     if (rank == from) {
         MPI_Send(buf_a, bytes, MPI_CHAR, to, 3, MPI_COMM_WORLD);
@@ -91,15 +90,15 @@ static void irregular_step(int rank, int size, uint64_t *seed)
 }
 
 static const char usage_line[] =
-    "usage: slimlink-patterns --pattern solver|transpose|irregular|phase "
-    "[--iterations 1..1000000] [--seed N]\n";
+        "usage: slimlink-patterns --pattern solver|transpose|irregular|phase "
+        "[--iterations 1..1000000] [--seed N]\n";
 
 static const char help_text[] =
-    "MPI communication patterns for the predictor corpus, at least 2 ranks.\n"
-    "  --pattern NAME      solver, transpose, irregular or phase (required)\n"
-    "  --iterations N      1..1000000 (default 500)\n"
-    "  --seed N            irregular: random seed, 0..2^64-1 (default 12345)\n"
-    "  -h, --help          this text\n";
+        "MPI communication patterns for the predictor corpus, at least 2 ranks.\n"
+        "  --pattern NAME      solver, transpose, irregular or phase (required)\n"
+        "  --iterations N      1..1000000 (default 500)\n"
+        "  --seed N            irregular: random seed, 0..2^64-1 (default 12345)\n"
+        "  -h, --help          this text\n";
 
 /* Prints "slimlink-patterns: <why>" and the usage (rank 0); returns 2. */
 static int usage(int rank, const char *why, const char *val)
@@ -112,20 +111,20 @@ static int usage(int rank, const char *why, const char *val)
 }
 
 static const struct option long_options[] = {
-    {"pattern", required_argument, NULL, 'p'},
-    {"iterations", required_argument, NULL, 'n'},
-    {"seed", required_argument, NULL, 's'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+        {"pattern", required_argument, NULL, 'p'},
+        {"iterations", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 int main(int argc, char **argv)
 {
     const char *pattern = NULL;
-    long        iterations = 500;
-    uint64_t    seed = 12345, v;
-    int         rank, size, i, c;
-    double      t0, t1;
+    long iterations     = 500;
+    uint64_t seed       = 12345, v;
+    int rank, size, i, c;
+    double t0, t1;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -134,9 +133,7 @@ int main(int argc, char **argv)
     /* Long options only: "p", "n", "s" are not short options. */
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         switch (c) {
-        case 'p':
-            pattern = optarg;
-            break;
+        case 'p': pattern = optarg; break;
         case 'n':
             if (!bench_parse_u64(optarg, &v) || v < 1 || v > 1000000) {
                 return usage(rank, "--iterations must be 1..1000000, got ", optarg);
@@ -156,10 +153,8 @@ int main(int argc, char **argv)
             }
             MPI_Finalize();
             return 0;
-        case ':':
-            return usage(rank, "missing value for ", argv[optind - 1]);
-        default:
-            return usage(rank, "unknown option ", argv[optind - 1]);
+        case ':': return usage(rank, "missing value for ", argv[optind - 1]);
+        default: return usage(rank, "unknown option ", argv[optind - 1]);
         }
     }
     if (optind < argc) {

@@ -50,15 +50,15 @@ struct Options {
     std::uint64_t batch     = 1000;
     std::uint64_t adgt_runs = 2000;
     std::uint64_t seed      = 1;
-    bool          single    = true;
-    bool          strict    = false;
+    bool single             = true;
+    bool strict             = false;
 };
 
 // One step of the CG-like pattern: the event, and the idle time after it.
 struct Step {
     EventId id;
-    TimeNs  duration_ns;
-    TimeNs  idle_after_ns;
+    TimeNs duration_ns;
+    TimeNs idle_after_ns;
 };
 
 // A CG-like iteration as one process sees it (NAS CG: a sparse mat-vec whose
@@ -67,10 +67,10 @@ struct Step {
 // Short idle (2-3 us) inside a phase, long idle (40-250 us) between phases,
 // so any grouping threshold from ~5 us to ~40 us finds three grams.
 const std::vector<Step> cg_iteration{
-        {3, 1'500, 3'000}, {4, 8'000, 3'000}, {5, 6'000, 3'000},    // exchange, partner 1
-        {3, 1'500, 3'000}, {4, 8'000, 3'000}, {5, 6'000, 250'000},  // partner 2; mat-vec
-        {7, 4'000, 2'000}, {5, 1'500, 40'000},                      // dot product
-        {7, 4'000, 2'000}, {5, 1'500, 250'000},                     // second reduction
+        {3, 1'500, 3'000}, {4, 8'000, 3'000},   {5, 6'000, 3'000},    // exchange, partner 1
+        {3, 1'500, 3'000}, {4, 8'000, 3'000},   {5, 6'000, 250'000},  // partner 2; mat-vec
+        {7, 4'000, 2'000}, {5, 1'500, 40'000},                        // dot product
+        {7, 4'000, 2'000}, {5, 1'500, 250'000},                       // second reduction
 };
 
 // Endless CG-like events; with jitter > 0 every duration and idle time is
@@ -79,16 +79,16 @@ class CgTrace {
 public:
     CgTrace(double jitter, std::uint64_t seed) : jitter_(jitter), rng_(seed) {}
 
-    Event next(TimeNs* idle_after = nullptr)
+    Event next(TimeNs *idle_after = nullptr)
     {
         const Step& s = cg_iteration[step_];
-        step_ = (step_ + 1) % cg_iteration.size();
+        step_         = (step_ + 1) % cg_iteration.size();
         Event e;
-        e.start_ns = now_;
-        e.end_ns   = now_ + scaled(s.duration_ns);
-        e.id       = s.id;
+        e.start_ns        = now_;
+        e.end_ns          = now_ + scaled(s.duration_ns);
+        e.id              = s.id;
         const TimeNs idle = scaled(s.idle_after_ns);
-        now_ = e.end_ns + idle;
+        now_              = e.end_ns + idle;
         if (idle_after) {
             *idle_after = idle;
         }
@@ -105,11 +105,11 @@ private:
         return static_cast<TimeNs>(std::llround(static_cast<double>(ns) * f));
     }
 
-    double                                 jitter_;
-    std::mt19937_64                        rng_;
+    double jitter_;
+    std::mt19937_64 rng_;
     std::uniform_real_distribution<double> unit_{0.0, 1.0};
-    std::size_t                            step_ = 0;
-    TimeNs                                 now_  = 0;
+    std::size_t step_ = 0;
+    TimeNs now_       = 0;
 };
 
 double percentile(std::vector<double> v, double p)
@@ -117,8 +117,9 @@ double percentile(std::vector<double> v, double p)
     if (v.empty()) {
         return 0;
     }
-    const std::size_t k = std::min(v.size() - 1, static_cast<std::size_t>(
-                                                         std::ceil(p * static_cast<double>(v.size())) - 1));
+    const std::size_t k =
+            std::min(v.size() - 1,
+                     static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())) - 1));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
     return v[k];
 }
@@ -132,9 +133,9 @@ volatile std::uint64_t sink;  // keeps the decisions alive
 
 struct RunResult {
     std::string name;
-    Policy      policy;
-    double      median_ns = 0, p99_ns = 0;                // batch means
-    double      single_p99_ns = 0, single_max_ns = 0;     // individually timed
+    Policy policy;
+    double median_ns = 0, p99_ns = 0;             // batch means
+    double single_p99_ns = 0, single_max_ns = 0;  // individually timed
     std::uint64_t grams = 0, predictions = 0, hits = 0, events = 0, restarts = 0;
     std::optional<TimeNs> gt_ns;
     std::size_t memory_bytes = 0;
@@ -151,15 +152,15 @@ PredictorConfig config_for(Policy policy)
 void batch_pass(const Options& o, double jitter, Policy policy, RunResult& r)
 {
     Predictor predictor(config_for(policy));
-    CgTrace   trace(jitter, o.seed);
+    CgTrace trace(jitter, o.seed);
     const std::size_t chunk_events = static_cast<std::size_t>(o.batch) * 64;
-    std::vector<Event>  chunk(chunk_events);
+    std::vector<Event> chunk(chunk_events);
     std::vector<double> batch_ns;
     batch_ns.reserve(static_cast<std::size_t>(o.events / o.batch) + 1);
     std::uint64_t acc = 0;
     for (std::uint64_t done = 0; done < o.events;) {
-        const std::size_t n = static_cast<std::size_t>(
-                std::min<std::uint64_t>(chunk_events, o.events - done));
+        const std::size_t n =
+                static_cast<std::size_t>(std::min<std::uint64_t>(chunk_events, o.events - done));
         for (std::size_t i = 0; i < n; ++i) {
             chunk[i] = trace.next();
         }
@@ -173,16 +174,16 @@ void batch_pass(const Options& o, double jitter, Policy policy, RunResult& r)
         }
         done += n;
     }
-    sink = acc;
-    r.median_ns = percentile(batch_ns, 0.50);
-    r.p99_ns    = percentile(batch_ns, 0.99);
-    const auto& s = predictor.stats();
-    r.events      = s.events;
-    r.grams       = s.grams;
-    r.predictions = s.predictions;
-    r.hits        = s.hits;
-    r.restarts    = s.restarts;
-    r.gt_ns       = s.gt_ns;
+    sink           = acc;
+    r.median_ns    = percentile(batch_ns, 0.50);
+    r.p99_ns       = percentile(batch_ns, 0.99);
+    const auto& s  = predictor.stats();
+    r.events       = s.events;
+    r.grams        = s.grams;
+    r.predictions  = s.predictions;
+    r.hits         = s.hits;
+    r.restarts     = s.restarts;
+    r.gt_ns        = s.gt_ns;
     r.memory_bytes = predictor.memory_bytes();
 }
 
@@ -190,30 +191,30 @@ void batch_pass(const Options& o, double jitter, Policy policy, RunResult& r)
 void single_pass(const Options& o, double jitter, Policy policy, RunResult& r)
 {
     Predictor predictor(config_for(policy));
-    CgTrace   trace(jitter, o.seed);
+    CgTrace trace(jitter, o.seed);
     constexpr std::size_t chunk_events = 65536;
     std::vector<Event> chunk(chunk_events);
     // Per-event times up to 1 ms in 1 ns bins; slower events counted apart.
     std::vector<std::uint32_t> histogram(1'000'000, 0);
-    double slowest = 0;
+    double slowest    = 0;
     std::uint64_t acc = 0;
     for (std::uint64_t done = 0; done < o.events;) {
-        const std::size_t n = static_cast<std::size_t>(
-                std::min<std::uint64_t>(chunk_events, o.events - done));
+        const std::size_t n =
+                static_cast<std::size_t>(std::min<std::uint64_t>(chunk_events, o.events - done));
         for (std::size_t i = 0; i < n; ++i) {
             chunk[i] = trace.next();
         }
         for (std::size_t i = 0; i < n; ++i) {
             const auto t0 = Clock::now();
             acc += predictor.on_event(chunk[i]).prediction_active;
-            const auto t1 = Clock::now();
+            const auto t1   = Clock::now();
             const double ns = elapsed_ns(t0, t1);
-            slowest = std::max(slowest, ns);
+            slowest         = std::max(slowest, ns);
             ++histogram[std::min<std::size_t>(histogram.size() - 1, static_cast<std::size_t>(ns))];
         }
         done += n;
     }
-    sink = acc;
+    sink            = acc;
     const auto rank = static_cast<std::uint64_t>(std::ceil(0.99 * static_cast<double>(o.events)));
     std::uint64_t seen = 0;
     for (std::size_t ns = 0; ns < histogram.size(); ++ns) {
@@ -263,13 +264,13 @@ AdgtTiming time_adgt(const Options& o)
     runs.reserve(o.adgt_runs);
     std::uint64_t acc = 0;
     for (std::uint64_t i = 0; i < o.adgt_runs; ++i) {
-        const auto t0 = Clock::now();
+        const auto t0     = Clock::now();
         const auto result = slim::predict::run_adgt(samples, tc);
-        const auto t1 = Clock::now();
+        const auto t1     = Clock::now();
         acc += result.bins;
         runs.push_back(elapsed_ns(t0, t1));
     }
-    sink = acc;
+    sink        = acc;
     t.median_ns = percentile(runs, 0.5);
     t.p99_ns    = percentile(runs, 0.99);
     return t;
@@ -287,7 +288,7 @@ std::string gt_text(const std::optional<TimeNs>& gt)
 
 // Reads the command line into `o`. Returns -1 to go on, else the exit
 // status: 0 after --help, 2 after a usage error (printed).
-int parse_options(int argc, char** argv, Options& o)
+int parse_options(int argc, char **argv, Options& o)
 {
     CLI::App app("Cost of the pattern predictor per event and of one ADGT run, against the "
                  "targets.",
@@ -310,19 +311,18 @@ int parse_options(int argc, char** argv, Options& o)
     return -1;
 }
 
-const char* judge(bool met) { return met ? "met" : "MISSED"; }
+const char *judge(bool met) { return met ? "met" : "MISSED"; }
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     Options o;
     if (const int status = parse_options(argc, argv, o); status >= 0) {
         return status;
     }
     std::printf("predictor-bench: %llu events per trace, batches of %llu events, seed %llu\n",
-                static_cast<unsigned long long>(o.events),
-                static_cast<unsigned long long>(o.batch),
+                static_cast<unsigned long long>(o.events), static_cast<unsigned long long>(o.batch),
                 static_cast<unsigned long long>(o.seed));
     const double overhead = clock_overhead_ns();
     std::printf("steady_clock: %.0f ns per pair of readings (in the single-event columns, "
@@ -330,18 +330,18 @@ int main(int argc, char** argv)
                 overhead);
 
     struct Case {
-        const char* name;
-        double      jitter;
-        Policy      policy;
+        const char *name;
+        double jitter;
+        Policy policy;
     };
     const Case cases[] = {{"cg-periodic", 0.0, Policy::spps},
                           {"cg-jitter10", 0.10, Policy::spps},
                           {"cg-periodic", 0.0, Policy::pps},
                           {"cg-jitter10", 0.10, Policy::pps}};
 
-    std::printf("%-12s %-6s %9s %9s %9s %8s %8s %9s | %10s %10s | %9s %9s\n", "trace",
-                "policy", "grams", "predict", "hit rate", "GT", "restarts", "mem KiB",
-                "median ns", "p99 ns", "1-ev p99", "1-ev max");
+    std::printf("%-12s %-6s %9s %9s %9s %8s %8s %9s | %10s %10s | %9s %9s\n", "trace", "policy",
+                "grams", "predict", "hit rate", "GT", "restarts", "mem KiB", "median ns", "p99 ns",
+                "1-ev p99", "1-ev max");
     std::vector<RunResult> results;
     for (const Case& c : cases) {
         RunResult r;
@@ -378,7 +378,7 @@ int main(int argc, char** argv)
         worst_single_p99 = std::max(worst_single_p99, r.single_p99_ns);
     }
     bool all_met = true;
-    auto target = [&](const char* what, const char* measured, bool met) {
+    auto target  = [&](const char *what, const char *measured, bool met) {
         all_met = all_met && met;
         std::printf("  %-44s %-22s %s\n", what, measured, judge(met));
     };

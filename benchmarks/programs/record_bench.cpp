@@ -45,7 +45,7 @@ constexpr int kEntriesPerMessage = 9;
 // them, as the progress rounds of the message do, when `recorder` is set.
 void record_message(slim_core_tally_t *tally, slim_core_recorder_t *recorder, int handovers)
 {
-    int left = handovers;
+    int left             = handovers;
     const auto hand_over = [&] {
         if (recorder != nullptr && left > 1) {
             slim_core_tally_flush(recorder, tally);
@@ -69,7 +69,7 @@ void record_message(slim_core_tally_t *tally, slim_core_recorder_t *recorder, in
 }
 
 // Writes one byte per cache line of `buffer`.
-void evict(std::vector<unsigned char> &buffer)
+void evict(std::vector<unsigned char>& buffer)
 {
     for (std::size_t i = 0; i < buffer.size(); i += 64) {
         buffer[i] = static_cast<unsigned char>(buffer[i] + 1);
@@ -80,7 +80,7 @@ void evict(std::vector<unsigned char> &buffer)
 // the hand-overs when `recorder` is set, else the tally's entries alone
 // (the tally is then emptied untimed, as a hand-over would).
 double ns_per_message(slim_core_tally_t *tally, slim_core_recorder_t *recorder, int handovers,
-                      std::vector<unsigned char> &buffer, long messages)
+                      std::vector<unsigned char>& buffer, long messages)
 {
     double recorded = 0;
     double baseline = 0;
@@ -105,9 +105,9 @@ double ns_per_message(slim_core_tally_t *tally, slim_core_recorder_t *recorder, 
 
 int main(int argc, char **argv)
 {
-    long             messages  = 20000;
-    int              rounds    = 7;
-    int              handovers = 3;
+    long messages = 20000;
+    int rounds    = 7;
+    int handovers = 3;
     std::vector<int> evict_kib;
     CLI::App app("Cost of recording one 64 KiB rendezvous message: 9 tally entries on the "
                  "operations' path, handed over to the core in a few progress rounds, with "
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "record-bench: slim_core_init failed (see the message above)\n");
         return 1;
     }
-    slim_core_tally_t     tally{};
+    slim_core_tally_t tally{};
     slim_core_recorder_t *recorder = slim_core_recorder_open(&tally);
     if (recorder == nullptr) {
         std::fprintf(stderr, "record-bench: no recorder (out of memory?)\n");
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
                 "hand-overs ns/msg", "total ns/msg", "ns/hand-over");
     for (const int kib : evict_kib) {
         std::vector<unsigned char> buffer(static_cast<std::size_t>(kib) * 1024);
-        std::vector<double>        entries, total;
+        std::vector<double> entries, total;
         for (int r = 0; r < rounds; ++r) {
             entries.push_back(ns_per_message(&tally, nullptr, handovers, buffer, messages));
             total.push_back(ns_per_message(&tally, recorder, handovers, buffer, messages));

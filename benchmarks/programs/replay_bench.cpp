@@ -37,24 +37,24 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t chunk_events = 1 << 16;
 
 struct Run {
-    double       seconds = 0;
+    double seconds = 0;
     ReplayResult result;
 };
 
 Run run(const ReplayConfig& config, std::uint64_t events)
 {
-    static const EventId ids[] = {41, 41, 41, 10, 10};
-    static const TimeNs  idle_after[] = {5'000, 5'000, 900'000, 900'000, 900'000};
-    Replay             driver(config);
+    static const EventId ids[]       = {41, 41, 41, 10, 10};
+    static const TimeNs idle_after[] = {5'000, 5'000, 900'000, 900'000, 900'000};
+    Replay driver(config);
     std::vector<Event> chunk(chunk_events);
-    TimeNs             t = 0;
-    Clock::duration    timed{};
+    TimeNs t = 0;
+    Clock::duration timed{};
     for (std::uint64_t done = 0; done < events;) {
-        const std::size_t n = static_cast<std::size_t>(
-                std::min<std::uint64_t>(chunk_events, events - done));
+        const std::size_t n =
+                static_cast<std::size_t>(std::min<std::uint64_t>(chunk_events, events - done));
         for (std::size_t i = 0; i < n; ++i) {
             const std::uint64_t k = (done + i) % 5;
-            chunk[i] = Event{t, t + 100'000, ids[k], 0, 0};
+            chunk[i]              = Event{t, t + 100'000, ids[k], 0, 0};
             t += 100'000 + idle_after[k];
         }
         const auto begin = Clock::now();
@@ -72,12 +72,12 @@ Run run(const ReplayConfig& config, std::uint64_t events)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     std::uint64_t events = 10'000'000;
-    std::string   policy = "all";
-    CLI::App      app("Events per second of the replay driver on a synthetic periodic trace.",
-                      "replay-bench");
+    std::string policy   = "all";
+    CLI::App app("Events per second of the replay driver on a synthetic periodic trace.",
+                 "replay-bench");
     bench::add_integer(app, "--events", events, 1, 1'000'000'000'000, "trace length in events");
     app.add_option("--policy", policy, "the policy to replay, or all (default all)")
             ->type_name("POLICY")
@@ -88,15 +88,16 @@ int main(int argc, char** argv)
     }
     std::printf("# replay-bench: %llu events, default link (L=4, P=0.5, low=1, tau=10us)\n",
                 static_cast<unsigned long long>(events));
-    for (const char* name : {"oracle", "spps", "adaptive"}) {
+    for (const char *name : {"oracle", "spps", "adaptive"}) {
         if (policy != "all" && policy != name) {
             continue;
         }
         ReplayConfig c;
-        c.policy = slim::link::bound_to(slim::link::replay_policy(name), c.link);
+        c.policy    = slim::link::bound_to(slim::link::replay_policy(name), c.link);
         const Run r = run(c, events);
         std::printf("replay %-8s %12.0f events/s %8.1f ns/event  savings %.1f %%\n", name,
-                    static_cast<double>(events) / r.seconds, r.seconds * 1e9 / static_cast<double>(events),
+                    static_cast<double>(events) / r.seconds,
+                    r.seconds * 1e9 / static_cast<double>(events),
                     r.result.energy_savings_pct.value_or(0.0));
     }
     return 0;

@@ -53,7 +53,7 @@ using namespace std::chrono_literals;
 
 struct PortState {
     std::atomic<unsigned> width{4};
-    std::atomic<TimeNs>   changed_ns{0};
+    std::atomic<TimeNs> changed_ns{0};
 };
 
 class StampingBackend final : public LinkBackend {
@@ -75,13 +75,13 @@ private:
 };
 
 struct Service {
-    std::string                    dir;
-    std::string                    socket;
-    std::shared_ptr<PortState>     port = std::make_shared<PortState>();
-    std::unique_ptr<PortService>   service;
+    std::string dir;
+    std::string socket;
+    std::shared_ptr<PortState> port = std::make_shared<PortState>();
+    std::unique_ptr<PortService> service;
     std::unique_ptr<ServiceServer> server;
-    std::atomic<bool>              stop{false};
-    std::thread                    thread;
+    std::atomic<bool> stop{false};
+    std::thread thread;
 
     Service()
     {
@@ -97,8 +97,8 @@ struct Service {
         options.socket_path       = socket;
         options.grace             = 0ms;
         options.first_client_wait = 0ms;
-        server = std::make_unique<ServiceServer>(*service, options);
-        thread = std::thread([this] { server->run(stop); });
+        server                    = std::make_unique<ServiceServer>(*service, options);
+        thread                    = std::thread([this] { server->run(stop); });
     }
     ~Service()
     {
@@ -153,7 +153,7 @@ Stats stats_of(std::vector<double> v)
 TimeNs publish_batch(ServiceClient& client, TimeNs t, long batch, unsigned last, long& failures)
 {
     for (long i = 0; i < batch; ++i) {
-        const std::uint32_t     w = i + 1 == batch ? last : static_cast<std::uint32_t>(1 + (i & 1));
+        const std::uint32_t w = i + 1 == batch ? last : static_cast<std::uint32_t>(1 + (i & 1));
         const svc::DemandRecord r{t + i, 0, w, 0};
         failures += client.publish(r) ? 0 : 1;
     }
@@ -163,9 +163,9 @@ TimeNs publish_batch(ServiceClient& client, TimeNs t, long batch, unsigned last,
 Stats bench_publish(long records, long batch)
 {
     Service s;
-    auto    client = ServiceClient::connect(s.socket, false, request());
-    TimeNs  t      = steady_now_ns();
-    long    failures = 0;
+    auto client   = ServiceClient::connect(s.socket, false, request());
+    TimeNs t      = steady_now_ns();
+    long failures = 0;
     std::vector<double> means;
     unsigned last = 3;
     for (long done = 0; done < records; done += batch) {
@@ -195,7 +195,7 @@ Stats bench_publish(long records, long batch)
 std::pair<Stats, Stats> bench_reaction(int rounds)
 {
     Service s;
-    auto    client = ServiceClient::connect(s.socket, false, request());
+    auto client = ServiceClient::connect(s.socket, false, request());
     std::vector<double> deadline_us, nudge_us;
     for (int i = 0; i < rounds; ++i) {
         // A nudge: width 2 from now, said at once.
@@ -230,7 +230,7 @@ std::pair<Stats, Stats> bench_reaction(int rounds)
 
 Stats bench_death(int kills)
 {
-    Service             s;
+    Service s;
     std::vector<double> ms;
     for (int i = 0; i < kills; ++i) {
         int ready[2];
@@ -241,7 +241,7 @@ Stats bench_death(int kills)
         if (child == 0) {
             ::close(ready[0]);
             try {
-                auto         c   = ServiceClient::connect(s.socket, false, request());
+                auto c           = ServiceClient::connect(s.socket, false, request());
                 const TimeNs now = steady_now_ns();
                 c->publish(svc::DemandRecord{now, now + 3'600'000'000'000LL, 1, 0});
                 c->set_through(now + 1);
@@ -255,7 +255,7 @@ Stats bench_death(int kills)
             }
         }
         ::close(ready[1]);
-        char byte = 0;
+        char byte     = 0;
         const bool up = ::read(ready[0], &byte, 1) == 1;
         ::close(ready[0]);
         if (!up || !wait_until([&] { return s.port->width == 1; })) {
@@ -280,11 +280,11 @@ Stats bench_death(int kills)
 int syscall_window(long batch)
 {
     Service s;
-    auto    client = ServiceClient::connect(s.socket, false, request());
+    auto client    = ServiceClient::connect(s.socket, false, request());
     batch          = std::min<long>(batch, svc::kRingCapacity);
-    long         failures = 0;
-    const long   tid      = static_cast<long>(::syscall(SYS_gettid));
-    char         line[96];
+    long failures  = 0;
+    const long tid = static_cast<long>(::syscall(SYS_gettid));
+    char line[96];
     int n = std::snprintf(line, sizeof line, "publish window begin (tid %ld)\n", tid);
     [[maybe_unused]] ssize_t w = ::write(2, line, static_cast<std::size_t>(n));
     publish_batch(*client, steady_now_ns(), batch, 3, failures);
@@ -297,7 +297,7 @@ int syscall_window(long batch)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     long records   = 1'000'000;
     long batch     = 1000;
@@ -320,17 +320,17 @@ int main(int argc, char** argv)
         return syscall_window(batch);
     }
 
-    const Stats publish         = bench_publish(records, batch);
+    const Stats publish          = bench_publish(records, batch);
     const auto [deadline, nudge] = bench_reaction(static_cast<int>(reactions));
-    const Stats death           = bench_death(static_cast<int>(kills));
+    const Stats death            = bench_death(static_cast<int>(kills));
     std::printf("slimlinkd, service on a thread, %ld records in batches of %ld, %ld reaction "
                 "rounds, %ld kills\n",
                 records, batch, reactions, kills);
     std::printf("%-44s %12s %12s\n", "measure", "median", "p99");
     std::printf("%-44s %9.1f ns %9.1f ns\n", "publish, per record (rank side)", publish.median,
                 publish.p99);
-    std::printf("%-44s %9.1f us %9.1f us\n", "deadline passed -> backend set_width", deadline.median,
-                deadline.p99);
+    std::printf("%-44s %9.1f us %9.1f us\n", "deadline passed -> backend set_width",
+                deadline.median, deadline.p99);
     std::printf("%-44s %9.1f us %9.1f us\n", "nudge (sync) -> backend set_width", nudge.median,
                 nudge.p99);
     std::printf("%-44s %9.2f ms %9.2f ms\n", "SIGKILL of a client -> port at full width",

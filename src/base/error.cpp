@@ -13,24 +13,25 @@ std::atomic<std::uint64_t> g_swallowed{0};
 
 // The count after this one, and whether this one is logged: the first ten,
 // then one in a thousand, so that a repeating failure cannot flood the log.
-bool count_and_sample(std::uint64_t &n) noexcept
+bool count_and_sample(std::uint64_t& n) noexcept
 {
     n = g_swallowed.fetch_add(1, std::memory_order_relaxed) + 1;
     return n <= 10 || n % 1000 == 0;
 }
 
-} // namespace
+}  // namespace
 
-void note_swallowed(const char *where, const std::exception &error) noexcept
+void note_swallowed(const char *where, const std::exception& error) noexcept
 {
     std::uint64_t n = 0;
     if (count_and_sample(n)) {
-        logger().error("{}: {} (swallowed error {}, counted in the report)", where, error.what(), n);
+        logger().error("{}: {} (swallowed error {}, counted in the report)", where, error.what(),
+                       n);
     }
 }
 
-void note_swallowed(const char *where, const std::string &detail,
-                    const std::exception &error) noexcept
+void note_swallowed(const char *where, const std::string& detail,
+                    const std::exception& error) noexcept
 {
     std::uint64_t n = 0;
     if (count_and_sample(n)) {
@@ -43,8 +44,9 @@ void note_swallowed(const char *where) noexcept
 {
     std::uint64_t n = 0;
     if (count_and_sample(n)) {
-        logger().error("{}: an exception of unknown type (swallowed error {}, counted in the report)", where,
-                       n);
+        logger().error(
+                "{}: an exception of unknown type (swallowed error {}, counted in the report)",
+                where, n);
     }
 }
 
@@ -52,4 +54,4 @@ void count_swallowed() noexcept { g_swallowed.fetch_add(1, std::memory_order_rel
 
 std::uint64_t swallowed_errors() noexcept { return g_swallowed.load(std::memory_order_relaxed); }
 
-} // namespace slim
+}  // namespace slim

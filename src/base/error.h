@@ -26,10 +26,10 @@ public:
 // Counts an error that `where` (a short phrase: "the exit report") could not
 // hand on, and logs it with `what`. A flood is logged as the first few,
 // then one in a thousand; every one is counted.
-void note_swallowed(const char *where, const std::exception &error) noexcept;
+void note_swallowed(const char *where, const std::exception& error) noexcept;
 // The same, with a detail for `where`: "where (detail): what".
-void note_swallowed(const char *where, const std::string &detail,
-                    const std::exception &error) noexcept;
+void note_swallowed(const char *where, const std::string& detail,
+                    const std::exception& error) noexcept;
 // The same for an exception of unknown type (a catch (...) at a boundary).
 void note_swallowed(const char *where) noexcept;
 
@@ -39,6 +39,6 @@ void count_swallowed() noexcept;
 // How many errors were swallowed in this process so far.
 std::uint64_t swallowed_errors() noexcept;
 
-} // namespace slim
+}  // namespace slim
 
 #endif

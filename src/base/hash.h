@@ -28,6 +28,6 @@ constexpr std::uint64_t splitmix64_mix(std::uint64_t x) noexcept
     return x ^ (x >> 31);
 }
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -29,10 +29,10 @@ std::string process_label()
 spdlog::level::level_enum to_spdlog(LogLevel level)
 {
     switch (level) {
-    case LogLevel::off:   return spdlog::level::off;
+    case LogLevel::off: return spdlog::level::off;
     case LogLevel::error: return spdlog::level::err;
-    case LogLevel::warn:  return spdlog::level::warn;
-    case LogLevel::info:  return spdlog::level::info;
+    case LogLevel::warn: return spdlog::level::warn;
+    case LogLevel::info: return spdlog::level::info;
     case LogLevel::debug: return spdlog::level::debug;
     case LogLevel::trace: return spdlog::level::trace;
     }
@@ -47,7 +47,7 @@ spdlog::logger make_logger()
     // Errors must reach the user even if the process dies right after.
     slim_logger.flush_on(spdlog::level::warn);
     // A line that could not be written is lost; the report counts it.
-    slim_logger.set_error_handler([](const std::string &) { count_swallowed(); });
+    slim_logger.set_error_handler([](const std::string&) { count_swallowed(); });
     return slim_logger;
 }
 
@@ -57,36 +57,36 @@ spdlog::logger make_logger_or_mute() noexcept
 {
     try {
         return make_logger();
-    } catch (const std::bad_alloc &) {
+    } catch (const std::bad_alloc&) {
         count_swallowed();
         spdlog::logger mute{"slim"};
-        mute.set_error_handler([](const std::string &) { count_swallowed(); });
+        mute.set_error_handler([](const std::string&) { count_swallowed(); });
         return mute;
     }
 }
 
-} // namespace
+}  // namespace
 
 const char *to_string(LogLevel level) noexcept
 {
     switch (level) {
-    case LogLevel::off:   return "off";
+    case LogLevel::off: return "off";
     case LogLevel::error: return "error";
-    case LogLevel::warn:  return "warn";
-    case LogLevel::info:  return "info";
+    case LogLevel::warn: return "warn";
+    case LogLevel::info: return "info";
     case LogLevel::debug: return "debug";
     case LogLevel::trace: return "trace";
     }
     return "?";
 }
 
-std::string log_pattern(const std::string &process_label)
+std::string log_pattern(const std::string& process_label)
 {
     // %l prints spdlog's level name ("warning", "error", ...).
     return "[slim " + process_label + "] %l: %v";
 }
 
-spdlog::logger &logger() noexcept
+spdlog::logger& logger() noexcept
 {
     static NoDestructor<spdlog::logger> instance{make_logger_or_mute()};
     return *instance;
@@ -104,4 +104,4 @@ void set_log_label_source(LogLabelSource source)
     label_source.store(source, std::memory_order_release);
 }
 
-} // namespace slim
+}  // namespace slim

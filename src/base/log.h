@@ -26,7 +26,7 @@ const char *to_string(LogLevel level) noexcept;
 // failure to format or write a line and hands it to our handler, which
 // counts it as a swallowed error (base/error.h); without memory for the
 // logger itself, lines are dropped and counted the same way.
-spdlog::logger &logger() noexcept;
+spdlog::logger& logger() noexcept;
 
 void set_log_level(LogLevel level) noexcept;
 
@@ -41,8 +41,8 @@ using LogLabelSource = std::string (*)();
 void set_log_label_source(LogLabelSource source);
 
 // The line prefix for a process label ("r3" -> "[slim r3] "), for tests.
-std::string log_pattern(const std::string &process_label);
+std::string log_pattern(const std::string& process_label);
 
-} // namespace slim
+}  // namespace slim
 
 #endif

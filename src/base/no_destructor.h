@@ -17,15 +17,15 @@ template <typename T>
 class NoDestructor {
 public:
     template <typename... Args>
-    explicit NoDestructor(Args &&...args)
+    explicit NoDestructor(Args&&...args)
     {
         ::new (static_cast<void *>(storage_)) T(std::forward<Args>(args)...);
     }
 
-    NoDestructor(const NoDestructor &)            = delete;
-    NoDestructor &operator=(const NoDestructor &) = delete;
+    NoDestructor(const NoDestructor&)            = delete;
+    NoDestructor& operator=(const NoDestructor&) = delete;
 
-    T &operator*() noexcept { return *get(); }
+    T& operator*() noexcept { return *get(); }
     T *operator->() noexcept { return get(); }
     T *get() noexcept { return std::launder(reinterpret_cast<T *>(storage_)); }
 
@@ -33,6 +33,6 @@ private:
     alignas(T) unsigned char storage_[sizeof(T)];
 };
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -31,7 +31,7 @@ int open_output_file(const std::string& path, ExistingFile existing, mode_t mode
     const int flags = O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK |
                       (existing == ExistingFile::append ? O_APPEND : 0);
     // O_EXCL never follows a link: a planted one makes this fail with EEXIST.
-    int fd = ::open(path.c_str(), flags | O_CREAT | O_EXCL, mode);
+    int fd             = ::open(path.c_str(), flags | O_CREAT | O_EXCL, mode);
     const bool created = fd >= 0;
     if (!created) {
         if (errno != EEXIST) {
@@ -44,7 +44,7 @@ int open_output_file(const std::string& path, ExistingFile existing, mode_t mode
             refuse(path, "is a symbolic link; refusing to write through it (remove it, or "
                          "choose another path)");
         }
-        if (errno == ENXIO) {   // a FIFO without a reader, or a device without its unit
+        if (errno == ENXIO) {  // a FIFO without a reader, or a device without its unit
             refuse(path, "exists and is not a regular file (a FIFO or a device); refusing it");
         }
         refuse(path, "cannot open: " + errno_text(errno));

@@ -22,8 +22,8 @@ public:
 };
 
 enum class ExistingFile {
-    truncate,   // a trace: this process's file, written anew
-    append,     // a shared report: every rank appends its lines (O_APPEND)
+    truncate,  // a trace: this process's file, written anew
+    append,    // a shared report: every rank appends its lines (O_APPEND)
 };
 
 // Opens `path` for writing and returns the descriptor (O_CLOEXEC; the caller

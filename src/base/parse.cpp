@@ -17,7 +17,7 @@ char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c -
 
 // Parses all of `text` as a double; from_chars is locale-independent, unlike
 // strtod, which matters inside applications that call setlocale().
-bool whole_double(std::string_view text, double &out)
+bool whole_double(std::string_view text, double& out)
 {
     if (text.empty() || text.front() == '+') {
         return false;
@@ -27,13 +27,14 @@ bool whole_double(std::string_view text, double &out)
 }
 
 struct Unit {
-    const char  *suffix;
+    const char *suffix;
     std::int64_t ns;
 };
 // Longest suffix first so "ms" is not read as "m" + "s".
-constexpr std::array<Unit, 4> duration_units{{{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}}};
+constexpr std::array<Unit, 4> duration_units{
+        {{"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}}};
 
-} // namespace
+}  // namespace
 
 std::string_view trim(std::string_view s, std::string_view blanks)
 {
@@ -65,13 +66,13 @@ std::string bad_value(std::string_view var, std::string_view value, std::string_
     return msg;
 }
 
-std::int64_t integer(const char *var, const std::string &value, std::int64_t min, std::int64_t max)
+std::int64_t integer(const char *var, const std::string& value, std::int64_t min, std::int64_t max)
 {
     const std::string accepted =
             "integers from " + std::to_string(min) + " to " + std::to_string(max);
-    std::int64_t result = 0;
-    const char  *first  = value.data();
-    const char  *last   = value.data() + value.size();
+    std::int64_t result  = 0;
+    const char *first    = value.data();
+    const char *last     = value.data() + value.size();
     const auto [end, ec] = std::from_chars(first, last, result);
     if (value.empty() || ec != std::errc{} || end != last || result < min || result > max) {
         throw ConfigError(bad_value(var, value, accepted));
@@ -79,30 +80,29 @@ std::int64_t integer(const char *var, const std::string &value, std::int64_t min
     return result;
 }
 
-double real(const char *var, const std::string &value, double min, double max)
+double real(const char *var, const std::string& value, double min, double max)
 {
     double result = 0;
     if (!whole_double(value, result) || result < min || result > max) {
-        throw ConfigError(bad_value(var, value,
-                                    "numbers from " + format_real(min) + " to " + format_real(max)));
+        throw ConfigError(bad_value(
+                var, value, "numbers from " + format_real(min) + " to " + format_real(max)));
     }
     return result;
 }
 
-std::chrono::nanoseconds duration(const char *var, const std::string &value,
+std::chrono::nanoseconds duration(const char *var, const std::string& value,
                                   std::chrono::nanoseconds min, std::chrono::nanoseconds max)
 {
     const std::string accepted = "durations from " + format_duration(min) + " to " +
                                  format_duration(max) + " with a unit ns, us, ms or s (e.g. 10us)";
     const std::string_view text{value};
-    for (const Unit &unit : duration_units) {
+    for (const Unit& unit : duration_units) {
         const std::string_view suffix{unit.suffix};
-        if (text.size() <= suffix.size() ||
-            text.substr(text.size() - suffix.size()) != suffix) {
+        if (text.size() <= suffix.size() || text.substr(text.size() - suffix.size()) != suffix) {
             continue;
         }
         const std::string_view number = text.substr(0, text.size() - suffix.size());
-        double                 amount = 0;
+        double amount                 = 0;
         // "1.5ms" is fine, "5 ms", "-1s" and "1e999s" are not.
         if (!whole_double(number, amount) || amount < 0) {
             break;
@@ -110,7 +110,7 @@ std::chrono::nanoseconds duration(const char *var, const std::string &value,
         // Round first, then compare exactly: "0.01ms" must equal a 10us bound
         // even though 0.01 * 1e6 is not exactly 10000 in binary.
         const double ns = amount * static_cast<double>(unit.ns);
-        if (ns >= 9.2e18) { // would overflow int64 nanoseconds (~292 years)
+        if (ns >= 9.2e18) {  // would overflow int64 nanoseconds (~292 years)
             break;
         }
         const std::chrono::nanoseconds result{static_cast<std::int64_t>(std::llround(ns))};
@@ -140,6 +140,6 @@ std::string format_real(double v)
     return ec == std::errc{} ? std::string(buf.data(), end) : std::string("?");
 }
 
-} // namespace parse
+}  // namespace parse
 
-} // namespace slim
+}  // namespace slim

@@ -38,15 +38,14 @@ bool iequals(std::string_view a, std::string_view b);
 std::string bad_value(std::string_view var, std::string_view value, std::string_view accepted);
 
 // A decimal integer in [min, max] (no sign for positive values, no spaces).
-std::int64_t integer(const char *var, const std::string &value, std::int64_t min,
-                     std::int64_t max);
+std::int64_t integer(const char *var, const std::string& value, std::int64_t min, std::int64_t max);
 
 // A finite decimal number ("0.05", "1e-3") in [min, max].
-double real(const char *var, const std::string &value, double min, double max);
+double real(const char *var, const std::string& value, double min, double max);
 
 // A duration: a non-negative number followed by a unit ns, us, ms or s
 // ("10us", "1.5ms", "1s"), in [min, max], rounded to the nearest nanosecond.
-std::chrono::nanoseconds duration(const char *var, const std::string &value,
+std::chrono::nanoseconds duration(const char *var, const std::string& value,
                                   std::chrono::nanoseconds min, std::chrono::nanoseconds max);
 
 // Human form of a duration for messages: the largest of s, ms, us, ns that
@@ -56,8 +55,8 @@ std::string format_duration(std::chrono::nanoseconds d);
 // Shortest decimal form of a double for messages ("0.05", "1e+20").
 std::string format_real(double v);
 
-} // namespace parse
+}  // namespace parse
 
-} // namespace slim
+}  // namespace slim
 
 #endif

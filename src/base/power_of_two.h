@@ -18,6 +18,6 @@ constexpr std::size_t power_of_two_at_least(std::size_t n) noexcept
     return p;
 }
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -23,7 +23,7 @@ extern "C" {
 #define SLIMLINK_VERSION_MINOR 1
 
 typedef enum slim_status {
-    SLIM_OK            =  0,
+    SLIM_OK            = 0,
     SLIM_ERR_INVALID   = -1, /* a NULL pointer or an out-of-range argument */
     SLIM_ERR_CONFIG    = -2, /* the UCX_SLIM_* configuration was rejected */
     SLIM_ERR_NO_MEMORY = -3,
@@ -35,7 +35,7 @@ typedef enum slim_op {
     SLIM_OP_AM_SHORT = 0,
     SLIM_OP_AM_BCOPY,
     SLIM_OP_AM_ZCOPY,
-    SLIM_OP_AM_ANY,  /* a received active message: the receiver cannot tell
+    SLIM_OP_AM_ANY, /* a received active message: the receiver cannot tell
                         which send kind the peer used */
     SLIM_OP_PUT,
     SLIM_OP_GET,
@@ -46,11 +46,7 @@ typedef enum slim_op {
 /* Direction of the payload relative to this process. Sends of AMs, puts and
  * atomics are SLIM_DIR_SEND; received AMs and the data a get brings back are
  * SLIM_DIR_RECV. */
-typedef enum slim_dir {
-    SLIM_DIR_SEND = 0,
-    SLIM_DIR_RECV,
-    SLIM_DIR_COUNT
-} slim_dir_t;
+typedef enum slim_dir { SLIM_DIR_SEND = 0, SLIM_DIR_RECV, SLIM_DIR_COUNT } slim_dir_t;
 
 typedef struct slim_counter {
     uint64_t count; /* operations */
@@ -118,8 +114,7 @@ slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label);
  * regardless of the policy. SLIM_ERR_INVALID for a NULL ptr, bytes == 0,
  * keep_bytes outside 2..7, an unknown mode, or memory on the calling
  * thread's stack. */
-slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
-                                  slim_round_t mode);
+slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes, slim_round_t mode);
 
 /* Removes the marked region that starts at `ptr` (a region marked at `ptr`,
  * or the remainder of one that a later mark cut there). SLIM_ERR_INVALID
@@ -131,8 +126,8 @@ slim_status_t slim_unmark(const void *ptr);
  * effect of packing exactly. in and out may be the same array.
  * SLIM_ERR_INVALID for NULL arrays (with n > 0), keep_bytes outside 2..7 or
  * an unknown mode. */
-slim_status_t slim_quantize(const double *in, double *out, size_t n,
-                            int keep_bytes, slim_round_t mode);
+slim_status_t slim_quantize(const double *in, double *out, size_t n, int keep_bytes,
+                            slim_round_t mode);
 
 /* Lossy packing as the `slim` transport performed it in this process, in
  * bytes of the original messages unless noted. Every marked byte that left

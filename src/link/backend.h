@@ -32,7 +32,7 @@ public:
 private:
     Status() = default;
     explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
-    bool        failed_ = false;
+    bool failed_ = false;
     std::string message_;
 };
 
@@ -56,20 +56,20 @@ inline TimeNs steady_now_ns() noexcept
 void wait_real_time(TimeNs ns) noexcept;
 
 struct BackendConfig {
-    LinkConfig  link;                 // lanes = the port's full width
-    std::string device;               // "mlx5_0" (ibmad, {device}); may be empty
-    unsigned    port = 1;             // HCA port number ({port})
-    std::string exec_template;        // UCX_SLIM_LINK_EXEC (exec)
-    bool        inject_delay = false; // UCX_SLIM_INJECT_DELAY (emulated)
+    LinkConfig link;            // lanes = the port's full width
+    std::string device;         // "mlx5_0" (ibmad, {device}); may be empty
+    unsigned port = 1;          // HCA port number ({port})
+    std::string exec_template;  // UCX_SLIM_LINK_EXEC (exec)
+    bool inject_delay = false;  // UCX_SLIM_INJECT_DELAY (emulated)
     std::chrono::milliseconds exec_timeout{2000};
-    Clock       clock;                // empty: steady_clock
+    Clock clock;  // empty: steady_clock
 };
 
 class LinkBackend {
 public:
-    virtual ~LinkBackend() = default;
-    LinkBackend() = default;
-    LinkBackend(const LinkBackend&) = delete;
+    virtual ~LinkBackend()                     = default;
+    LinkBackend()                              = default;
+    LinkBackend(const LinkBackend&)            = delete;
     LinkBackend& operator=(const LinkBackend&) = delete;
 
     virtual std::string name() const = 0;
@@ -113,29 +113,29 @@ public:
     // is abandoned (exec: its command is killed), not waited for.
     virtual Status restore_full_width()
     {
-        const Status status = set_width(full_width());
+        const Status status  = set_width(full_width());
         const Status drained = drain();
         return !status ? status : drained;
     }
 
     // Emulated accounting (nullptr for backends without a model).
-    virtual const LinkStats* stats() { return nullptr; }
+    virtual const LinkStats *stats() { return nullptr; }
 
     // What the port confirmed, for backends whose commands finish later
     // than set_width returns (exec): a command started is not a width
     // applied, and a report must count only what the port did. nullopt:
     // each command is done when set_width returns success.
     struct Confirmed {
-        std::uint64_t changes  = 0;     // commands that ended well and changed the width
-        unsigned      width    = 0;     // of the last one that ended well; 0: none yet
-        bool          in_flight = false; // a command is running or waiting to run
+        std::uint64_t changes = 0;      // commands that ended well and changed the width
+        unsigned width        = 0;      // of the last one that ended well; 0: none yet
+        bool in_flight        = false;  // a command is running or waiting to run
     };
     virtual std::optional<Confirmed> confirmed() const { return std::nullopt; }
 };
 
 struct BackendResult {
-    std::unique_ptr<LinkBackend> backend; // null when !status
-    Status                       status = Status::success();
+    std::unique_ptr<LinkBackend> backend;  // null when !status
+    Status status = Status::success();
 };
 
 // The emulated port (backend_emulated.cpp): what a rank drives, alone or

@@ -17,11 +17,9 @@ namespace {
 class EmulatedBackend final : public LinkBackend {
 public:
     EmulatedBackend(const BackendConfig& config, Clock clock)
-        : clock_(std::move(clock)),
-          model_(config.link, clock_()),
+        : clock_(std::move(clock)), model_(config.link, clock_()),
           inject_delay_(config.inject_delay)
-    {
-    }
+    {}
 
     std::string name() const override { return "emulated"; }
     unsigned full_width() const override { return model_.config().lanes; }
@@ -38,7 +36,7 @@ public:
     {
         // Times never go backwards in the model; an "at" before the last event
         // the model saw is applied at that event.
-        at_ns = std::max(at_ns, last_ns_);
+        at_ns    = std::max(at_ns, last_ns_);
         last_ns_ = at_ns;
         if (width != model_.target_width()) {
             model_.request_width(at_ns, width);
@@ -56,7 +54,7 @@ public:
         return wait;
     }
 
-    const LinkStats* stats() override { return &model_.stats_at(now()); }
+    const LinkStats *stats() override { return &model_.stats_at(now()); }
 
 private:
     TimeNs now()
@@ -65,10 +63,10 @@ private:
         return last_ns_;
     }
 
-    Clock     clock_;
+    Clock clock_;
     LinkModel model_;
-    bool      inject_delay_;
-    TimeNs    last_ns_ = 0;
+    bool inject_delay_;
+    TimeNs last_ns_ = 0;
 };
 
 }  // namespace

@@ -11,12 +11,9 @@ namespace slim::link {
 Controller::Controller(std::unique_ptr<LinkBackend> backend, ControllerOptions options)
     : backend_(std::move(backend)),
       clock_(options.clock ? std::move(options.clock) : steady_clock_ns()),
-      on_error_(std::move(options.on_error)),
-      full_(backend_->full_width()),
-      low_(std::clamp(options.low_width, 1u, backend_->full_width())),
-      applied_(full_)
-{
-}
+      on_error_(std::move(options.on_error)), full_(backend_->full_width()),
+      low_(std::clamp(options.low_width, 1u, backend_->full_width())), applied_(full_)
+{}
 
 Controller::~Controller() { (void)restore_full_width(); }
 
@@ -26,7 +23,7 @@ void Controller::low_power_until(TimeNs until_ns)
     if (until_ns <= now) {
         return update(now);
     }
-    low_until_ = until_ns;
+    low_until_                                        = until_ns;
     demand_[static_cast<unsigned>(Source::predictor)] = low_;
     update(now);
 }
@@ -35,7 +32,7 @@ void Controller::burst(double ratio)
 {
     // Thesis §4.5.2: the packed burst keeps the original speed on
     // ceil(L * r) lanes. r outside (0, 1] (or NaN) means "no saving".
-    const double   r     = (ratio > 0.0 && ratio <= 1.0) ? ratio : 1.0;
+    const double r       = (ratio > 0.0 && ratio <= 1.0) ? ratio : 1.0;
     const unsigned width = std::clamp(static_cast<unsigned>(std::ceil(full_ * r)), 1u, full_);
     demand_[static_cast<unsigned>(Source::burst)] = width;
     update(clock_());
@@ -56,7 +53,7 @@ TimeNs Controller::traffic()
     low_until_.reset();
     demand_[static_cast<unsigned>(Source::predictor)].reset();
     const unsigned needed = merged_width(now);
-    const TimeNs   wait   = backend_->traffic(needed);
+    const TimeNs wait     = backend_->traffic(needed);
     update(now);
     return wait;
 }
@@ -93,8 +90,10 @@ Status Controller::restore_full_width()
     if (!status) {
         // Said as it is: the port's width is not known to be full.
         const std::string what = "restoring link " + backend_->name() + " to full width (" +
-                                 std::to_string(full_) + " lanes) failed: the port's width is "
-                                 "unknown (" + status.message() + ")";
+                                 std::to_string(full_) +
+                                 " lanes) failed: the port's width is "
+                                 "unknown (" +
+                                 status.message() + ")";
         error_ += (failed_ ? "; at exit: " : "") + what;
         failed_ = true;
         report(what);
@@ -114,7 +113,7 @@ unsigned Controller::merged_width(TimeNs now) const
             continue;
         }
         if (s == static_cast<unsigned>(Source::predictor) && low_until_ && now >= *low_until_) {
-            continue; // expired; update() clears it
+            continue;  // expired; update() clears it
         }
         width = std::max(width.value_or(0u), *d);
     }
@@ -129,7 +128,7 @@ void Controller::update(TimeNs now)
     }
     TimeNs at = now;
     if (low_until_ && now >= *low_until_) {
-        at = *low_until_; // when a timer would have woken the port
+        at = *low_until_;  // when a timer would have woken the port
         low_until_.reset();
         demand_[static_cast<unsigned>(Source::predictor)].reset();
     }
@@ -155,7 +154,7 @@ void Controller::command(unsigned width, TimeNs at_ns)
 void Controller::fail(const Status& status)
 {
     if (failed_) {
-        return; // reported once; already at full width
+        return;  // reported once; already at full width
     }
     failed_ = true;
     error_  = status.message();

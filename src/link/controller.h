@@ -30,9 +30,9 @@ namespace slim::link {
 using ErrorReporter = std::function<void(const std::string&)>;
 
 struct ControllerOptions {
-    Clock         clock;          // empty: steady_clock (must match the backend's)
-    ErrorReporter on_error;       // empty: the "slim" spdlog logger, level error
-    unsigned      low_width = 1;  // W_low (LinkConfig::low_width)
+    Clock clock;             // empty: steady_clock (must match the backend's)
+    ErrorReporter on_error;  // empty: the "slim" spdlog logger, level error
+    unsigned low_width = 1;  // W_low (LinkConfig::low_width)
 };
 
 // Who asks for a width. Each source holds at most one live demand.
@@ -41,8 +41,8 @@ enum class Source : unsigned { predictor, burst, count };
 class Controller {
 public:
     Controller(std::unique_ptr<LinkBackend> backend, ControllerOptions options = {});
-    ~Controller(); // restores full width (synchronously)
-    Controller(const Controller&) = delete;
+    ~Controller();  // restores full width (synchronously)
+    Controller(const Controller&)            = delete;
     Controller& operator=(const Controller&) = delete;
 
     // Predictor: the link may stay at its low width until `until_ns`.
@@ -70,7 +70,7 @@ public:
     // from then on: later requests are ignored. Used at exit and by tests.
     Status restore_full_width();
 
-    unsigned width() const { return applied_; }   // last width commanded
+    unsigned width() const { return applied_; }  // last width commanded
     // When the live low-power request expires (a timer may act on it then).
     std::optional<TimeNs> low_until() const { return low_until_; }
     unsigned full_width() const { return full_; }
@@ -82,22 +82,22 @@ public:
 
 private:
     unsigned merged_width(TimeNs now) const;
-    void     update(TimeNs now);
-    void     command(unsigned width, TimeNs at_ns);
-    void     fail(const Status& status);
-    void     report(const std::string& message);
+    void update(TimeNs now);
+    void command(unsigned width, TimeNs at_ns);
+    void fail(const Status& status);
+    void report(const std::string& message);
 
     std::unique_ptr<LinkBackend> backend_;
-    Clock                        clock_;
-    ErrorReporter                on_error_;
-    unsigned                     full_;
-    unsigned                     low_;
-    unsigned                     applied_;
+    Clock clock_;
+    ErrorReporter on_error_;
+    unsigned full_;
+    unsigned low_;
+    unsigned applied_;
     std::array<std::optional<unsigned>, static_cast<unsigned>(Source::count)> demand_{};
-    std::optional<TimeNs>        low_until_;
-    bool                         failed_ = false; // sticky: full width for good
-    bool                         closed_ = false; // restored at exit
-    std::string                  error_;
+    std::optional<TimeNs> low_until_;
+    bool failed_ = false;  // sticky: full width for good
+    bool closed_ = false;  // restored at exit
+    std::string error_;
 };
 
 }  // namespace slim::link

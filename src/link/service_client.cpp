@@ -38,13 +38,13 @@ constexpr std::chrono::milliseconds kReportMargin{2000};
 void check_service_socket(const std::string& path, bool system)
 {
     const std::string folder = folder_of(path);
-    const uid_t       me     = ::geteuid();
-    struct stat       st{};
+    const uid_t me           = ::geteuid();
+    struct stat st {};
     if (::lstat(folder.c_str(), &st) != 0) {
         throw ServiceError("slimlinkd socket folder " + folder + ": " + errno_text(errno));
     }
-    const std::string folder_state = "owned by uid " + std::to_string(st.st_uid) +
-                                     " with mode " + io::mode_string(st.st_mode);
+    const std::string folder_state = "owned by uid " + std::to_string(st.st_uid) + " with mode " +
+                                     io::mode_string(st.st_mode);
     if (!S_ISDIR(st.st_mode)) {
         throw ServiceError("slimlinkd socket folder " + folder +
                            " is not a directory (a symbolic link is not accepted)");
@@ -70,8 +70,8 @@ void check_service_socket(const std::string& path, bool system)
     const uid_t owner = system ? 0 : me;
     if (st.st_uid != owner) {
         throw ServiceError("slimlinkd socket " + path + " is owned by uid " +
-                           std::to_string(st.st_uid) + " with mode " +
-                           io::mode_string(st.st_mode) + "; it must belong to " +
+                           std::to_string(st.st_uid) + " with mode " + io::mode_string(st.st_mode) +
+                           "; it must belong to " +
                            (system ? std::string("root (uid 0)")
                                    : "this user (uid " + std::to_string(me) + ")"));
     }
@@ -82,9 +82,9 @@ int connect_service_socket(const std::string& path, std::chrono::milliseconds ti
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof addr.sun_path) {
-        throw ServiceError("slimlinkd socket path " + path + " is " +
-                           std::to_string(path.size()) + " bytes; at most " +
-                           std::to_string(sizeof addr.sun_path - 1) + " are accepted");
+        throw ServiceError("slimlinkd socket path " + path + " is " + std::to_string(path.size()) +
+                           " bytes; at most " + std::to_string(sizeof addr.sun_path - 1) +
+                           " are accepted");
     }
     path.copy(addr.sun_path, path.size());
     const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -93,7 +93,7 @@ int connect_service_socket(const std::string& path, std::chrono::milliseconds ti
     }
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+        if (::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0) {
             return fd;
         }
         const int err = errno;
@@ -140,12 +140,12 @@ struct FdGuard {
 // Receives one message of any type, checked header. Throws ServiceError
 // naming `path` and `step`.
 svc::MessageHeader receive_checked(int fd, std::vector<std::uint8_t>& buf, const std::string& path,
-                                   const char* step, std::chrono::milliseconds timeout,
-                                   int* passed_fd = nullptr)
+                                   const char *step, std::chrono::milliseconds timeout,
+                                   int *passed_fd = nullptr)
 {
     buf.resize(kReceiveBytes);
     const io::Received r = io::receive_wait(fd, buf.data(), buf.size(), timeout);
-    FdGuard            passed{r.fd};
+    FdGuard passed{r.fd};
     if (r.bytes == 0) {
         throw ServiceError("slimlinkd at " + path + " closed the connection (" + step + ")");
     }
@@ -154,15 +154,15 @@ svc::MessageHeader receive_checked(int fd, std::vector<std::uint8_t>& buf, const
             throw ServiceError("slimlinkd at " + path + " did not answer within " +
                                std::to_string(timeout.count()) + " ms (" + step + ")");
         }
-        throw ServiceError("slimlinkd at " + path + ": receiving (" + step + "): " +
-                           errno_text(r.error));
+        throw ServiceError("slimlinkd at " + path + ": receiving (" + step +
+                           "): " + errno_text(r.error));
     }
     if (r.truncated) {
         throw ServiceError("slimlinkd at " + path + " sent a message larger than the protocol's " +
                            std::to_string(kReceiveBytes) + " bytes (" + step + ")");
     }
     svc::MessageHeader header;
-    const std::string  bad = io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), header);
+    const std::string bad = io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), header);
     if (!bad.empty()) {
         throw ServiceError("slimlinkd at " + path + " answered garbage (" + step + "): " + bad);
     }
@@ -207,7 +207,7 @@ std::string system_socket_path(const std::string& port_name)
 
 std::string user_socket_dir()
 {
-    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    const char *xdg = std::getenv("XDG_RUNTIME_DIR");
     if (xdg != nullptr && xdg[0] == '/') {
         return std::string(xdg) + "/slimlink";
     }
@@ -234,8 +234,8 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
         throw ServiceError("slimlinkd at " + socket_path + ": sending attach: " + errno_text(err));
     }
     std::vector<std::uint8_t> buf;
-    int                       ring_fd = -1;
-    const svc::MessageHeader  header =
+    int ring_fd = -1;
+    const svc::MessageHeader header =
             receive_checked(sock.fd, buf, socket_path, "attach", timeout, &ring_fd);
     FdGuard ring_guard{ring_fd};
     if (header.type != static_cast<std::uint16_t>(svc::MessageType::attach_ok) ||
@@ -263,31 +263,31 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
                            std::to_string(reply.full_width) + " lanes; we asked for " +
                            std::to_string(request.full_width));
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(ring_fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) < reply.ring_bytes) {
         throw ServiceError("slimlinkd at " + socket_path + " sent a ring smaller than " +
                            std::to_string(reply.ring_bytes) + " bytes");
     }
-    void* const mem = ::mmap(nullptr, reply.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-                             ring_fd, 0);
+    void *const mem =
+            ::mmap(nullptr, reply.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ring_fd, 0);
     if (mem == MAP_FAILED) {
-        throw ServiceError("slimlinkd at " + socket_path + ": mapping its ring: " +
-                           errno_text(errno));
+        throw ServiceError("slimlinkd at " + socket_path +
+                           ": mapping its ring: " + errno_text(errno));
     }
-    auto* const ring = static_cast<svc::DemandRing*>(mem);
+    auto *const ring = static_cast<svc::DemandRing *>(mem);
     if (ring->magic != svc::kRingMagic || ring->capacity != svc::kRingCapacity) {
         ::munmap(mem, reply.ring_bytes);
         throw ServiceError("slimlinkd at " + socket_path + " sent a ring without its magic");
     }
 
     std::unique_ptr<ServiceClient> client(new ServiceClient());
-    client->fd_          = sock.release();
-    client->path_        = socket_path;
-    client->reply_       = reply;
-    client->ring_        = ring;
-    client->ring_bytes_  = reply.ring_bytes;
-    client->head_        = ring->head.load(std::memory_order_relaxed);
-    client->nudged_head_ = client->head_;
+    client->fd_                = sock.release();
+    client->path_              = socket_path;
+    client->reply_             = reply;
+    client->ring_              = ring;
+    client->ring_bytes_        = reply.ring_bytes;
+    client->head_              = ring->head.load(std::memory_order_relaxed);
+    client->nudged_head_       = client->head_;
     client->nudge_every_round_ = !client->port_emulated();
     return client;
 }
@@ -297,7 +297,7 @@ std::unique_ptr<ServiceClient> ServiceClient::connect_any(const std::string& por
                                                           std::chrono::milliseconds timeout)
 {
     const std::string system_path = system_socket_path(port_name);
-    std::string       system_why;
+    std::string system_why;
     try {
         return connect(system_path, true, request, timeout);
     } catch (const ServiceError& e) {
@@ -311,10 +311,7 @@ std::unique_ptr<ServiceClient> ServiceClient::connect_any(const std::string& por
     }
 }
 
-ServiceClient::~ServiceClient()
-{
-    detach();
-}
+ServiceClient::~ServiceClient() { detach(); }
 
 bool ServiceClient::publish(const svc::DemandRecord& record) noexcept
 {
@@ -356,9 +353,8 @@ bool ServiceClient::sync() noexcept
     if (lost_ || fd_ < 0 || ring_ == nullptr) {
         return false;
     }
-    const bool nudge_due =
-            nudge_every_round_ ? head_ != nudged_head_
-                               : head_ - nudged_head_ >= svc::kRingCapacity / 4;
+    const bool nudge_due = nudge_every_round_ ? head_ != nudged_head_
+                                              : head_ - nudged_head_ >= svc::kRingCapacity / 4;
     if (nudge_due) {
         const int err = io::send_message(fd_, svc::MessageType::nudge, nullptr, 0, nullptr, 0,
                                          MSG_DONTWAIT);
@@ -382,7 +378,7 @@ bool ServiceClient::sync() noexcept
             return false;
         }
         if ((p.revents & POLLIN) != 0) {
-            char      byte = 0;
+            char byte         = 0;
             const ssize_t got = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
             if (got == 0) {
                 lost_ = true;  // end of file: the service closed or died
@@ -404,11 +400,12 @@ unsigned ServiceClient::port_width() const noexcept
 }
 
 std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_version,
-                                                     const void* record, std::size_t bytes,
+                                                     const void *record, std::size_t bytes,
                                                      std::chrono::nanoseconds wait)
 {
     if (fd_ < 0 || lost_) {
-        throw ServiceError("slimlinkd at " + path_ + " is gone: the rank's record is not deposited");
+        throw ServiceError("slimlinkd at " + path_ +
+                           " is gone: the rank's record is not deposited");
     }
     if (bytes > svc::kMaxMessageBytes - sizeof(svc::Deposit)) {
         throw ServiceError("a rank record of " + std::to_string(bytes) +
@@ -423,11 +420,11 @@ std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_versio
                                     kAckTimeout);
     if (err != 0) {
         lost_ = true;
-        throw ServiceError("slimlinkd at " + path_ + ": sending the rank's record: " +
-                           errno_text(err));
+        throw ServiceError("slimlinkd at " + path_ +
+                           ": sending the rank's record: " + errno_text(err));
     }
     std::vector<std::uint8_t> buf;
-    svc::MessageHeader        header;
+    svc::MessageHeader header;
     try {
         header = receive_checked(fd_, buf, path_, "deposit", kAckTimeout);
     } catch (const ServiceError&) {
@@ -446,18 +443,18 @@ std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_versio
         return std::nullopt;
     }
 
-    const auto report_timeout =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::max(wait, decltype(wait){0})) +
-            kReportMargin;
+    const auto report_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::max(wait, decltype(wait){0})) +
+                                kReportMargin;
     header = receive_checked(fd_, buf, path_, "node report", report_timeout);
     if (header.type != static_cast<std::uint16_t>(svc::MessageType::node_report)) {
         throw ServiceError("slimlinkd at " + path_ + " sent message type " +
                            std::to_string(header.type) + " where the node report was due");
     }
     // Every length is checked against what is left of the message.
-    const std::uint8_t* p   = buf.data() + sizeof header;
-    const std::uint8_t* end = p + header.length;
-    auto garbage = [&](const std::string& what) {
+    const std::uint8_t *p   = buf.data() + sizeof header;
+    const std::uint8_t *end = p + header.length;
+    auto garbage            = [&](const std::string           &what) {
         return ServiceError("slimlinkd at " + path_ + " sent a malformed node report: " + what);
     };
     if (static_cast<std::size_t>(end - p) < sizeof(svc::NodeReportHeader)) {
@@ -526,22 +523,17 @@ public:
     // running slimlinkd was refused as "garbage in the ring" and fell back
     // to a report of its own.
     ServiceBackend(std::shared_ptr<ServiceClient> client, Clock clock)
-        : client_(std::move(client)),
-          clock_(clock ? std::move(clock) : steady_clock_ns()),
+        : client_(std::move(client)), clock_(clock ? std::move(clock) : steady_clock_ns()),
           through_(client_->through())
-    {
-    }
+    {}
 
-    std::string name() const override
-    {
-        return "service:" + io::text_of(client_->info().backend);
-    }
+    std::string name() const override { return "service:" + io::text_of(client_->info().backend); }
     unsigned full_width() const override { return client_->info().full_width; }
     std::string describe() const override
     {
         return "node service slimlinkd at " + client_->socket_path() + " (" +
-               io::text_of(client_->info().backend) + " port " +
-               io::text_of(client_->info().port) + ", " + std::to_string(full_width()) +
+               io::text_of(client_->info().backend) + " port " + io::text_of(client_->info().port) +
+               ", " + std::to_string(full_width()) +
                " lanes; this rank publishes its demand, the port is the maximum over the "
                "node's ranks)";
     }
@@ -622,15 +614,16 @@ private:
     }
 
     std::shared_ptr<ServiceClient> client_;
-    Clock                          clock_;
-    TimeNs                         last_    = 0;
-    TimeNs                         through_ = 0;
-    Status                         failure_ = Status::success();
+    Clock clock_;
+    TimeNs last_    = 0;
+    TimeNs through_ = 0;
+    Status failure_ = Status::success();
 };
 
 }  // namespace
 
-std::unique_ptr<LinkBackend> make_service_backend(std::shared_ptr<ServiceClient> client, Clock clock)
+std::unique_ptr<LinkBackend> make_service_backend(std::shared_ptr<ServiceClient> client,
+                                                  Clock clock)
 {
     return std::make_unique<ServiceBackend>(std::move(client), std::move(clock));
 }

@@ -70,18 +70,18 @@ public:
     // otherwise to this user, folder mode 0700. Throws ServiceError naming
     // the path and why: nothing listening, wrong owner or mode, refused (the
     // service's reason), protocol mismatch, timeout (`timeout` per step).
-    static std::unique_ptr<ServiceClient> connect(
-            const std::string& socket_path, bool system, const service::AttachRequest& request,
+    static std::unique_ptr<ServiceClient>
+    connect(const std::string& socket_path, bool system, const service::AttachRequest& request,
             std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
 
     // The system socket if one is listening, else the user's. Throws
     // ServiceError with both attempts' reasons.
-    static std::unique_ptr<ServiceClient> connect_any(
-            const std::string& port_name, const service::AttachRequest& request,
-            std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+    static std::unique_ptr<ServiceClient>
+    connect_any(const std::string& port_name, const service::AttachRequest& request,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
 
     ~ServiceClient();  // detach()
-    ServiceClient(const ServiceClient&) = delete;
+    ServiceClient(const ServiceClient&)            = delete;
     ServiceClient& operator=(const ServiceClient&) = delete;
 
     const service::AttachReply& info() const { return reply_; }
@@ -110,22 +110,21 @@ public:
     // when this client is the job's reporter (waiting up to `wait` + a
     // margin for the other ranks); nullopt when another client reports.
     // Throws ServiceError when the service is gone or answers garbage.
-    std::optional<ReceivedReport> deposit(std::uint32_t record_version,
-                                          const void* record, std::size_t bytes,
-                                          std::chrono::nanoseconds wait);
+    std::optional<ReceivedReport> deposit(std::uint32_t record_version, const void *record,
+                                          std::size_t bytes, std::chrono::nanoseconds wait);
 
     // Leaves cleanly (detach message, close). Idempotent, never throws.
     void detach() noexcept;
 
 private:
     ServiceClient() = default;
-    int fd_ = -1;
+    int fd_         = -1;
     std::string path_;
     service::AttachReply reply_{};
-    service::DemandRing* ring_ = nullptr;
-    std::size_t ring_bytes_ = 0;
-    std::uint64_t head_ = 0;          // our copy of ring_->head
-    std::uint64_t nudged_head_ = 0;   // head at the last nudge
+    service::DemandRing *ring_ = nullptr;
+    std::size_t ring_bytes_    = 0;
+    std::uint64_t head_        = 0;  // our copy of ring_->head
+    std::uint64_t nudged_head_ = 0;  // head at the last nudge
     // A real port acts on what it is told: nudged each round that published.
     // An emulated one is merged exactly however late it reads (its own
     // tick, 50 ms): nudged only once a quarter of the ring waits, because
@@ -133,7 +132,7 @@ private:
     // busy-polling rank (measured: 3-5 % of ping-pong latency on the 2-core
     // VM, drain and nudges together).
     bool nudge_every_round_ = true;
-    bool lost_ = false;
+    bool lost_              = false;
 };
 
 // A LinkBackend that publishes the Controller's commands to the service.

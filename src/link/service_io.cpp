@@ -43,15 +43,15 @@ int poll_for(int fd, short events, std::chrono::milliseconds timeout)
 
 }  // namespace
 
-int send_message(int fd, MessageType type, const void* part1, std::size_t bytes1,
-                 const void* part2, std::size_t bytes2, int flags, int pass_fd)
+int send_message(int fd, MessageType type, const void *part1, std::size_t bytes1, const void *part2,
+                 std::size_t bytes2, int flags, int pass_fd)
 {
     MessageHeader header;
     header.type   = static_cast<std::uint16_t>(type);
     header.length = static_cast<std::uint32_t>(bytes1 + bytes2);
-    iovec iov[3] = {{&header, sizeof header},
-                    {const_cast<void*>(part1), bytes1},
-                    {const_cast<void*>(part2), bytes2}};
+    iovec iov[3]  = {{&header, sizeof header},
+                     {const_cast<void *>(part1), bytes1},
+                     {const_cast<void *>(part2), bytes2}};
     msghdr msg{};
     msg.msg_iov    = iov;
     msg.msg_iovlen = 1 + (bytes1 > 0 ? 1 : 0) + (bytes2 > 0 ? 1 : 0);
@@ -62,7 +62,7 @@ int send_message(int fd, MessageType type, const void* part1, std::size_t bytes1
     if (pass_fd >= 0) {
         msg.msg_control    = control;
         msg.msg_controllen = sizeof control;
-        cmsghdr* c         = CMSG_FIRSTHDR(&msg);
+        cmsghdr *c         = CMSG_FIRSTHDR(&msg);
         c->cmsg_level      = SOL_SOCKET;
         c->cmsg_type       = SCM_RIGHTS;
         c->cmsg_len        = CMSG_LEN(sizeof(int));
@@ -79,8 +79,8 @@ int send_message(int fd, MessageType type, const void* part1, std::size_t bytes1
     }
 }
 
-int send_message_wait(int fd, MessageType type, const void* part1, std::size_t bytes1,
-                      const void* part2, std::size_t bytes2, std::chrono::milliseconds timeout,
+int send_message_wait(int fd, MessageType type, const void *part1, std::size_t bytes1,
+                      const void *part2, std::size_t bytes2, std::chrono::milliseconds timeout,
                       int pass_fd)
 {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -100,10 +100,10 @@ int send_message_wait(int fd, MessageType type, const void* part1, std::size_t b
     }
 }
 
-Received receive(int fd, void* buf, std::size_t capacity)
+Received receive(int fd, void *buf, std::size_t capacity)
 {
     Received r;
-    iovec    iov{buf, capacity};
+    iovec iov{buf, capacity};
     // Room for a few descriptors: a peer sending more than one still gets
     // all of them closed rather than leaked into this process.
     alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
@@ -131,7 +131,7 @@ Received receive(int fd, void* buf, std::size_t capacity)
         return r;
     }
     r.truncated = (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
             continue;
         }
@@ -149,7 +149,7 @@ Received receive(int fd, void* buf, std::size_t capacity)
     return r;
 }
 
-Received receive_wait(int fd, void* buf, std::size_t capacity, std::chrono::milliseconds timeout)
+Received receive_wait(int fd, void *buf, std::size_t capacity, std::chrono::milliseconds timeout)
 {
     if (const int err = poll_for(fd, POLLIN, timeout)) {
         Received r;
@@ -164,7 +164,7 @@ Received receive_wait(int fd, void* buf, std::size_t capacity, std::chrono::mill
     return r;
 }
 
-std::string check_header(const void* message, std::size_t bytes, MessageHeader& header)
+std::string check_header(const void *message, std::size_t bytes, MessageHeader& header)
 {
     if (bytes < sizeof(MessageHeader)) {
         return "a message of " + std::to_string(bytes) + " bytes, shorter than its " +
@@ -193,7 +193,7 @@ std::string check_header(const void* message, std::size_t bytes, MessageHeader& 
     return {};
 }
 
-std::string check_attach(const std::uint8_t* payload, std::size_t bytes, unsigned full_width,
+std::string check_attach(const std::uint8_t *payload, std::size_t bytes, unsigned full_width,
                          const std::string& port, service::AttachRequest& req)
 {
     if (bytes != sizeof(service::AttachRequest)) {
@@ -219,7 +219,7 @@ std::string check_attach(const std::uint8_t* payload, std::size_t bytes, unsigne
     return {};
 }
 
-std::string check_deposit(const std::uint8_t* payload, std::size_t bytes, service::Deposit& d)
+std::string check_deposit(const std::uint8_t *payload, std::size_t bytes, service::Deposit& d)
 {
     if (bytes < sizeof d) {
         return "a deposit of " + std::to_string(bytes) + " bytes, shorter than its " +
@@ -244,10 +244,7 @@ std::string mode_string(unsigned mode)
     return text;
 }
 
-std::string errno_text(int err)
-{
-    return std::strerror(err);
-}
+std::string errno_text(int err) { return std::strerror(err); }
 
 std::string folder_of(const std::string& path)
 {

@@ -20,48 +20,49 @@ namespace slim::link::service_io {
 // Returns 0 or the errno of sendmsg (EAGAIN on a full socket with
 // MSG_DONTWAIT). MSG_NOSIGNAL is always added: a peer that is gone is an
 // error to report, not a SIGPIPE.
-int send_message(int fd, service::MessageType type, const void* part1, std::size_t bytes1,
-                 const void* part2 = nullptr, std::size_t bytes2 = 0, int flags = 0,
+int send_message(int fd, service::MessageType type, const void *part1, std::size_t bytes1,
+                 const void *part2 = nullptr, std::size_t bytes2 = 0, int flags = 0,
                  int pass_fd = -1);
 
 // The same on a non-blocking socket, waiting (poll) up to `timeout` while it
 // is full. Returns 0, an errno, or ETIMEDOUT.
-int send_message_wait(int fd, service::MessageType type, const void* part1, std::size_t bytes1,
-                      const void* part2, std::size_t bytes2, std::chrono::milliseconds timeout,
+int send_message_wait(int fd, service::MessageType type, const void *part1, std::size_t bytes1,
+                      const void *part2, std::size_t bytes2, std::chrono::milliseconds timeout,
                       int pass_fd = -1);
 
 // One received message, not yet checked beyond its size.
 struct Received {
-    ssize_t bytes = 0;       // 0: the peer closed; -1: see error
-    int     error = 0;       // errno when bytes < 0
-    bool    truncated = false;  // larger than the buffer, or its control data was
-    int     fd = -1;         // a descriptor that came with it (first one; any more are closed)
+    ssize_t bytes  = 0;      // 0: the peer closed; -1: see error
+    int error      = 0;      // errno when bytes < 0
+    bool truncated = false;  // larger than the buffer, or its control data was
+    int fd         = -1;     // a descriptor that came with it (first one; any more are closed)
 };
 
 // recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC) into `buf`. Descriptors the peer
 // sent are taken: the first is returned in `fd` (the caller owns it), any
 // others are closed.
-Received receive(int fd, void* buf, std::size_t capacity);
+Received receive(int fd, void *buf, std::size_t capacity);
 
 // Waits (poll) up to `timeout` for a message, then receive(). error is
 // ETIMEDOUT when none came.
-Received receive_wait(int fd, void* buf, std::size_t capacity, std::chrono::milliseconds timeout);
+Received receive_wait(int fd, void *buf, std::size_t capacity, std::chrono::milliseconds timeout);
 
 // The header of a message of `bytes` bytes, checked: magic, version, length
 // matching the message, known type. Empty when good, else why not.
-std::string check_header(const void* message, std::size_t bytes, service::MessageHeader& header);
+std::string check_header(const void *message, std::size_t bytes, service::MessageHeader& header);
 
 // An attach request's payload of `bytes` bytes, checked and copied into
 // `request` for a port of `full_width` lanes named `port`: its size, a
 // NUL-terminated job key, the client's lanes, its local rank and size.
 // Empty when good, else the reason for the refusal.
-std::string check_attach(const std::uint8_t* payload, std::size_t bytes, unsigned full_width,
+std::string check_attach(const std::uint8_t *payload, std::size_t bytes, unsigned full_width,
                          const std::string& port, service::AttachRequest& request);
 
 // A deposit's payload, checked: its header, record bytes matching the
 // payload, a report wait within 0..kMaxReportWaitNs. The record follows
 // the Deposit header in the payload.
-std::string check_deposit(const std::uint8_t* payload, std::size_t bytes, service::Deposit& deposit);
+std::string check_deposit(const std::uint8_t *payload, std::size_t bytes,
+                          service::Deposit& deposit);
 
 // Bounds on what a client says: ranks of a job on one node, and the
 // longest report wait (ns).

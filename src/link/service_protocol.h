@@ -68,23 +68,23 @@ inline constexpr std::int64_t kMaxHorizonLagNs = 500'000'000;
 // ---- socket messages -------------------------------------------------------
 
 enum class MessageType : std::uint16_t {
-    attach         = 1,  // client -> service: AttachRequest
-    attach_ok      = 2,  // service -> client: AttachReply + SCM_RIGHTS ring fd
-    refused        = 3,  // service -> client: Refusal, then the service closes
-    nudge          = 4,  // client -> service: ring has new records (no payload)
-    deposit        = 5,  // client -> service: Deposit + opaque rank record bytes
-    deposit_ack    = 6,  // service -> client: DepositAck
-    node_report    = 7,  // service -> client: NodeReportHeader + entries
-    status         = 8,  // anyone -> service: no payload
-    status_reply   = 9,  // service -> asker: StatusReply + StatusClient[]
-    detach         = 10, // client -> service: leaving cleanly (no payload)
+    attach       = 1,   // client -> service: AttachRequest
+    attach_ok    = 2,   // service -> client: AttachReply + SCM_RIGHTS ring fd
+    refused      = 3,   // service -> client: Refusal, then the service closes
+    nudge        = 4,   // client -> service: ring has new records (no payload)
+    deposit      = 5,   // client -> service: Deposit + opaque rank record bytes
+    deposit_ack  = 6,   // service -> client: DepositAck
+    node_report  = 7,   // service -> client: NodeReportHeader + entries
+    status       = 8,   // anyone -> service: no payload
+    status_reply = 9,   // service -> asker: StatusReply + StatusClient[]
+    detach       = 10,  // client -> service: leaving cleanly (no payload)
 };
 
 struct MessageHeader {
-    std::uint32_t magic   = kMagic;
-    std::uint16_t version = kProtocolVersion;
-    std::uint16_t type    = 0;   // MessageType
-    std::uint32_t length  = 0;   // payload bytes after this header
+    std::uint32_t magic    = kMagic;
+    std::uint16_t version  = kProtocolVersion;
+    std::uint16_t type     = 0;  // MessageType
+    std::uint32_t length   = 0;  // payload bytes after this header
     std::uint32_t reserved = 0;
 };
 static_assert(sizeof(MessageHeader) == 16);
@@ -107,24 +107,24 @@ std::string text_of(const char (&field)[N])
 }
 
 struct AttachRequest {
-    std::uint32_t full_width = 0;  // lanes the client's UCX_SLIM_LINK expects
-    std::int32_t  rank       = -1;
-    std::int32_t  local_rank = -1;
-    std::int32_t  local_size = 0;  // ranks of its job on this node (0: unknown)
-    std::int64_t  pid        = 0;  // for messages only: SO_PEERCRED is trusted
-    char          job_key[kJobKeyBytes] = {};  // NUL-terminated; groups a job's ranks
+    std::uint32_t full_width   = 0;  // lanes the client's UCX_SLIM_LINK expects
+    std::int32_t rank          = -1;
+    std::int32_t local_rank    = -1;
+    std::int32_t local_size    = 0;   // ranks of its job on this node (0: unknown)
+    std::int64_t pid           = 0;   // for messages only: SO_PEERCRED is trusted
+    char job_key[kJobKeyBytes] = {};  // NUL-terminated; groups a job's ranks
 };
 
 struct AttachReply {
-    std::uint32_t client_id   = 0;
-    std::uint32_t full_width  = 0;
-    std::uint32_t low_width   = 0;
+    std::uint32_t client_id     = 0;
+    std::uint32_t full_width    = 0;
+    std::uint32_t low_width     = 0;
     std::uint32_t ring_capacity = 0;  // records in the ring
-    std::uint64_t ring_bytes  = 0;    // size of the memfd to map
-    std::int64_t  tau_ns      = 0;
-    double        lane_watts  = 0.0;
-    char          backend[kNameBytes] = {};   // "emulated", "ibmad", "exec"
-    char          port[kNameBytes]    = {};   // the port's name
+    std::uint64_t ring_bytes    = 0;  // size of the memfd to map
+    std::int64_t tau_ns         = 0;
+    double lane_watts           = 0.0;
+    char backend[kNameBytes]    = {};  // "emulated", "ibmad", "exec"
+    char port[kNameBytes]       = {};  // the port's name
 };
 
 struct Refusal {
@@ -136,8 +136,8 @@ struct Refusal {
 // RankRecord, checked there by size and version).
 struct Deposit {
     std::uint32_t record_version = 0;
-    std::uint32_t record_bytes   = 0;   // bytes following this struct
-    std::int64_t  wait_ns        = 0;   // UCX_SLIM_REPORT_WAIT of the client
+    std::uint32_t record_bytes   = 0;  // bytes following this struct
+    std::int64_t wait_ns         = 0;  // UCX_SLIM_REPORT_WAIT of the client
 };
 
 struct DepositAck {
@@ -151,20 +151,20 @@ struct DepositAck {
 // The port over one job's span (first record of any of its clients to the
 // last `through_ns`): what the node's link section shows.
 struct PortSection {
-    char          backend[kNameBytes] = {};
-    char          port[kNameBytes]    = {};
-    std::uint32_t lanes        = 0;
-    std::uint32_t has_energy   = 0;   // emulated: energy fields are set
-    std::int64_t  span_ns      = 0;
-    double        energy_joules   = 0.0;
-    double        baseline_joules = 0.0;  // always-on over the span
-    std::uint64_t transitions     = 0;
-    std::uint64_t late_wakeups    = 0;
-    std::int64_t  wakeup_delay_ns = 0;
-    std::int64_t  time_at_width_ns[kMaxLanes + 1] = {};
-    std::int64_t  time_in_transition_ns = 0;
-    std::uint32_t clients_seen  = 0;  // clients of other jobs that shared the port
-    std::uint32_t other_jobs    = 0;
+    char backend[kNameBytes]                     = {};
+    char port[kNameBytes]                        = {};
+    std::uint32_t lanes                          = 0;
+    std::uint32_t has_energy                     = 0;  // emulated: energy fields are set
+    std::int64_t span_ns                         = 0;
+    double energy_joules                         = 0.0;
+    double baseline_joules                       = 0.0;  // always-on over the span
+    std::uint64_t transitions                    = 0;
+    std::uint64_t late_wakeups                   = 0;
+    std::int64_t wakeup_delay_ns                 = 0;
+    std::int64_t time_at_width_ns[kMaxLanes + 1] = {};
+    std::int64_t time_in_transition_ns           = 0;
+    std::uint32_t clients_seen                   = 0;  // clients of other jobs that shared the port
+    std::uint32_t other_jobs                     = 0;
     // What the numbers above do not cover. The job's own span (its first
     // record, or first attach, to its last through_ns / leave); the part of
     // it the port's accounting had not reached when the report was due (a
@@ -173,68 +173,68 @@ struct PortSection {
     // client had fallen more than the service's bound behind (they could
     // not act in the past on a real port either); and how many clients
     // fell that far behind during the span.
-    std::int64_t  job_span_ns     = 0;
-    std::int64_t  uncovered_ns    = 0;
+    std::int64_t job_span_ns      = 0;
+    std::int64_t uncovered_ns     = 0;
     std::uint64_t late_records    = 0;
     std::uint32_t stalled_clients = 0;
     // The backend failed (a command failed or hung): the service stopped
     // driving the port, `transitions` counts only what the port confirmed.
-    std::uint32_t backend_failed  = 0;
+    std::uint32_t backend_failed = 0;
     // The port's width is not known: a restore to full width failed, or a
     // previous service left the port narrow and restoring it has not
     // succeeded yet. Not "full width".
-    std::uint32_t width_unknown   = 0;
-    std::uint32_t reserved        = 0;
-    char          problem[kTextBytes] = {};  // why (backend_failed / width_unknown)
+    std::uint32_t width_unknown = 0;
+    std::uint32_t reserved      = 0;
+    char problem[kTextBytes]    = {};  // why (backend_failed / width_unknown)
 };
 
 enum class EntryState : std::uint32_t {
-    reported = 0,   // deposited a record
-    died     = 1,   // socket closed without a deposit
-    timed_out = 2,  // still attached when wait_ns ran out
+    reported      = 0,  // deposited a record
+    died          = 1,  // socket closed without a deposit
+    timed_out     = 2,  // still attached when wait_ns ran out
     never_started = 3,  // local rank below local_size that never attached
 };
 
 // One per local rank of the job, in local-rank order.
 struct NodeReportEntry {
-    std::int32_t  rank        = -1;
-    std::int32_t  local_rank  = -1;
-    std::int64_t  pid         = 0;
-    std::uint32_t state       = 0;   // EntryState
-    std::uint32_t record_bytes = 0;  // opaque record bytes follow (reported only)
-    std::uint64_t late_wakeups = 0;  // the port's late wake-ups on this client's traffic
-    std::int64_t  wakeup_delay_ns = 0;
+    std::int32_t rank            = -1;
+    std::int32_t local_rank      = -1;
+    std::int64_t pid             = 0;
+    std::uint32_t state          = 0;  // EntryState
+    std::uint32_t record_bytes   = 0;  // opaque record bytes follow (reported only)
+    std::uint64_t late_wakeups   = 0;  // the port's late wake-ups on this client's traffic
+    std::int64_t wakeup_delay_ns = 0;
 };
 
 struct NodeReportHeader {
-    PortSection   port;
-    std::uint32_t entries = 0;
+    PortSection port;
+    std::uint32_t entries        = 0;
     std::uint32_t record_version = 0;
 };
 
 struct StatusReply {
-    char          backend[kNameBytes] = {};
-    char          port[kNameBytes]    = {};
+    char backend[kNameBytes]   = {};
+    char port[kNameBytes]      = {};
     std::uint32_t full_width   = 0;
-    std::uint32_t width        = 0;   // width last commanded to the backend
+    std::uint32_t width        = 0;  // width last commanded to the backend
     std::uint32_t live_clients = 0;
     // Live clients of other users than the asker, counted but not listed
     // (a system instance shows a user only its own clients; root all).
     std::uint32_t other_users_clients = 0;
-    std::int64_t  pid          = 0;   // the service's
-    std::uint64_t clients_dropped = 0; // refused or dropped for bad input
-    std::uint64_t backend_errors  = 0;
-    std::uint32_t backend_failed  = 0;  // the service no longer drives the port
-    std::uint32_t width_unknown   = 0;  // see PortSection::width_unknown
-    char          problem[kTextBytes] = {};
+    std::int64_t pid                  = 0;  // the service's
+    std::uint64_t clients_dropped     = 0;  // refused or dropped for bad input
+    std::uint64_t backend_errors      = 0;
+    std::uint32_t backend_failed      = 0;  // the service no longer drives the port
+    std::uint32_t width_unknown       = 0;  // see PortSection::width_unknown
+    char problem[kTextBytes]          = {};
 };
 
 struct StatusClient {
     std::uint32_t client_id = 0;
-    std::uint32_t demand    = 0;   // width it needs now
-    std::int32_t  rank      = -1;
-    std::int32_t  uid       = -1;
-    std::int64_t  pid       = 0;
+    std::uint32_t demand    = 0;  // width it needs now
+    std::int32_t rank       = -1;
+    std::int32_t uid        = -1;
+    std::int64_t pid        = 0;
 };
 
 // ---- the demand ring (shared memory, created by the service) -------------
@@ -245,10 +245,10 @@ enum RecordFlags : std::uint32_t {
 };
 
 struct DemandRecord {
-    std::int64_t  t_ns     = 0;
-    std::int64_t  until_ns = 0;   // 0: until the next record
-    std::uint32_t width    = 0;   // 1..full_width
-    std::uint32_t flags    = 0;   // RecordFlags
+    std::int64_t t_ns     = 0;
+    std::int64_t until_ns = 0;  // 0: until the next record
+    std::uint32_t width   = 0;  // 1..full_width
+    std::uint32_t flags   = 0;  // RecordFlags
 };
 static_assert(sizeof(DemandRecord) == 24);
 
@@ -258,17 +258,17 @@ inline constexpr std::uint32_t kRingCapacity = 4096;                   // power 
 // Written by the client: head, through_ns, overflowed.
 // Written by the service: tail, port_width, closed.
 struct DemandRing {
-    std::uint64_t magic    = kRingMagic;
-    std::uint32_t capacity = kRingCapacity;
+    std::uint64_t magic      = kRingMagic;
+    std::uint32_t capacity   = kRingCapacity;
     std::uint32_t full_width = 0;
 
-    alignas(64) std::atomic<std::uint64_t> head{0};        // records published
-    std::atomic<std::int64_t>  through_ns{0};
+    alignas(64) std::atomic<std::uint64_t> head{0};  // records published
+    std::atomic<std::int64_t> through_ns{0};
     // Set by a client that could not publish (ring full): its demand is
     // full width from then on, the safe answer.
     std::atomic<std::uint32_t> overflowed{0};
 
-    alignas(64) std::atomic<std::uint64_t> tail{0};        // records consumed
+    alignas(64) std::atomic<std::uint64_t> tail{0};  // records consumed
     std::atomic<std::uint32_t> port_width{0};  // the port's width now (for the client's reads)
     std::atomic<std::uint32_t> closed{0};      // the service dropped this client
 

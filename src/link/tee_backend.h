@@ -21,8 +21,7 @@ public:
     // `owner`: the service's client backend; `demand`: an emulated one.
     TeeBackend(std::unique_ptr<LinkBackend> owner, std::unique_ptr<LinkBackend> demand)
         : owner_(std::move(owner)), demand_(std::move(demand))
-    {
-    }
+    {}
 
     std::string name() const override { return owner_->name(); }
     unsigned full_width() const override { return owner_->full_width(); }
@@ -58,7 +57,7 @@ public:
         return owner_->restore_full_width();
     }
     bool sync(TimeNs through_ns) override { return owner_->sync(through_ns); }
-    const LinkStats* stats() override { return demand_->stats(); }
+    const LinkStats *stats() override { return demand_->stats(); }
     std::optional<Confirmed> confirmed() const override { return owner_->confirmed(); }
 
 private:

@@ -22,15 +22,14 @@ constexpr unsigned long kTimerSlackNs = 10'000;
 
 link::Clock LiveDrain::replay_clock(const TimeNs& replay_now)
 {
-    const TimeNs* now = &replay_now;
+    const TimeNs *now = &replay_now;
     return [now] { return *now; };
 }
 
 LiveDrain::LiveDrain(OpLog& log, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
                      DrainOptions options)
     : log_(log), loop_(loop), now_(replay_now), real_(std::move(real)), options_(options)
-{
-}
+{}
 
 LiveDrain::~LiveDrain() { stop(); }
 
@@ -108,12 +107,8 @@ void LiveDrain::apply(const OpRecord& r)
         loop_.on_traffic(t);
         return;
     }
-    case OpKind::region_begin:
-        loop_.region_begin(r.ratio);
-        return;
-    case OpKind::region_end:
-        loop_.region_end();
-        return;
+    case OpKind::region_begin: loop_.region_begin(r.ratio); return;
+    case OpKind::region_end: loop_.region_end(); return;
     }
 }
 
@@ -190,13 +185,13 @@ void LiveDrain::run()
         }
         // Traffic flowing: come back soon, the ring fills. None: back off,
         // so an idle or computing process is left alone.
-        sleep_ns = stats_.records != before ? options_.interval_ns
-                                            : std::min(sleep_ns * 2, options_.max_sleep_ns);
+        sleep_ns       = stats_.records != before ? options_.interval_ns
+                                                  : std::min(sleep_ns * 2, options_.max_sleep_ns);
         TimeNs wait_ns = sleep_ns;
         if (options_.follow_deadlines) {
             if (const std::optional<TimeNs> deadline = loop_.next_deadline()) {
                 const TimeNs until = *deadline + options_.horizon_margin_ns - real_();
-                wait_ns = std::clamp<TimeNs>(until, 10'000, wait_ns);
+                wait_ns            = std::clamp<TimeNs>(until, 10'000, wait_ns);
             }
         }
         stop_wake_.wait_for(lock, std::chrono::nanoseconds(wait_ns));

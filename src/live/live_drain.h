@@ -36,14 +36,14 @@ struct DrainOptions {
     // switch costs 5-9 us on this VM): a 1 ms interval cost 12-15 % of
     // ping-pong latency, 4 ms is within noise. The emulated link loses
     // nothing by the wait (see above).
-    TimeNs interval_ns   = 4'000'000;  // sleep while traffic flows
-    TimeNs max_sleep_ns  = 16'000'000; // longest sleep while none does
+    TimeNs interval_ns  = 4'000'000;   // sleep while traffic flows
+    TimeNs max_sleep_ns = 16'000'000;  // longest sleep while none does
     // Records are replayed up to this long before the wall clock: a sender
     // preempted between reading the clock and pushing its record must not
     // find its time already replayed past.
     TimeNs horizon_margin_ns = 50'000;
     // Sleep no longer than the loop's next deadline (real ports).
-    bool   follow_deadlines = false;
+    bool follow_deadlines = false;
     // The trace's buffered lines reach its file at least this often (a
     // write on this thread, never on the send path): all a process killed
     // by a signal can lose of its trace is about this much of the end of
@@ -51,7 +51,7 @@ struct DrainOptions {
     TimeNs trace_flush_ns = 50'000'000;
     // Set (once per low-power period) when a round leaves the link below
     // full width: UCX_SLIM_INJECT_DELAY's sender then waits once.
-    std::atomic<bool>* publish_low = nullptr;
+    std::atomic<bool> *publish_low = nullptr;
 };
 
 using DrainStats = DrainCounters;
@@ -68,7 +68,7 @@ public:
     LiveDrain(OpLog& log, LiveLoop& loop, TimeNs& replay_now, link::Clock real,
               DrainOptions options = {});
     ~LiveDrain();  // stop()
-    LiveDrain(const LiveDrain&) = delete;
+    LiveDrain(const LiveDrain&)            = delete;
     LiveDrain& operator=(const LiveDrain&) = delete;
 
     // Starts the thread; throws std::system_error when it cannot.
@@ -100,18 +100,18 @@ private:
     void replay_deadlines(TimeNs until);
     void apply(const OpRecord& record);
 
-    OpLog&         log_;
-    LiveLoop&      loop_;
-    TimeNs&        now_;       // the replay clock, under mutex_
-    link::Clock    real_;
-    DrainOptions   options_;
+    OpLog& log_;
+    LiveLoop& loop_;
+    TimeNs& now_;  // the replay clock, under mutex_
+    link::Clock real_;
+    DrainOptions options_;
     mutable std::mutex mutex_;  // the loop and now_; never taken by the send path
-    DrainStats     stats_;      // under mutex_
+    DrainStats stats_;          // under mutex_
     std::condition_variable stop_wake_;
-    bool           stopping_ = false;  // under mutex_
-    bool           was_low_  = false;  // under mutex_
-    TimeNs         trace_flushed_ns_ = 0;  // wall clock, under mutex_
-    std::thread    thread_;
+    bool stopping_           = false;  // under mutex_
+    bool was_low_            = false;  // under mutex_
+    TimeNs trace_flushed_ns_ = 0;      // wall clock, under mutex_
+    std::thread thread_;
 };
 
 }  // namespace slim::live

@@ -34,7 +34,7 @@ struct Fnv {
     }
 };
 
-} // namespace
+}  // namespace
 
 predict::EventId event_id(const Traffic& t)
 {
@@ -64,25 +64,24 @@ LiveLoop::LiveLoop(LiveConfig config)
     : config_(std::move(config)),
       policy_(live_spec(config_), config_.backend.link, config_.compression_aware)
 {
-    clock_ = config_.backend.clock ? config_.backend.clock : link::steady_clock_ns();
+    clock_                = config_.backend.clock ? config_.backend.clock : link::steady_clock_ns();
     config_.backend.clock = clock_;
     config_.max_burst_gap_ns = std::max(config_.max_burst_gap_ns, config_.burst_gap_ns);
     burst_gap_ns_            = config_.burst_gap_ns;
     widest_gap_ns_           = burst_gap_ns_;
     link::ControllerOptions options;
-    options.clock           = clock_;
-    options.low_width       = config_.backend.link.low_width;
-    controller_ = std::make_unique<link::Controller>(
-            config_.backend_factory
-                    ? config_.backend_factory(config_.backend)
-                    : link::make_emulated_backend(config_.backend).backend,
+    options.clock     = clock_;
+    options.low_width = config_.backend.link.low_width;
+    controller_       = std::make_unique<link::Controller>(
+            config_.backend_factory ? config_.backend_factory(config_.backend)
+                                          : link::make_emulated_backend(config_.backend).backend,
             options);
     if (!config_.trace_path.empty()) {
         try {
             trace_ = std::make_unique<predict::TraceWriter>(config_.trace_path);
             trace_->comment("slimlink live trace: t_start_ns t_end_ns event_id bytes packed_bytes");
-            trace_->comment("predictor " + config_.policy.registry_name +
-                            ", burst gap " + std::to_string(config_.burst_gap_ns) + " ns");
+            trace_->comment("predictor " + config_.policy.registry_name + ", burst gap " +
+                            std::to_string(config_.burst_gap_ns) + " ns");
         } catch (const std::exception& e) {
             trace_error_ = e.what();
             trace_.reset();
@@ -120,19 +119,20 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     // link woke then, on time). The controller's own state, not a flag of
     // ours: a flag outlived the expiry and narrowed links already awake.
     const std::optional<TimeNs> low_until = controller_->low_until();
-    const bool waking = controller_->width() < controller_->full_width() &&
-                        !(low_until && *low_until <= t);
+    const bool waking =
+            controller_->width() < controller_->full_width() && !(low_until && *low_until <= t);
     if (waking && config_.compression_aware && !in_region_) {
         // A packed burst keeps its speed on fewer lanes (thesis §4.5.2), so
         // a link in low power wakes only to those. A link at full width is
         // not narrowed for a burst: a width change takes tau (10 us), longer
         // than most bursts; slim-replay --packed models the same rule.
-        double ratio = 1.0;
+        double ratio     = 1.0;
         const auto known = last_ratio_.find(event_id(traffic));
         if (known != last_ratio_.end()) {
             ratio = known->second;
         } else if (traffic.orig_bytes > 0 && traffic.wire_bytes < traffic.orig_bytes) {
-            ratio = static_cast<double>(traffic.wire_bytes) / static_cast<double>(traffic.orig_bytes);
+            ratio = static_cast<double>(traffic.wire_bytes) /
+                    static_cast<double>(traffic.orig_bytes);
         }
         if (ratio < 1.0) {
             controller_->burst(ratio);
@@ -149,7 +149,7 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     t = std::max(t, prev_end_ns_);
     if (!first_start_ns_) {
         first_start_ns_ = t;
-        if (const link::LinkStats* s = controller_->backend().stats()) {
+        if (const link::LinkStats *s = controller_->backend().stats()) {
             energy_at_first_ = s->energy_joules;
         }
     }
@@ -242,7 +242,8 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     if (const std::optional<TimeNs> until = controller_->low_until()) {
         earliest(*until);
     }
-    if (const std::optional<TimeNs> timeout = active_timeout(); !open_ && timeout && !timeout_fired_) {
+    if (const std::optional<TimeNs> timeout = active_timeout();
+        !open_ && timeout && !timeout_fired_) {
         earliest(prev_end_ns_ + *timeout);
     }
     return deadline;
@@ -257,9 +258,9 @@ void LiveLoop::adapt_burst_gap(TimeNs start, std::uint64_t split_gaps)
         // The previous burst spans this interval: its gaps count.
         const TimeNs interval =
                 (start - *last_start_ns_) / static_cast<TimeNs>(1 + last_split_gaps_);
-        mean_interval_ns_     = mean_interval_ns_ == 0
-                                        ? interval
-                                        : mean_interval_ns_ + (interval - mean_interval_ns_) / 8;
+        mean_interval_ns_ = mean_interval_ns_ == 0
+                                    ? interval
+                                    : mean_interval_ns_ + (interval - mean_interval_ns_) / 8;
     }
     last_start_ns_   = start;
     last_split_gaps_ = split_gaps;
@@ -280,10 +281,10 @@ void LiveLoop::adapt_burst_gap(TimeNs start, std::uint64_t split_gaps)
 
 void LiveLoop::close_burst(TimeNs now_ns)
 {
-    predict::Event event = open_->event;
-    const std::uint64_t    split_gaps = open_->split_gaps;
+    predict::Event event            = open_->event;
+    const std::uint64_t split_gaps  = open_->split_gaps;
     const predict::EventId start_id = event.id;  // what on_traffic looks up
-    event.id = open_->send_id.value_or(event.id);
+    event.id                        = open_->send_id.value_or(event.id);
     open_.reset();
     event.end_ns = std::max(now_ns, event.start_ns);
     // Unpacked bursts: packed_bytes 0 means "same as bytes" in traces.
@@ -296,10 +297,10 @@ void LiveLoop::close_burst(TimeNs now_ns)
 
     if (config_.compression_aware) {
         constexpr std::size_t kMaxRemembered = 4096;
-        const double ratio = event.packed_bytes > 0 && event.bytes > 0
-                                     ? static_cast<double>(event.packed_bytes) /
-                                               static_cast<double>(event.bytes)
-                                     : 1.0;
+        const double ratio =
+                event.packed_bytes > 0 && event.bytes > 0
+                        ? static_cast<double>(event.packed_bytes) / static_cast<double>(event.bytes)
+                        : 1.0;
         if (ratio < 1.0 && (last_ratio_.size() < kMaxRemembered || last_ratio_.count(start_id))) {
             last_ratio_[start_id] = ratio;
         } else if (ratio >= 1.0) {
@@ -324,13 +325,13 @@ void LiveLoop::close_burst(TimeNs now_ns)
     // The policy's decision for the gap after this event: a window now,
     // a timeout when poll() finds the link idle that long.
     const link::GapDecision& d = policy_.on_event(event);
-    idle_timeout_ = d.timeout_ns;
+    idle_timeout_              = d.timeout_ns;
     if (d.low_power) {
         controller_->low_power_until(d.low_power->until_ns);
     }
 
     last_end_ns_ = event.end_ns;
-    if (const link::LinkStats* s = controller_->backend().stats()) {
+    if (const link::LinkStats *s = controller_->backend().stats()) {
         energy_at_last_end_ = s->energy_joules;
         stats_at_last_end_  = *s;
     }
@@ -355,37 +356,38 @@ LiveSummary LiveLoop::summary(bool final)
         close_burst(now());
     }
     LiveSummary s;
-    s.predictor  = config_.policy.registry_name;
-    s.backend    = controller_->backend().name();
-    s.events     = events_;
+    s.predictor           = config_.policy.registry_name;
+    s.backend             = controller_->backend().name();
+    s.events              = events_;
     s.burst_gap_ns        = burst_gap_ns_;
     s.widest_burst_gap_ns = widest_gap_ns_;
-    s.lanes      = controller_->full_width();
-    s.late_wakeups    = late_wakeups_;
-    s.wakeup_delay_ns = wakeup_delay_ns_;
+    s.lanes               = controller_->full_width();
+    s.late_wakeups        = late_wakeups_;
+    s.wakeup_delay_ns     = wakeup_delay_ns_;
     if (first_start_ns_ && last_end_ns_ > *first_start_ns_) {
         s.span_ns         = last_end_ns_ - *first_start_ns_;
         s.energy_joules   = energy_at_last_end_ - energy_at_first_;
         s.baseline_joules = static_cast<double>(config_.backend.link.lanes) *
-                            config_.backend.link.lane_watts * (static_cast<double>(s.span_ns) * 1e-9);
+                            config_.backend.link.lane_watts *
+                            (static_cast<double>(s.span_ns) * 1e-9);
         // Only a backend that accounts energy (the emulated port) has any:
         // a real port's power is not measured, and 0 J would read as 100 %.
         if (s.baseline_joules > 0.0 && controller_->backend().stats() != nullptr) {
             s.energy_savings_pct = 100.0 * (1.0 - s.energy_joules / s.baseline_joules);
         }
-        s.time_penalty_pct = 100.0 * static_cast<double>(wakeup_delay_ns_) /
-                             static_cast<double>(s.span_ns);
+        s.time_penalty_pct =
+                100.0 * static_cast<double>(wakeup_delay_ns_) / static_cast<double>(s.span_ns);
     }
     s.transitions      = stats_at_last_end_.transitions;
     s.time_at_width_ns = stats_at_last_end_.time_at_width_ns;
-    if (const predict::Predictor* predictor = policy_.predictor()) {
+    if (const predict::Predictor *predictor = policy_.predictor()) {
         const predict::PredictorStats& p = predictor->stats();
-        s.hits        = p.hits;
-        s.predictions = p.predictions;
-        s.restarts    = p.restarts;
-        s.gt_ns       = p.gt_ns;
+        s.hits                           = p.hits;
+        s.predictions                    = p.predictions;
+        s.restarts                       = p.restarts;
+        s.gt_ns                          = p.gt_ns;
     }
-    if (const link::AdaptivePolicy* adaptive = policy_.adaptive()) {
+    if (const link::AdaptivePolicy *adaptive = policy_.adaptive()) {
         s.hits            = adaptive->hits();
         s.predictions     = adaptive->predictions();
         s.policy_in_force = adaptive->in_force().name();
@@ -400,12 +402,12 @@ LiveSummary LiveLoop::summary(bool final)
             trace_error_ = e.what();
         }
         if (final) {
-            trace_.reset();   // closed: the run's trace is complete
+            trace_.reset();  // closed: the run's trace is complete
         }
     }
     s.trace_events = trace_events_;
-    s.trace_path  = config_.trace_path;
-    s.trace_error = trace_error_;
+    s.trace_path   = config_.trace_path;
+    s.trace_error  = trace_error_;
     if (final && !finished_) {
         finished_ = true;
         controller_->restore_full_width();

@@ -45,9 +45,9 @@ inline constexpr TimeNs kDefaultBurstGapNs = 20'000;
 struct LiveConfig {
     // What decides the width (UCX_SLIM_PREDICTOR; the registry's live
     // policies): its predictors are bound to backend.link.
-    link::PolicySpec          policy = link::default_live_policy();
-    link::BackendConfig       backend;            // link, clock, ...
-    std::string               backend_name = "emulated";
+    link::PolicySpec policy = link::default_live_policy();
+    link::BackendConfig backend;  // link, clock, ...
+    std::string backend_name = "emulated";
     // Builds the backend instead of backend_name (the node service's
     // client); it must read `backend.clock`.
     std::function<std::unique_ptr<link::LinkBackend>(const link::BackendConfig&)> backend_factory;
@@ -56,7 +56,7 @@ struct LiveConfig {
     // under any policy, and a gap this wide keeps an MPI call's protocol
     // round trips (rendezvous request, ack, fragments: 4-32 us over tcp)
     // inside one event instead of splitting it into several.
-    TimeNs                    burst_gap_ns = kDefaultBurstGapNs;
+    TimeNs burst_gap_ns = kDefaultBurstGapNs;
     // Dense traffic widens the gap (see LiveLoop::adapt_burst_gap): while
     // events start on average less than `dense_interval_ns` apart, the gap
     // doubles, up to `max_burst_gap_ns`; it halves back once they are
@@ -66,80 +66,80 @@ struct LiveConfig {
     // bandwidth; the mini-apps' events are rarely that dense (under 1 % of
     // the checks on their traces) except in MPI_Init's wire-up, so a gap
     // widened there must narrow back at their usual 150-500 us.
-    TimeNs                    dense_interval_ns = 100'000;
-    TimeNs                    sparse_interval_ns = 200'000;
-    TimeNs                    max_burst_gap_ns  = 320'000;
+    TimeNs dense_interval_ns  = 100'000;
+    TimeNs sparse_interval_ns = 200'000;
+    TimeNs max_burst_gap_ns   = 320'000;
     // Events before the gap may first widen: MPI_Init's wire-up comes dense
     // (events 20-90 us apart), and merging those cost a 100-event run 5-10
     // points of the oracle's savings; a stream worth widening for lasts far
     // longer.
-    std::uint64_t             dense_settle_events = 64;
+    std::uint64_t dense_settle_events = 64;
     // An operation in flight holds its burst open at most this long after
     // the burst's last operation (kInFlightHoldNs says why).
-    TimeNs                    in_flight_hold_ns = kInFlightHoldNs;
-    std::string               trace_path;         // empty: no trace
+    TimeNs in_flight_hold_ns = kInFlightHoldNs;
+    std::string trace_path;  // empty: no trace
     // Thesis §4.5.2: a burst that carries packed data and finds the link in
     // low power wakes it only to
     // max(1, ceil(L * wire/original)) lanes; the ratio is the one the same
     // event id had last time (or its first operation's, the first time).
-    bool                      compression_aware = true;
+    bool compression_aware = true;
 };
 
 // What one operation shows on the wire.
 struct Traffic {
-    int           op_class = 0;   // slim_op_t
-    unsigned      am_id    = 0;
-    std::uint64_t wire_bytes = 0; // bytes that crossed the link
-    std::uint64_t orig_bytes = 0; // before packing (== wire when not packed)
-    std::uintptr_t peer    = 0;   // identifies the endpoint
-    bool          send     = true; // false: received
+    int op_class             = 0;  // slim_op_t
+    unsigned am_id           = 0;
+    std::uint64_t wire_bytes = 0;     // bytes that crossed the link
+    std::uint64_t orig_bytes = 0;     // before packing (== wire when not packed)
+    std::uintptr_t peer      = 0;     // identifies the endpoint
+    bool send                = true;  // false: received
 };
 
 // What the drain thread did (LiveDrain::stats()).
 struct DrainCounters {
-    std::uint64_t wakeups  = 0;  // thread rounds
-    std::uint64_t records  = 0;  // operations replayed (coalesced ones included)
+    std::uint64_t wakeups = 0;  // thread rounds
+    std::uint64_t records = 0;  // operations replayed (coalesced ones included)
 };
 
 struct LiveSummary {
-    std::string   predictor;                 // the policy's registry name (link::live_policy_names)
-    std::string   backend;
+    std::string predictor;  // the policy's registry name (link::live_policy_names)
+    std::string backend;
     // Who drove the port, filled by the runtime: "slimlinkd"
     // (the node service: the shared port's energy is in the node report,
     // and the energy and late wake-ups below are this rank's demand alone,
     // on a port of its own; link/tee_backend.h) or "in-process" (this
     // process's own emulated link), with the socket or the reason.
-    std::string   link_owner = "in-process";
-    std::string   link_owner_detail;
-    std::uint64_t events = 0;
-    TimeNs        span_ns = 0;               // first event start to last end
-    double        energy_joules   = 0.0;     // over the span
-    double        baseline_joules = 0.0;     // always on over the span
-    std::optional<double> energy_savings_pct; // none: no span, or the backend
-                                              // does not account energy
-    std::optional<double> time_penalty_pct;  // late wake-up waits / span
+    std::string link_owner = "in-process";
+    std::string link_owner_detail;
+    std::uint64_t events   = 0;
+    TimeNs span_ns         = 0;                // first event start to last end
+    double energy_joules   = 0.0;              // over the span
+    double baseline_joules = 0.0;              // always on over the span
+    std::optional<double> energy_savings_pct;  // none: no span, or the backend
+                                               // does not account energy
+    std::optional<double> time_penalty_pct;    // late wake-up waits / span
     std::uint64_t late_wakeups = 0;
-    TimeNs        wakeup_delay_ns = 0;
-    std::uint64_t transitions = 0;
-    std::uint64_t hits = 0;                  // predictor
-    std::uint64_t predictions = 0;
-    std::uint64_t restarts = 0;
+    TimeNs wakeup_delay_ns     = 0;
+    std::uint64_t transitions  = 0;
+    std::uint64_t hits         = 0;  // predictor
+    std::uint64_t predictions  = 0;
+    std::uint64_t restarts     = 0;
     std::optional<TimeNs> gt_ns;
-    std::string   policy_in_force;           // adaptive: the candidate followed at the end
-    std::uint64_t policy_switches = 0;       // adaptive: how often it changed
-    TimeNs        burst_gap_ns = 0;          // the gap in use at the end
-    TimeNs        widest_burst_gap_ns = 0;   // the widest dense traffic needed
-    bool          controller_failed = false;
-    std::string   controller_error;
-    unsigned      lanes = 0;
+    std::string policy_in_force;        // adaptive: the candidate followed at the end
+    std::uint64_t policy_switches = 0;  // adaptive: how often it changed
+    TimeNs burst_gap_ns           = 0;  // the gap in use at the end
+    TimeNs widest_burst_gap_ns    = 0;  // the widest dense traffic needed
+    bool controller_failed        = false;
+    std::string controller_error;
+    unsigned lanes = 0;
     std::array<TimeNs, link::kMaxLanes + 1> time_at_width_ns{};
-    std::string   trace_path;                // written trace, if any
+    std::string trace_path;  // written trace, if any
     std::uint64_t trace_events = 0;
-    std::string   trace_error;               // why the trace stopped, if it did
+    std::string trace_error;  // why the trace stopped, if it did
     // The send path's record log and its drain.
     DrainCounters drain;
-    std::uint64_t ops_dropped = 0;           // records lost to a full ring
-    std::uint64_t ops_logged  = 0;           // records written (runs, first sends, regions)
+    std::uint64_t ops_dropped = 0;  // records lost to a full ring
+    std::uint64_t ops_logged  = 0;  // records written (runs, first sends, regions)
 };
 
 class LiveLoop {
@@ -147,7 +147,7 @@ public:
     // Throws slim::Error for a predictor configuration it refuses.
     explicit LiveLoop(LiveConfig config);
     ~LiveLoop();
-    LiveLoop(const LiveLoop&) = delete;
+    LiveLoop(const LiveLoop&)            = delete;
     LiveLoop& operator=(const LiveLoop&) = delete;
 
     // An operation now: wakes the link, extends or starts a burst.
@@ -161,9 +161,8 @@ public:
     // burst gap, which the producer's widened coalescing hid. `began` of
     // them went in flight and `ended` earlier ones completed: while any is
     // in flight its data is on the wire, and the burst does not end.
-    void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire,
-                        std::uint64_t splits, std::uint64_t began = 0,
-                        std::uint64_t ended = 0);
+    void continue_burst(TimeNs end, std::uint64_t orig, std::uint64_t wire, std::uint64_t splits,
+                        std::uint64_t began = 0, std::uint64_t ended = 0);
     // Zero-copy operations in flight now (continue_burst).
     std::uint64_t in_flight() const noexcept { return in_flight_; }
     // Closes the current burst when its gap has passed (cheap when none is
@@ -210,7 +209,7 @@ private:
     struct OpenBurst {
         predict::Event event;                     // id: the first operation's
         std::optional<predict::EventId> send_id;  // the first send's
-        std::uint64_t split_gaps = 0;  // gaps the configured burst gap splits at
+        std::uint64_t split_gaps = 0;             // gaps the configured burst gap splits at
     };
 
     void close_burst(TimeNs now);
@@ -250,42 +249,42 @@ private:
     }
     bool burst_gap_passed(TimeNs t) const { return t - last_op_ns_ > open_gap_ns(); }
 
-    LiveConfig                         config_;
-    link::Clock                        clock_;
-    std::unique_ptr<link::Controller>  controller_;
+    LiveConfig config_;
+    link::Clock clock_;
+    std::unique_ptr<link::Controller> controller_;
     // Held by value: close_burst() calls it with no indirection.
-    link::GapPolicy                    policy_;
-    std::optional<TimeNs>              idle_timeout_;
+    link::GapPolicy policy_;
+    std::optional<TimeNs> idle_timeout_;
     std::unique_ptr<predict::TraceWriter> trace_;
-    std::string                        trace_error_;
-    std::optional<OpenBurst>           open_;
-    TimeNs                             last_op_ns_ = 0;
+    std::string trace_error_;
+    std::optional<OpenBurst> open_;
+    TimeNs last_op_ns_ = 0;
     // Zero-copy operations issued and not yet completed: the burst stays
     // open while any is (its data is still moving).
-    std::uint64_t                      in_flight_ = 0;
-    TimeNs                             prev_end_ns_ = 0;
+    std::uint64_t in_flight_ = 0;
+    TimeNs prev_end_ns_      = 0;
     // The burst gap in use, and what adapts it (adapt_burst_gap).
-    TimeNs                             burst_gap_ns_ = 0;
-    TimeNs                             widest_gap_ns_ = 0;
-    std::optional<TimeNs>              last_start_ns_;
-    std::uint64_t                      last_split_gaps_ = 0;
-    TimeNs                             mean_interval_ns_ = 0;
-    std::uint64_t                      events_ = 0;
+    TimeNs burst_gap_ns_  = 0;
+    TimeNs widest_gap_ns_ = 0;
+    std::optional<TimeNs> last_start_ns_;
+    std::uint64_t last_split_gaps_ = 0;
+    TimeNs mean_interval_ns_       = 0;
+    std::uint64_t events_          = 0;
     // Energy and delay at the first event's start (the span starts there).
-    std::optional<TimeNs>              first_start_ns_;
-    double                             energy_at_first_ = 0.0;
-    TimeNs                             last_end_ns_ = 0;
-    double                             energy_at_last_end_ = 0.0;
-    link::LinkStats                    stats_at_last_end_{};
-    TimeNs                             wakeup_delay_ns_ = 0;
-    std::uint64_t                      late_wakeups_ = 0;
-    bool                               finished_ = false;
-    bool                               timeout_fired_ = false;
-    bool                               burst_demand_ = false;  // Controller::burst() is live
-    bool                               in_region_ = false;     // a region holds the width
+    std::optional<TimeNs> first_start_ns_;
+    double energy_at_first_    = 0.0;
+    TimeNs last_end_ns_        = 0;
+    double energy_at_last_end_ = 0.0;
+    link::LinkStats stats_at_last_end_{};
+    TimeNs wakeup_delay_ns_     = 0;
+    std::uint64_t late_wakeups_ = 0;
+    bool finished_              = false;
+    bool timeout_fired_         = false;
+    bool burst_demand_          = false;  // Controller::burst() is live
+    bool in_region_             = false;  // a region holds the width
     // Wire/original ratio of each event id's last packed burst (bounded).
     std::unordered_map<predict::EventId, double> last_ratio_;
-    std::uint64_t                      trace_events_ = 0;
+    std::uint64_t trace_events_ = 0;
 };
 
 // The stable identity of an operation (see the file comment).

@@ -7,14 +7,11 @@ namespace slim::live {
 
 OpLog::OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs coalesce_gap,
              RecordClock clock)
-    : shared_(shared_capacity),
-      serial_capacity_(serial_capacity),
-      clock_(clock),
+    : shared_(shared_capacity), serial_capacity_(serial_capacity), clock_(clock),
       split_ticks_(static_cast<TimeNs>(clock.ticks_within(coalesce_gap))),
       hold_ticks_(static_cast<TimeNs>(clock.ticks_within(kInFlightHoldNs))),
       coalesce_ticks_(split_ticks_)
-{
-}
+{}
 
 void OpLog::set_coalesce_gap(TimeNs gap) noexcept
 {
@@ -22,9 +19,9 @@ void OpLog::set_coalesce_gap(TimeNs gap) noexcept
                           std::memory_order_relaxed);
 }
 
-const SerialTotals* OpLog::continuation_target(const Source& s) noexcept
+const SerialTotals *OpLog::continuation_target(const Source& s) noexcept
 {
-    if (const SerialRecord* r = s.ring->peek()) {
+    if (const SerialRecord *r = s.ring->peek()) {
         return r->before.ahead_of(s.consumed) ? &r->before : nullptr;
     }
     return s.published && s.published->ahead_of(s.consumed) ? &*s.published : nullptr;
@@ -38,19 +35,19 @@ LogItem OpLog::continuation(const Source& s, const SerialTotals& target) const n
     item.kind = LogItem::Kind::continuation;
     // No operation of this producer handed over yet (its first record was
     // lost to a full ring): all that is known is the end.
-    item.start = clock_.to_ns(static_cast<std::uint64_t>(consumed.ops > 0 ? consumed.last_t
-                                                                          : target.last_t));
-    item.end   = clock_.to_ns(static_cast<std::uint64_t>(target.last_t));
-    item.ops   = target.ops - consumed.ops;
-    item.orig  = target.orig - consumed.orig;
-    item.wire  = target.wire - consumed.wire;
+    item.start = clock_.to_ns(
+            static_cast<std::uint64_t>(consumed.ops > 0 ? consumed.last_t : target.last_t));
+    item.end    = clock_.to_ns(static_cast<std::uint64_t>(target.last_t));
+    item.ops    = target.ops - consumed.ops;
+    item.orig   = target.orig - consumed.orig;
+    item.wire   = target.wire - consumed.wire;
     item.splits = target.splits - consumed.splits;
     item.began  = target.began - consumed.began;
     item.ended  = target.ended - consumed.ended;
     return item;
 }
 
-SerialOpRing* OpLog::open_serial()
+SerialOpRing *OpLog::open_serial()
 {
     auto ring = std::make_unique<SerialOpRing>(serial_capacity_);
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -58,7 +55,7 @@ SerialOpRing* OpLog::open_serial()
     return serial_.back().ring.get();
 }
 
-void OpLog::close_serial(SerialOpRing* ring) noexcept
+void OpLog::close_serial(SerialOpRing *ring) noexcept
 {
     if (ring == nullptr) {
         return;
@@ -75,12 +72,12 @@ void OpLog::close_serial(SerialOpRing* ring) noexcept
 // its oldest record, that record, or the operations of a run still going on.
 bool OpLog::candidate(Source& s, LogItem& out) noexcept
 {
-    if (const SerialTotals* target = continuation_target(s)) {
+    if (const SerialTotals *target = continuation_target(s)) {
         s.target = *target;
         out      = continuation(s, s.target);
         return true;
     }
-    if (const SerialRecord* r = s.ring->peek()) {
+    if (const SerialRecord *r = s.ring->peek()) {
         out         = LogItem{};
         out.kind    = LogItem::Kind::op;
         out.op      = r->op;
@@ -103,9 +100,9 @@ void OpLog::take(Source& s, const LogItem& item) noexcept
 
 bool OpLog::next_item(LogItem& out) noexcept
 {
-    Source*         from = nullptr;
-    const OpRecord* head = shared_head();
-    bool            have = head != nullptr;
+    Source *from         = nullptr;
+    const OpRecord *head = shared_head();
+    bool have            = head != nullptr;
     if (have) {
         out      = LogItem{};
         out.kind = LogItem::Kind::op;
@@ -130,7 +127,7 @@ bool OpLog::next_item(LogItem& out) noexcept
     return true;
 }
 
-const OpRecord* OpLog::shared_head() noexcept
+const OpRecord *OpLog::shared_head() noexcept
 {
     if (!shared_peeked_) {
         shared_peeked_ = shared_.pop(shared_next_);
@@ -182,8 +179,8 @@ std::uint64_t OpLog::logged() const noexcept
 std::size_t OpLog::serial_open() const noexcept
 {
     const std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<std::size_t>(
-        std::count_if(serial_.begin(), serial_.end(), [](const Source& s) { return !s.closed; }));
+    return static_cast<std::size_t>(std::count_if(serial_.begin(), serial_.end(),
+                                                  [](const Source& s) { return !s.closed; }));
 }
 
 }  // namespace slim::live

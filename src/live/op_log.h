@@ -33,16 +33,16 @@ namespace slim::live {
 
 struct LogItem {
     enum class Kind : std::uint8_t { op, continuation };
-    Kind          kind = Kind::op;
-    OpRecord      op;         // Kind::op
-    TimeNs        start = 0;  // Kind::continuation: busy from start ...
-    TimeNs        end   = 0;  // ... through end
-    std::uint64_t ops   = 0;  // the operations it stands for
-    std::uint64_t orig  = 0;  // and their bytes
-    std::uint64_t wire  = 0;
-    std::uint64_t splits = 0; // gaps in it longer than the split gap
-    std::uint64_t began  = 0; // operations that went in flight in it
-    std::uint64_t ended  = 0; // and in-flight operations that completed
+    Kind kind = Kind::op;
+    OpRecord op;               // Kind::op
+    TimeNs start         = 0;  // Kind::continuation: busy from start ...
+    TimeNs end           = 0;  // ... through end
+    std::uint64_t ops    = 0;  // the operations it stands for
+    std::uint64_t orig   = 0;  // and their bytes
+    std::uint64_t wire   = 0;
+    std::uint64_t splits = 0;  // gaps in it longer than the split gap
+    std::uint64_t began  = 0;  // operations that went in flight in it
+    std::uint64_t ended  = 0;  // and in-flight operations that completed
 
     // Where the item sits in time order.
     TimeNs at() const noexcept { return kind == Kind::op ? op.t_ns : start; }
@@ -68,7 +68,7 @@ public:
     // with the steady clock; items come out in steady nanoseconds.
     OpLog(std::size_t shared_capacity, std::size_t serial_capacity, TimeNs coalesce_gap,
           RecordClock clock = {});
-    OpLog(const OpLog&) = delete;
+    OpLog(const OpLog&)            = delete;
     OpLog& operator=(const OpLog&) = delete;
 
     // Any thread, any time.
@@ -93,10 +93,10 @@ public:
     void set_coalesce_gap(TimeNs gap) noexcept;
 
     // A ring for one serial producer; throws std::bad_alloc.
-    SerialOpRing* open_serial();
+    SerialOpRing *open_serial();
     // The producer is done with `ring` (it must not record again); the
     // consumer frees it once it took everything. Null is ignored.
-    void close_serial(SerialOpRing* ring) noexcept;
+    void close_serial(SerialOpRing *ring) noexcept;
 
     // The consumer only: hands every item now in the log to `each`, oldest
     // first (items at equal times in ring order), then frees closed rings
@@ -108,7 +108,7 @@ public:
         DrainResult result;
         clock_.recalibrate();
         for (Source& s : serial_) {
-            s.published = s.ring->totals();
+            s.published     = s.ring->totals();
             result.complete = result.complete && s.published.has_value();
         }
         LogItem item;
@@ -132,40 +132,40 @@ public:
 private:
     struct Source {
         std::unique_ptr<SerialOpRing> ring;
-        bool                          closed = false;
+        bool closed = false;
         // In the clock's ticks:
-        SerialTotals                  consumed;   // what the log handed over
-        std::optional<SerialTotals>   published;  // read at this drain's start
+        SerialTotals consumed;                  // what the log handed over
+        std::optional<SerialTotals> published;  // read at this drain's start
         // What the continuation candidate() offered leads to: kept, since a
         // record may arrive before take() and would point elsewhere.
-        SerialTotals                  target;
+        SerialTotals target;
     };
 
     // The totals a continuation of `s` would bring it to, if it has one
     // now: those its oldest record carries, or (no record left) the
     // published ones.
-    static const SerialTotals* continuation_target(const Source& s) noexcept;
-    LogItem         continuation(const Source& s, const SerialTotals& target) const noexcept;
+    static const SerialTotals *continuation_target(const Source& s) noexcept;
+    LogItem continuation(const Source& s, const SerialTotals& target) const noexcept;
     template <typename Count>
-    std::uint64_t   sum_locked(std::uint64_t closed, Count count) const noexcept;
-    bool            next_item(LogItem& out) noexcept;
-    bool            candidate(Source& s, LogItem& out) noexcept;
-    void            take(Source& s, const LogItem& item) noexcept;
-    const OpRecord* shared_head() noexcept;
-    void            free_closed_locked() noexcept;
+    std::uint64_t sum_locked(std::uint64_t closed, Count count) const noexcept;
+    bool next_item(LogItem& out) noexcept;
+    bool candidate(Source& s, LogItem& out) noexcept;
+    void take(Source& s, const LogItem& item) noexcept;
+    const OpRecord *shared_head() noexcept;
+    void free_closed_locked() noexcept;
 
-    OpRing              shared_;
-    std::size_t         serial_capacity_;
-    RecordClock         clock_;             // the consumer recalibrates it
-    TimeNs              split_ticks_;
-    TimeNs              hold_ticks_;
+    OpRing shared_;
+    std::size_t serial_capacity_;
+    RecordClock clock_;  // the consumer recalibrates it
+    TimeNs split_ticks_;
+    TimeNs hold_ticks_;
     std::atomic<TimeNs> coalesce_ticks_;
-    mutable std::mutex  mutex_;
-    std::vector<Source> serial_;             // under mutex_
-    std::uint64_t       closed_dropped_ = 0; // under mutex_: freed rings' drops
-    std::uint64_t       closed_logged_  = 0; // under mutex_: freed rings' records
-    OpRecord            shared_next_;        // the consumer's peeked record
-    bool                shared_peeked_ = false;
+    mutable std::mutex mutex_;
+    std::vector<Source> serial_;        // under mutex_
+    std::uint64_t closed_dropped_ = 0;  // under mutex_: freed rings' drops
+    std::uint64_t closed_logged_  = 0;  // under mutex_: freed rings' records
+    OpRecord shared_next_;              // the consumer's peeked record
+    bool shared_peeked_ = false;
 };
 
 }  // namespace slim::live

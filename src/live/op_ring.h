@@ -56,15 +56,15 @@ inline constexpr std::uint8_t kActivityOpClass = 7;
 // 32 bytes: a UCT operation carries less than 4 GiB (max_zcopy), and a
 // region's ratio needs no double.
 struct OpRecord {
-    TimeNs         t_ns       = 0;
-    std::uintptr_t peer       = 0;
-    std::uint32_t  wire_bytes = 0;
-    std::uint32_t  orig_bytes = 0;
-    float          ratio      = 1.0f;  // region_begin only
-    std::uint8_t   op_class   = 0;
-    std::uint8_t   am_id      = 0;
-    bool           send       = true;
-    OpKind         kind       = OpKind::traffic;
+    TimeNs t_ns              = 0;
+    std::uintptr_t peer      = 0;
+    std::uint32_t wire_bytes = 0;
+    std::uint32_t orig_bytes = 0;
+    float ratio              = 1.0f;  // region_begin only
+    std::uint8_t op_class    = 0;
+    std::uint8_t am_id       = 0;
+    bool send                = true;
+    OpKind kind              = OpKind::traffic;
 
     static std::uint32_t clamp_bytes(std::uint64_t bytes) noexcept
     {
@@ -84,8 +84,8 @@ public:
     explicit OpRing(std::size_t capacity)
     {
         const std::size_t n = ring_slots(capacity);
-        mask_  = n - 1;
-        slots_ = std::make_unique<Slot[]>(n);
+        mask_               = n - 1;
+        slots_              = std::make_unique<Slot[]>(n);
         for (std::size_t i = 0; i < n; ++i) {
             slots_[i].seq.store(i, std::memory_order_relaxed);
         }
@@ -97,7 +97,7 @@ public:
     {
         std::uint64_t ticket = head_.load(std::memory_order_relaxed);
         for (;;) {
-            Slot& slot = slots_[ticket & mask_];
+            Slot& slot              = slots_[ticket & mask_];
             const std::uint64_t seq = slot.seq.load(std::memory_order_acquire);
             if (seq == ticket) {
                 if (head_.compare_exchange_weak(ticket, ticket + 1, std::memory_order_relaxed)) {
@@ -127,30 +127,30 @@ public:
         return true;
     }
 
-    std::size_t   capacity() const noexcept { return mask_ + 1; }
+    std::size_t capacity() const noexcept { return mask_ + 1; }
     std::uint64_t pushed() const noexcept { return head_.load(std::memory_order_relaxed); }
     std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
 private:
     struct Slot {
         std::atomic<std::uint64_t> seq{0};
-        OpRecord                   record;
+        OpRecord record;
     };
 
-    std::size_t                mask_ = 0;
-    std::unique_ptr<Slot[]>    slots_;
+    std::size_t mask_ = 0;
+    std::unique_ptr<Slot[]> slots_;
     alignas(64) std::atomic<std::uint64_t> head_{0};
     alignas(64) std::atomic<std::uint64_t> dropped_{0};
-    alignas(64) std::uint64_t  tail_ = 0;  // consumer only
+    alignas(64) std::uint64_t tail_ = 0;  // consumer only
 };
 
 // What one serial producer (a UCT interface) has done so far: the time of
 // its latest operation and running totals over all its operations.
 struct SerialTotals {
-    TimeNs        last_t = 0;
-    std::uint64_t ops    = 0;
-    std::uint64_t orig   = 0;  // bytes before packing
-    std::uint64_t wire   = 0;  // bytes on the wire
+    TimeNs last_t      = 0;
+    std::uint64_t ops  = 0;
+    std::uint64_t orig = 0;  // bytes before packing
+    std::uint64_t wire = 0;  // bytes on the wire
     // Gaps longer than the split gap that coalescing hid (SerialOpRing::
     // record): what the live loop would have seen as separate runs.
     std::uint64_t splits = 0;
@@ -180,14 +180,14 @@ struct SerialTotals {
 // What a serial producer did between two stamps (the module's tally,
 // slim_core_tally_t), all at one time: `first.t_ns`.
 struct OpBatch {
-    OpRecord      first;        // the first operation (t_ns: the stamp)
-    OpRecord      first_send;   // the first send, when has_send
-    bool          has_send = false;
-    std::uint64_t ops      = 0;  // every operation, the first ones included
-    std::uint64_t orig     = 0;
-    std::uint64_t wire     = 0;
-    std::uint64_t began    = 0;  // of them, went in flight
-    std::uint64_t ended    = 0;  // completions (of these or earlier ones)
+    OpRecord first;       // the first operation (t_ns: the stamp)
+    OpRecord first_send;  // the first send, when has_send
+    bool has_send       = false;
+    std::uint64_t ops   = 0;  // every operation, the first ones included
+    std::uint64_t orig  = 0;
+    std::uint64_t wire  = 0;
+    std::uint64_t began = 0;  // of them, went in flight
+    std::uint64_t ended = 0;  // completions (of these or earlier ones)
 };
 
 // A record of a serial producer: the operation, and the producer's totals
@@ -196,7 +196,7 @@ struct OpBatch {
 // totals; they ran without a gap longer than the coalescing gap, the last
 // of them at `before.last_t`.
 struct SerialRecord {
-    OpRecord     op;
+    OpRecord op;
     SerialTotals before;
 };
 
@@ -222,8 +222,7 @@ public:
     // `capacity` is rounded up to a power of two (at least 2).
     explicit SerialOpRing(std::size_t capacity)
         : mask_(ring_slots(capacity) - 1), slots_(std::make_unique<SerialRecord[]>(mask_ + 1))
-    {
-    }
+    {}
 
     // The producer: one operation at `op.t_ns`. Operations at most
     // `coalesce_gap` after the previous one are folded into the totals
@@ -236,8 +235,8 @@ public:
     // (kInFlightHoldNs, in the same unit as the times) ends the run: its
     // data is on the wire. `in_flight`: this operation completes later
     // (end_in_flight()).
-    void record(const OpRecord& op, TimeNs coalesce_gap, TimeNs split_gap,
-                bool in_flight = false, TimeNs hold_gap = kInFlightHoldNs) noexcept
+    void record(const OpRecord& op, TimeNs coalesce_gap, TimeNs split_gap, bool in_flight = false,
+                TimeNs hold_gap = kInFlightHoldNs) noexcept
     {
         OpBatch b;
         b.first      = op;
@@ -264,9 +263,9 @@ public:
     {
         const TimeNs t = b.first.t_ns;
         if (b.ops != 0) {
-            const TimeNs gap     = t - own_.last_t;
-            const bool   busy    = own_.in_flight() != 0 && gap <= hold_gap;
-            const bool   new_run = (gap > coalesce_gap && !busy) || own_.ops == 0;
+            const TimeNs gap   = t - own_.last_t;
+            const bool busy    = own_.in_flight() != 0 && gap <= hold_gap;
+            const bool new_run = (gap > coalesce_gap && !busy) || own_.ops == 0;
             if (new_run || (b.first.send && !run_has_send_)) {
                 push(SerialRecord{b.first, own_});
                 run_has_send_ = new_run ? b.first.send : true;
@@ -274,7 +273,7 @@ public:
                 ++own_.splits;
             }
             own_.add(b.first);
-            std::uint64_t ops = b.ops - 1;
+            std::uint64_t ops  = b.ops - 1;
             std::uint64_t orig = b.orig - std::min<std::uint64_t>(b.orig, b.first.orig_bytes);
             std::uint64_t wire = b.wire - std::min<std::uint64_t>(b.wire, b.first.wire_bytes);
             if (b.has_send && !run_has_send_ && ops != 0) {
@@ -333,7 +332,7 @@ public:
     }
 
     // The consumer: the oldest record without taking it.
-    const SerialRecord* peek() noexcept
+    const SerialRecord *peek() noexcept
     {
         if (tail_local_ == head_seen_) {
             head_seen_ = head_.load(std::memory_order_acquire);
@@ -379,7 +378,7 @@ public:
         return std::nullopt;
     }
 
-    std::size_t   capacity() const noexcept { return mask_ + 1; }
+    std::size_t capacity() const noexcept { return mask_ + 1; }
     std::uint64_t pushed() const noexcept { return head_.load(std::memory_order_relaxed); }
     std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
@@ -408,29 +407,29 @@ private:
         seq_.store(s + 2, std::memory_order_release);
     }
 
-    std::size_t                     mask_ = 0;
+    std::size_t mask_ = 0;
     std::unique_ptr<SerialRecord[]> slots_;
     // The producer's line: what it writes, and its copy of the consumer's
     // index.
     alignas(64) std::atomic<std::uint64_t> head_{0};
-    std::atomic<std::uint64_t>  dropped_{0};
-    std::uint64_t               tail_seen_ = 0;
-    SerialTotals                own_;
-    bool                        run_has_send_ = false;
+    std::atomic<std::uint64_t> dropped_{0};
+    std::uint64_t tail_seen_ = 0;
+    SerialTotals own_;
+    bool run_has_send_ = false;
     // The published totals: written by the producer per operation, read by
     // the consumer once per drain round.
     alignas(64) std::atomic<std::uint64_t> seq_{0};
-    std::atomic<TimeNs>         pub_last_t_{0};
-    std::atomic<std::uint64_t>  pub_ops_{0};
-    std::atomic<std::uint64_t>  pub_orig_{0};
-    std::atomic<std::uint64_t>  pub_wire_{0};
-    std::atomic<std::uint64_t>  pub_splits_{0};
-    std::atomic<std::uint64_t>  pub_began_{0};
-    std::atomic<std::uint64_t>  pub_ended_{0};
+    std::atomic<TimeNs> pub_last_t_{0};
+    std::atomic<std::uint64_t> pub_ops_{0};
+    std::atomic<std::uint64_t> pub_orig_{0};
+    std::atomic<std::uint64_t> pub_wire_{0};
+    std::atomic<std::uint64_t> pub_splits_{0};
+    std::atomic<std::uint64_t> pub_began_{0};
+    std::atomic<std::uint64_t> pub_ended_{0};
     // The consumer's line.
     alignas(64) std::atomic<std::uint64_t> tail_{0};
-    std::uint64_t               tail_local_ = 0;
-    std::uint64_t               head_seen_  = 0;
+    std::uint64_t tail_local_ = 0;
+    std::uint64_t head_seen_  = 0;
 };
 
 }  // namespace slim::live

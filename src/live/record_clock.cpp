@@ -24,9 +24,9 @@ bool RecordClock::tsc_usable() noexcept
     // only memory can run out.
     try {
         std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-        std::string   name;
+        std::string name;
         return static_cast<bool>(in >> name) && name == "tsc";
-    } catch (const std::bad_alloc &e) {
+    } catch (const std::bad_alloc& e) {
         note_swallowed("reading the clock source (the steady clock stamps records instead)", e);
         return false;
     }
@@ -57,17 +57,18 @@ RecordClock::RecordClock(Source source)
     }
     pair(origin_ticks_, origin_ns_);
     std::uint64_t ticks = 0;
-    TimeNs        ns    = 0;
+    TimeNs ns           = 0;
     do {
         pair(ticks, ns);
     } while (ns - origin_ns_ < kCalibrationNs);
     if (ticks <= origin_ticks_) {
         return;  // a counter that does not count: keep the steady clock
     }
-    ns_per_tick_ = static_cast<double>(ns - origin_ns_) / static_cast<double>(ticks - origin_ticks_);
-    ref_ticks_   = ticks;
-    ref_ns_      = ns;
-    tsc_         = true;
+    ns_per_tick_ =
+            static_cast<double>(ns - origin_ns_) / static_cast<double>(ticks - origin_ticks_);
+    ref_ticks_ = ticks;
+    ref_ns_    = ns;
+    tsc_       = true;
 }
 
 std::uint64_t RecordClock::ticks_within(TimeNs ns) const noexcept
@@ -85,11 +86,11 @@ void RecordClock::recalibrate() noexcept
         return;
     }
     std::uint64_t ticks = 0;
-    TimeNs        ns    = 0;
+    TimeNs ns           = 0;
     pair(ticks, ns);
     if (ticks > origin_ticks_ && ns > origin_ns_) {
-        ns_per_tick_ = static_cast<double>(ns - origin_ns_) /
-                       static_cast<double>(ticks - origin_ticks_);
+        ns_per_tick_ =
+                static_cast<double>(ns - origin_ns_) / static_cast<double>(ticks - origin_ticks_);
     }
     ref_ticks_ = ticks;
     ref_ns_    = ns;

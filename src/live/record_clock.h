@@ -75,16 +75,16 @@ private:
         return static_cast<std::uint64_t>(steady_ns());
 #endif
     }
-    static TimeNs        steady_ns() noexcept;
+    static TimeNs steady_ns() noexcept;
     // A TSC reading and the steady time at the same moment.
-    static void          pair(std::uint64_t& ticks, TimeNs& ns) noexcept;
+    static void pair(std::uint64_t& ticks, TimeNs& ns) noexcept;
 
-    bool          tsc_         = false;
-    double        ns_per_tick_ = 1.0;
+    bool tsc_                   = false;
+    double ns_per_tick_         = 1.0;
     std::uint64_t origin_ticks_ = 0;
-    TimeNs        origin_ns_    = 0;
+    TimeNs origin_ns_           = 0;
     std::uint64_t ref_ticks_    = 0;
-    TimeNs        ref_ns_       = 0;
+    TimeNs ref_ns_              = 0;
 };
 
 }  // namespace slim::live

@@ -16,9 +16,9 @@ namespace slim::pack {
 
 class ChunkFilter {
 public:
-    static constexpr unsigned    kChunkShift = 16;
-    static constexpr unsigned    kBits       = 16;
-    static constexpr std::size_t kSlots      = std::size_t{1} << kBits;
+    static constexpr unsigned kChunkShift = 16;
+    static constexpr unsigned kBits       = 16;
+    static constexpr std::size_t kSlots   = std::size_t{1} << kBits;
     // Regions wider than this many chunks are counted in `wide_` instead
     // (which turns the filter off while any exists); lookups wider than this
     // always answer "maybe".

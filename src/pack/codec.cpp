@@ -33,35 +33,32 @@ namespace slim::pack {
 
 namespace {
 
-constexpr std::uint64_t kSign     = 0x8000000000000000ULL;
-constexpr std::uint64_t kAbs      = 0x7FFFFFFFFFFFFFFFULL;
-constexpr std::uint64_t kExponent = 0x7FF0000000000000ULL;
-constexpr std::uint64_t kMantissa = 0x000FFFFFFFFFFFFFULL;
-constexpr std::uint64_t kQuiet    = 0x0008000000000000ULL;
+constexpr std::uint64_t kSign      = 0x8000000000000000ULL;
+constexpr std::uint64_t kAbs       = 0x7FFFFFFFFFFFFFFFULL;
+constexpr std::uint64_t kExponent  = 0x7FF0000000000000ULL;
+constexpr std::uint64_t kMantissa  = 0x000FFFFFFFFFFFFFULL;
+constexpr std::uint64_t kQuiet     = 0x0008000000000000ULL;
 constexpr std::uint64_t kMaxFinite = 0x7FEFFFFFFFFFFFFFULL;
 
 template <int Keep>
 constexpr int kDropBits = 8 * (8 - Keep);
 template <int Keep>
-constexpr std::uint64_t kLowMask = (std::uint64_t{1} << kDropBits<Keep>) - 1;
+constexpr std::uint64_t kLowMask = (std::uint64_t{1} << kDropBits<Keep>)-1;
 
 // The word whose high `Keep` bytes are stored (see the table at the top).
 template <int Keep, bool Round>
 inline std::uint64_t quantize(std::uint64_t u)
 {
-    constexpr int s = kDropBits<Keep>;
+    constexpr int s             = kDropBits<Keep>;
     constexpr std::uint64_t low = kLowMask<Keep>;
-    const std::uint64_t abs = u & kAbs;
+    const std::uint64_t abs     = u & kAbs;
     if (abs > kExponent) {  // NaN
-        if ((u & kMantissa & ~low) == 0)
-            u |= kQuiet;
+        if ((u & kMantissa & ~low) == 0) u |= kQuiet;
         return u;
     }
-    if (!Round || abs == kExponent)
-        return u;
+    if (!Round || abs == kExponent) return u;
     const std::uint64_t r = u + ((low >> 1) + ((u >> s) & 1));
-    if ((r & kExponent) == kExponent)
-        return (u & kSign) | kMaxFinite;
+    if ((r & kExponent) == kExponent) return (u & kSign) | kMaxFinite;
     return r;
 }
 
@@ -75,10 +72,10 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 // of 3, 5 or 6 bytes into a word cost a store-forwarding stall each (decode
 // ran at 1.4 GB/s that way). The last values go byte-wise.
 template <int Keep, bool Round>
-void encode_scalar_t(const double* src, std::size_t n, std::uint8_t* dst)
+void encode_scalar_t(const double *src, std::size_t n, std::uint8_t *dst)
 {
     constexpr int s = kDropBits<Keep>;
-    std::size_t i = 0;
+    std::size_t i   = 0;
     for (; (i + 1) * Keep + (8 - Keep) <= n * Keep; ++i) {
         std::uint64_t u;
         std::memcpy(&u, src + i, 8);
@@ -96,10 +93,10 @@ void encode_scalar_t(const double* src, std::size_t n, std::uint8_t* dst)
 }
 
 template <int Keep>
-void decode_scalar_t(const std::uint8_t* src, std::size_t n, double* dst)
+void decode_scalar_t(const std::uint8_t *src, std::size_t n, double *dst)
 {
     constexpr int s = kDropBits<Keep>;
-    std::size_t i = 0;
+    std::size_t i   = 0;
     for (; (i + 1) * Keep + (8 - Keep) <= n * Keep; ++i) {
         std::uint64_t w;
         std::memcpy(&w, src + i * Keep, 8);
@@ -115,8 +112,7 @@ void decode_scalar_t(const std::uint8_t* src, std::size_t n, double* dst)
 
 void check_keep(int keep)
 {
-    if (keep < kMinKeep || keep > 8)
-        throw Error("slim::pack: keep_bytes must be 2..8");
+    if (keep < kMinKeep || keep > 8) throw Error("slim::pack: keep_bytes must be 2..8");
 }
 
 // Dispatches a runtime (keep, mode) to a template instance; keep = 8 is a copy.
@@ -137,7 +133,7 @@ void with_keep_mode(int keep, Rounding mode, Args... args)
 
 template <int Keep, bool Round>
 struct EncodeScalar {
-    static void run(const double* src, std::size_t n, std::uint8_t* dst)
+    static void run(const double *src, std::size_t n, std::uint8_t *dst)
     {
         encode_scalar_t<Keep, Round>(src, n, dst);
     }
@@ -145,7 +141,7 @@ struct EncodeScalar {
 
 template <int Keep, bool>
 struct DecodeScalar {
-    static void run(const std::uint8_t* src, std::size_t n, double* dst)
+    static void run(const std::uint8_t *src, std::size_t n, double *dst)
     {
         decode_scalar_t<Keep>(src, n, dst);
     }
@@ -161,10 +157,10 @@ __attribute__((target("avx2"))) inline __m256i encode_shuffle_mask()
     alignas(32) std::int8_t m[32];
     for (int lane = 0; lane < 2; ++lane)
         for (int o = 0; o < 16; ++o)
-            m[lane * 16 + o] = o < 2 * Keep
-                ? static_cast<std::int8_t>((o / Keep) * 8 + (8 - Keep) + o % Keep)
-                : static_cast<std::int8_t>(-128);
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+            m[lane * 16 + o] =
+                    o < 2 * Keep ? static_cast<std::int8_t>((o / Keep) * 8 + (8 - Keep) + o % Keep)
+                                 : static_cast<std::int8_t>(-128);
+    return _mm256_load_si256(reinterpret_cast<const __m256i *>(m));
 }
 
 // The inverse, per lane: byte b of double j comes from packed byte
@@ -176,41 +172,40 @@ __attribute__((target("avx2"))) inline __m256i decode_shuffle_mask()
     for (int lane = 0; lane < 2; ++lane)
         for (int o = 0; o < 16; ++o) {
             const int j = o / 8, b = o % 8;
-            m[lane * 16 + o] = b < 8 - Keep
-                ? static_cast<std::int8_t>(-128)
-                : static_cast<std::int8_t>(j * Keep + b - (8 - Keep));
+            m[lane * 16 + o] = b < 8 - Keep ? static_cast<std::int8_t>(-128)
+                                            : static_cast<std::int8_t>(j * Keep + b - (8 - Keep));
         }
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+    return _mm256_load_si256(reinterpret_cast<const __m256i *>(m));
 }
 
 template <int Keep, bool Round>
 __attribute__((target("avx2"))) inline __m256i quantize4(__m256i u)
 {
-    constexpr int s = kDropBits<Keep>;
+    constexpr int s        = kDropBits<Keep>;
     const __m256i exponent = _mm256_set1_epi64x(static_cast<long long>(kExponent));
-    const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi64x(static_cast<long long>(kAbs)));
+    const __m256i abs      = _mm256_and_si256(u, _mm256_set1_epi64x(static_cast<long long>(kAbs)));
     // abs < 2^63, so the signed compares are exact.
     const __m256i is_nan = _mm256_cmpgt_epi64(abs, exponent);
-    __m256i r = u;
+    __m256i r            = u;
     if (Round) {
         const __m256i lsb = _mm256_and_si256(_mm256_srli_epi64(u, s), _mm256_set1_epi64x(1));
         const __m256i add = _mm256_add_epi64(
-            lsb, _mm256_set1_epi64x(static_cast<long long>(kLowMask<Keep> >> 1)));
-        r = _mm256_add_epi64(u, _mm256_andnot_si256(is_nan, add));
-        const __m256i finite = _mm256_cmpgt_epi64(exponent, abs);
+                lsb, _mm256_set1_epi64x(static_cast<long long>(kLowMask<Keep> >> 1)));
+        r                      = _mm256_add_epi64(u, _mm256_andnot_si256(is_nan, add));
+        const __m256i finite   = _mm256_cmpgt_epi64(exponent, abs);
         const __m256i overflow = _mm256_and_si256(
-            finite, _mm256_cmpeq_epi64(_mm256_and_si256(r, exponent), exponent));
+                finite, _mm256_cmpeq_epi64(_mm256_and_si256(r, exponent), exponent));
         const __m256i saturated = _mm256_or_si256(
-            _mm256_and_si256(u, _mm256_set1_epi64x(static_cast<long long>(kSign))),
-            _mm256_set1_epi64x(static_cast<long long>(kMaxFinite)));
+                _mm256_and_si256(u, _mm256_set1_epi64x(static_cast<long long>(kSign))),
+                _mm256_set1_epi64x(static_cast<long long>(kMaxFinite)));
         r = _mm256_blendv_epi8(r, saturated, overflow);
     }
     const __m256i kept_mantissa =
-        _mm256_set1_epi64x(static_cast<long long>(kMantissa & ~kLowMask<Keep>));
+            _mm256_set1_epi64x(static_cast<long long>(kMantissa & ~kLowMask<Keep>));
     const __m256i would_be_inf = _mm256_and_si256(
-        is_nan, _mm256_cmpeq_epi64(_mm256_and_si256(r, kept_mantissa), _mm256_setzero_si256()));
+            is_nan, _mm256_cmpeq_epi64(_mm256_and_si256(r, kept_mantissa), _mm256_setzero_si256()));
     return _mm256_or_si256(
-        r, _mm256_and_si256(would_be_inf, _mm256_set1_epi64x(static_cast<long long>(kQuiet))));
+            r, _mm256_and_si256(would_be_inf, _mm256_set1_epi64x(static_cast<long long>(kQuiet))));
 }
 
 // For even Keep, 2*Keep bytes per lane is a whole number of dwords, so one
@@ -222,39 +217,39 @@ __attribute__((target("avx2"))) inline __m256i compact_permutation()
     alignas(32) std::int32_t p[8];
     for (int i = 0; i < 8; ++i)
         p[i] = i < d ? i : (i < 2 * d ? 4 + (i - d) : 0);
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_load_si256(reinterpret_cast<const __m256i *>(p));
 }
 
 // Four doubles' shuffled bytes -> 4*Keep bytes at dst; writes stay inside
 // [dst, dst + 32) (bytes past 4*Keep are scratch the next group overwrites).
 template <int Keep>
 __attribute__((target("avx2"))) inline void store_packed4(__m256i packed, __m256i perm,
-                                                          std::uint8_t* dst)
+                                                          std::uint8_t *dst)
 {
     if (Keep % 2 == 0) {
         const __m256i v = _mm256_permutevar8x32_epi32(packed, perm);
         if (Keep <= 4)
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(v));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), _mm256_castsi256_si128(v));
         else
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v);
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst), v);
     } else {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(packed));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * Keep),
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), _mm256_castsi256_si128(packed));
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 2 * Keep),
                          _mm256_extracti128_si256(packed, 1));
     }
 }
 
 template <int Keep, bool Round>
-__attribute__((target("avx2"))) void encode_avx2_t(const double* src, std::size_t n,
-                                                   std::uint8_t* dst)
+__attribute__((target("avx2"))) void encode_avx2_t(const double *src, std::size_t n,
+                                                   std::uint8_t *dst)
 {
     const __m256i mask = encode_shuffle_mask<Keep>();
     const __m256i perm = compact_permutation<Keep>();
-    std::size_t i = 0;
+    std::size_t i      = 0;
     // Each group of four may write 32 bytes from dst + i*Keep.
     const std::size_t total = n * Keep;
     for (; i + 4 <= n && i * Keep + 32 <= total; i += 4) {
-        const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+        const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i));
         const __m256i w = quantize4<Keep, Round>(u);
         store_packed4<Keep>(_mm256_shuffle_epi8(w, mask), perm, dst + i * Keep);
     }
@@ -267,20 +262,20 @@ __attribute__((target("avx2"))) void encode_avx2_t(const double* src, std::size_
 }
 
 template <int Keep>
-__attribute__((target("avx2"))) void decode_avx2_t(const std::uint8_t* src, std::size_t n,
-                                                   double* dst)
+__attribute__((target("avx2"))) void decode_avx2_t(const std::uint8_t *src, std::size_t n,
+                                                   double *dst)
 {
     const __m256i mask = decode_shuffle_mask<Keep>();
-    std::size_t i = 0;
+    std::size_t i      = 0;
     // Each group of four reads 16 bytes at src + i*Keep and at + 2*Keep,
     // i.e. inside [src + i*Keep, src + i*Keep + 32).
     const std::size_t total = n * Keep;
     for (; i + 4 <= n && i * Keep + 32 <= total; i += 4) {
-        const std::uint8_t* p = src + i * Keep;
-        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * Keep));
-        const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_shuffle_epi8(v, mask));
+        const std::uint8_t *p = src + i * Keep;
+        const __m128i lo      = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+        const __m128i hi      = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 2 * Keep));
+        const __m256i v       = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + i), _mm256_shuffle_epi8(v, mask));
     }
     _mm256_zeroupper();  // see encode_avx2_t
     decode_scalar_t<Keep>(src + i * Keep, n - i, dst + i);
@@ -288,7 +283,7 @@ __attribute__((target("avx2"))) void decode_avx2_t(const std::uint8_t* src, std:
 
 template <int Keep, bool Round>
 struct EncodeSimd {
-    static void run(const double* src, std::size_t n, std::uint8_t* dst)
+    static void run(const double *src, std::size_t n, std::uint8_t *dst)
     {
         encode_avx2_t<Keep, Round>(src, n, dst);
     }
@@ -296,7 +291,7 @@ struct EncodeSimd {
 
 template <int Keep, bool>
 struct DecodeSimd {
-    static void run(const std::uint8_t* src, std::size_t n, double* dst)
+    static void run(const std::uint8_t *src, std::size_t n, double *dst)
     {
         decode_avx2_t<Keep>(src, n, dst);
     }
@@ -322,11 +317,10 @@ bool simd_available()
 #endif
 }
 
-void encode_scalar(const double* src, std::size_t n, Precision precision, std::uint8_t* dst)
+void encode_scalar(const double *src, std::size_t n, Precision precision, std::uint8_t *dst)
 {
     check_keep(precision.keep_bytes);
-    if (n == 0)
-        return;
+    if (n == 0) return;
     if (precision.keep_bytes == 8) {
         std::memcpy(dst, src, n * sizeof(double));
         return;
@@ -334,11 +328,10 @@ void encode_scalar(const double* src, std::size_t n, Precision precision, std::u
     with_keep_mode<EncodeScalar>(precision.keep_bytes, precision.mode, src, n, dst);
 }
 
-void decode_scalar(const std::uint8_t* src, std::size_t n, int keep_bytes, double* dst)
+void decode_scalar(const std::uint8_t *src, std::size_t n, int keep_bytes, double *dst)
 {
     check_keep(keep_bytes);
-    if (n == 0)
-        return;
+    if (n == 0) return;
     if (keep_bytes == 8) {
         std::memcpy(dst, src, n * sizeof(double));
         return;
@@ -348,12 +341,11 @@ void decode_scalar(const std::uint8_t* src, std::size_t n, int keep_bytes, doubl
 
 // Without AVX2 the "SIMD" entry points run the scalar code, so callers
 // (tests, benchmarks) never fault on an older CPU.
-void encode_simd(const double* src, std::size_t n, Precision precision, std::uint8_t* dst)
+void encode_simd(const double *src, std::size_t n, Precision precision, std::uint8_t *dst)
 {
 #if SLIM_CODEC_X86
     check_keep(precision.keep_bytes);
-    if (n == 0)
-        return;
+    if (n == 0) return;
     if (precision.keep_bytes == 8 || !simd_available())
         return encode_scalar(src, n, precision, dst);
     with_keep_mode<EncodeSimd>(precision.keep_bytes, precision.mode, src, n, dst);
@@ -362,21 +354,19 @@ void encode_simd(const double* src, std::size_t n, Precision precision, std::uin
 #endif
 }
 
-void decode_simd(const std::uint8_t* src, std::size_t n, int keep_bytes, double* dst)
+void decode_simd(const std::uint8_t *src, std::size_t n, int keep_bytes, double *dst)
 {
 #if SLIM_CODEC_X86
     check_keep(keep_bytes);
-    if (n == 0)
-        return;
-    if (keep_bytes == 8 || !simd_available())
-        return decode_scalar(src, n, keep_bytes, dst);
+    if (n == 0) return;
+    if (keep_bytes == 8 || !simd_available()) return decode_scalar(src, n, keep_bytes, dst);
     with_keep_mode<DecodeSimd>(keep_bytes, Rounding::truncate, src, n, dst);
 #else
     decode_scalar(src, n, keep_bytes, dst);
 #endif
 }
 
-void encode(const double* src, std::size_t n, Precision precision, std::uint8_t* dst)
+void encode(const double *src, std::size_t n, Precision precision, std::uint8_t *dst)
 {
     if (simd_available())
         encode_simd(src, n, precision, dst);
@@ -384,7 +374,7 @@ void encode(const double* src, std::size_t n, Precision precision, std::uint8_t*
         encode_scalar(src, n, precision, dst);
 }
 
-void decode(const std::uint8_t* src, std::size_t n, int keep_bytes, double* dst)
+void decode(const std::uint8_t *src, std::size_t n, int keep_bytes, double *dst)
 {
     if (simd_available())
         decode_simd(src, n, keep_bytes, dst);

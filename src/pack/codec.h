@@ -15,8 +15,8 @@ enum class Rounding {
 };
 
 struct Precision {
-    int      keep_bytes = 8;   // 2..7 packs; 8 means "not packed"
-    Rounding mode       = Rounding::truncate;
+    int keep_bytes = 8;  // 2..7 packs; 8 means "not packed"
+    Rounding mode  = Rounding::truncate;
 };
 
 constexpr int kMinKeep = 2;
@@ -37,22 +37,16 @@ constexpr std::size_t packed_size(std::size_t n, int keep_bytes)
 
 // Encodes n doubles from `src` into `dst` (packed_size(n, keep) bytes).
 // Uses the SIMD path when the CPU has it; bit-identical to the scalar path.
-void encode(const double* src, std::size_t n, Precision precision,
-            std::uint8_t* dst);
+void encode(const double *src, std::size_t n, Precision precision, std::uint8_t *dst);
 // Decodes n packed doubles into `dst`, zero-filling the dropped bytes.
-void decode(const std::uint8_t* src, std::size_t n, int keep_bytes,
-            double* dst);
+void decode(const std::uint8_t *src, std::size_t n, int keep_bytes, double *dst);
 
 // The same, forced to one implementation (tests and benchmarks).
-void encode_scalar(const double* src, std::size_t n, Precision precision,
-                   std::uint8_t* dst);
-void decode_scalar(const std::uint8_t* src, std::size_t n, int keep_bytes,
-                   double* dst);
-void encode_simd(const double* src, std::size_t n, Precision precision,
-                 std::uint8_t* dst);
-void decode_simd(const std::uint8_t* src, std::size_t n, int keep_bytes,
-                 double* dst);
-bool simd_available();   // AVX2, detected at run time
+void encode_scalar(const double *src, std::size_t n, Precision precision, std::uint8_t *dst);
+void decode_scalar(const std::uint8_t *src, std::size_t n, int keep_bytes, double *dst);
+void encode_simd(const double *src, std::size_t n, Precision precision, std::uint8_t *dst);
+void decode_simd(const std::uint8_t *src, std::size_t n, int keep_bytes, double *dst);
+bool simd_available();  // AVX2, detected at run time
 
 // One value through encode -> decode (what the receiver will see).
 double round_trip(double value, Precision precision);

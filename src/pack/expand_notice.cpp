@@ -19,10 +19,10 @@ using namespace wire;
 constexpr std::size_t kStageElements = 64;
 
 // The first (or last) min(8, len) bytes of data, zero-padded, as a word.
-std::uint64_t edge_word(const std::uint8_t* data, std::size_t len, bool tail)
+std::uint64_t edge_word(const std::uint8_t *data, std::size_t len, bool tail)
 {
     std::uint8_t bytes[8] = {};
-    const std::size_t n = std::min<std::size_t>(8, len);
+    const std::size_t n   = std::min<std::size_t>(8, len);
     std::memcpy(bytes, tail ? data + len - n : data, n);
     return get_u64(bytes);
 }
@@ -42,7 +42,7 @@ ExpandError expand_error_of(FrameError e)
 
 }  // namespace
 
-const char* expand_error_message(ExpandError error)
+const char *expand_error_message(ExpandError error)
 {
     switch (error) {
     case ExpandError::none: return "no error";
@@ -81,8 +81,8 @@ std::size_t expand_notice_max_size(std::size_t run_count)
     return kExpandHeaderSize + (2 * run_count + 1) * kFrameSegmentSize;
 }
 
-PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t* buffer,
-                                  std::size_t capacity, std::uint8_t* notice,
+PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t *buffer,
+                                  std::size_t capacity, std::uint8_t *notice,
                                   std::size_t notice_capacity)
 {
     PackedPutResult result;
@@ -91,11 +91,11 @@ PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t*
         return result;
     }
 
-    FrameRequest frame = request.source;
-    frame.kind         = FrameKind::put;
-    frame.orig_am_id   = 0;
-    frame.header       = {};
-    frame.remote_addr  = request.remote_addr;
+    FrameRequest frame              = request.source;
+    frame.kind                      = FrameKind::put;
+    frame.orig_am_id                = 0;
+    frame.header                    = {};
+    frame.remote_addr               = request.remote_addr;
     const FrameEncodeResult encoded = encode_frame(frame, buffer, capacity);
     if (!encoded.ok()) {
         result.frame_error = encoded.error;
@@ -118,13 +118,13 @@ PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t*
         return result;
     }
 
-    const std::uint8_t* wire = buffer + data_at;
-    notice[0] = kExpandMagic;
-    notice[1] = kExpandVersion;
+    const std::uint8_t *wire = buffer + data_at;
+    notice[0]                = kExpandMagic;
+    notice[1]                = kExpandVersion;
     put_u16(notice + 2, static_cast<std::uint16_t>(n_segments));
     put_u32(notice + 4, static_cast<std::uint32_t>(wire_len));
     put_u64(notice + 8, request.remote_addr);
-    put_u32(notice + 16, get_u32(buffer + 8));   // the frame's orig_payload_len
+    put_u32(notice + 16, get_u32(buffer + 8));  // the frame's orig_payload_len
     put_u32(notice + 20, 0);
     put_u64(notice + 24, request.stream);
     put_u64(notice + 32, request.seq);
@@ -143,11 +143,11 @@ PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t*
 FrameSegment ExpandNoticeView::segment(std::size_t i) const
 {
     FrameSegment seg;
-    read_segment_entry(table_ + i * kFrameSegmentSize, seg);   // validated already
+    read_segment_entry(table_ + i * kFrameSegmentSize, seg);  // validated already
     return seg;
 }
 
-ExpandValidation validate_expand_notice(const std::uint8_t* notice, std::size_t len)
+ExpandValidation validate_expand_notice(const std::uint8_t *notice, std::size_t len)
 {
     ExpandValidation v;
     auto fail = [&](ExpandError e) {
@@ -166,15 +166,15 @@ ExpandValidation validate_expand_notice(const std::uint8_t* notice, std::size_t 
     if (get_u32(notice + 20) != 0) return fail(ExpandError::field_not_zero);
 
     ExpandNoticeView& view = v.view;
-    view.wire_len_    = get_u32(notice + 4);
-    view.remote_addr_ = get_u64(notice + 8);
-    view.orig_len_    = get_u32(notice + 16);
-    view.stream_      = get_u64(notice + 24);
-    view.seq_         = get_u64(notice + 32);
-    view.head_        = get_u64(notice + 40);
-    view.tail_        = get_u64(notice + 48);
-    view.n_segments_  = n_segments;
-    view.table_       = notice + kExpandHeaderSize;
+    view.wire_len_         = get_u32(notice + 4);
+    view.remote_addr_      = get_u64(notice + 8);
+    view.orig_len_         = get_u32(notice + 16);
+    view.stream_           = get_u64(notice + 24);
+    view.seq_              = get_u64(notice + 32);
+    view.head_             = get_u64(notice + 40);
+    view.tail_             = get_u64(notice + 48);
+    view.n_segments_       = n_segments;
+    view.table_            = notice + kExpandHeaderSize;
     if (view.stream_ == 0) return fail(ExpandError::zero_stream);
     if (view.orig_len_ > kMaxFramePayload) return fail(ExpandError::payload_too_large);
 
@@ -187,12 +187,11 @@ ExpandValidation validate_expand_notice(const std::uint8_t* notice, std::size_t 
         wire_sum += seg.wire_len;
     }
     if (orig_sum != view.orig_len_) return fail(ExpandError::payload_length_mismatch);
-    if (wire_sum != view.wire_len_ || wire_sum == 0)
-        return fail(ExpandError::wire_length_mismatch);
+    if (wire_sum != view.wire_len_ || wire_sum == 0) return fail(ExpandError::wire_length_mismatch);
     return v;
 }
 
-ExpandError expand_in_place(const ExpandNoticeView& view, std::uint8_t* destination)
+ExpandError expand_in_place(const ExpandNoticeView& view, std::uint8_t *destination)
 {
     const std::size_t wire_len = view.wire_len();
     if (edge_word(destination, wire_len, false) != view.head() ||
@@ -209,7 +208,7 @@ ExpandError expand_in_place(const ExpandNoticeView& view, std::uint8_t* destinat
     std::size_t wire_end = wire_len;
     std::size_t orig_end = view.orig_len();
     for (std::size_t i = view.segment_count(); i-- > 0;) {
-        const FrameSegment seg = view.segment(i);
+        const FrameSegment seg    = view.segment(i);
         const std::size_t wire_at = wire_end - seg.wire_len;
         const std::size_t orig_at = orig_end - seg.orig_len;
         if (seg.kind == SegmentKind::raw) {
@@ -237,13 +236,13 @@ ExpandError expand_in_place(const ExpandNoticeView& view, std::uint8_t* destinat
 
 struct ExpandSequencer::Impl {
     struct Entry {
-        std::uint64_t stream = 0;   // 0: free
-        std::uint64_t last   = 0;   // the last seq accepted
-        std::uint64_t used   = 0;   // when it was last accepted (a counter)
+        std::uint64_t stream = 0;  // 0: free
+        std::uint64_t last   = 0;  // the last seq accepted
+        std::uint64_t used   = 0;  // when it was last accepted (a counter)
     };
-    Entry*        entries  = nullptr;
-    std::size_t   capacity = 0;
-    std::uint64_t clock    = 0;
+    Entry *entries       = nullptr;
+    std::size_t capacity = 0;
+    std::uint64_t clock  = 0;
 };
 
 ExpandSequencer::ExpandSequencer(std::size_t capacity) : impl_(new Impl)
@@ -262,8 +261,8 @@ ExpandSequencer::~ExpandSequencer()
 // notice follows a put of up to a bounce buffer's size.
 ExpandSequencer::Verdict ExpandSequencer::check(std::uint64_t stream, std::uint64_t seq)
 {
-    Impl::Entry* found  = nullptr;
-    Impl::Entry* oldest = &impl_->entries[0];
+    Impl::Entry *found  = nullptr;
+    Impl::Entry *oldest = &impl_->entries[0];
     for (std::size_t i = 0; i < impl_->capacity; ++i) {
         Impl::Entry& e = impl_->entries[i];
         if (e.stream == stream && stream != 0) {
@@ -274,11 +273,10 @@ ExpandSequencer::Verdict ExpandSequencer::check(std::uint64_t stream, std::uint6
     }
     const std::uint64_t expected = found != nullptr ? found->last + 1 : 1;
     if (seq != expected) {
-        return (found != nullptr && seq <= found->last) ? Verdict::replayed
-                                                        : Verdict::out_of_order;
+        return (found != nullptr && seq <= found->last) ? Verdict::replayed : Verdict::out_of_order;
     }
     if (found == nullptr) {
-        found         = oldest;   // free entries have used == 0
+        found         = oldest;  // free entries have used == 0
         found->stream = stream;
     }
     found->last = seq;

@@ -39,35 +39,35 @@
 
 namespace slim::pack {
 
-constexpr std::uint8_t kExpandMagic      = 0x5B;
-constexpr std::uint8_t kExpandVersion    = 1;
-constexpr std::size_t  kExpandHeaderSize = 56;
+constexpr std::uint8_t kExpandMagic     = 0x5B;
+constexpr std::uint8_t kExpandVersion   = 1;
+constexpr std::size_t kExpandHeaderSize = 56;
 
 enum class ExpandError {
     none,
-    truncated,              // fewer than kExpandHeaderSize bytes
+    truncated,  // fewer than kExpandHeaderSize bytes
     bad_magic,
     bad_version,
-    table_size_mismatch,    // n_segments entries != the rest of the notice
+    table_size_mismatch,  // n_segments entries != the rest of the notice
     no_segments,
     bad_segment_kind,
     bad_keep,
     bad_mode,
-    field_not_zero,         // a reserved field, raw keep/mode
+    field_not_zero,  // a reserved field, raw keep/mode
     zero_stream,
     packed_length_not_multiple_of_8,
-    payload_length_mismatch, // segments' orig_len sum != orig_len
-    wire_length_mismatch,    // segments' wire sizes sum != wire_len
-    payload_too_large,       // orig_len above kMaxFramePayload
+    payload_length_mismatch,  // segments' orig_len sum != orig_len
+    wire_length_mismatch,     // segments' wire sizes sum != wire_len
+    payload_too_large,        // orig_len above kMaxFramePayload
     // Checked against the destination (expand_in_place):
-    destination_mismatch,    // head or tail differ from the destination's
+    destination_mismatch,  // head or tail differ from the destination's
     // Encoder:
     too_many_segments,
     buffer_too_small,
 };
 
 // A stable one-line description.
-const char* expand_error_message(ExpandError error);
+const char *expand_error_message(ExpandError error);
 
 // ------------------------------------------------------------ sending
 
@@ -75,19 +75,19 @@ const char* expand_error_message(ExpandError error);
 // (pieces, payload_addr, runs in that address space); its kind, AM id and
 // header are ignored.
 struct PackedPutRequest {
-    FrameRequest  source;
+    FrameRequest source;
     std::uint64_t remote_addr = 0;
-    std::uint64_t stream      = 0;   // must not be 0
+    std::uint64_t stream      = 0;  // must not be 0
     std::uint64_t seq         = 0;
 };
 
 struct PackedPutResult {
-    ExpandError error = ExpandError::none;
-    FrameError  frame_error = FrameError::none;  // when the source was refused
-    FrameStats  stats;             // as for a frame; stats.wire_bytes = wire_len
-    std::size_t wire_offset = 0;   // the packed bytes: buffer[wire_offset,
-    std::size_t wire_len    = 0;   //   wire_offset + wire_len)
-    std::size_t notice_len  = 0;   // bytes written to `notice`
+    ExpandError error      = ExpandError::none;
+    FrameError frame_error = FrameError::none;  // when the source was refused
+    FrameStats stats;                           // as for a frame; stats.wire_bytes = wire_len
+    std::size_t wire_offset = 0;                // the packed bytes: buffer[wire_offset,
+    std::size_t wire_len    = 0;                //   wire_offset + wire_len)
+    std::size_t notice_len  = 0;                // bytes written to `notice`
     bool ok() const { return error == ExpandError::none && frame_error == FrameError::none; }
 };
 
@@ -102,9 +102,9 @@ std::size_t expand_notice_max_size(std::size_t run_count);
 // Element boundaries, merging and clipping as encode_frame(). Fails with
 // buffer_too_small (either buffer), zero_stream, or a frame_error for a
 // source encode_frame() refuses (too_many_segments, buffer_too_small, ...).
-PackedPutResult encode_packed_put(const PackedPutRequest& request,
-                                  std::uint8_t* buffer, std::size_t capacity,
-                                  std::uint8_t* notice, std::size_t notice_capacity);
+PackedPutResult encode_packed_put(const PackedPutRequest& request, std::uint8_t *buffer,
+                                  std::size_t capacity, std::uint8_t *notice,
+                                  std::size_t notice_capacity);
 
 // ------------------------------------------------------------ receiving
 
@@ -120,38 +120,38 @@ public:
     std::uint64_t seq() const { return seq_; }
     std::uint64_t head() const { return head_; }
     std::uint64_t tail() const { return tail_; }
-    std::size_t   segment_count() const { return n_segments_; }
-    FrameSegment  segment(std::size_t i) const;   // i < segment_count()
+    std::size_t segment_count() const { return n_segments_; }
+    FrameSegment segment(std::size_t i) const;  // i < segment_count()
 
 private:
-    friend struct ExpandValidation validate_expand_notice(const std::uint8_t*, std::size_t);
+    friend struct ExpandValidation validate_expand_notice(const std::uint8_t *, std::size_t);
 
-    std::uint32_t       wire_len_    = 0;
-    std::uint64_t       remote_addr_ = 0;
-    std::uint32_t       orig_len_    = 0;
-    std::uint64_t       stream_      = 0;
-    std::uint64_t       seq_         = 0;
-    std::uint64_t       head_        = 0;
-    std::uint64_t       tail_        = 0;
-    std::size_t         n_segments_  = 0;
-    const std::uint8_t* table_       = nullptr;
+    std::uint32_t wire_len_    = 0;
+    std::uint64_t remote_addr_ = 0;
+    std::uint32_t orig_len_    = 0;
+    std::uint64_t stream_      = 0;
+    std::uint64_t seq_         = 0;
+    std::uint64_t head_        = 0;
+    std::uint64_t tail_        = 0;
+    std::size_t n_segments_    = 0;
+    const std::uint8_t *table_ = nullptr;
 };
 
 struct ExpandValidation {
-    ExpandError      error = ExpandError::none;
-    ExpandNoticeView view;   // meaningful only when ok()
+    ExpandError error = ExpandError::none;
+    ExpandNoticeView view;  // meaningful only when ok()
     bool ok() const { return error == ExpandError::none; }
 };
 
 // Checks every field and length of notice[0, len); reads nothing outside it.
-ExpandValidation validate_expand_notice(const std::uint8_t* notice, std::size_t len);
+ExpandValidation validate_expand_notice(const std::uint8_t *notice, std::size_t len);
 
 // Widens the put at `destination` (the local address of remote_addr, holding
 // wire_len packed bytes and room for orig_len) in place, back to front.
 // First compares head and tail with the destination's first and last bytes
 // and returns destination_mismatch, writing nothing, when they differ.
 // Touches only destination[0, orig_len); reads nothing beyond it.
-ExpandError expand_in_place(const ExpandNoticeView& view, std::uint8_t* destination);
+ExpandError expand_in_place(const ExpandNoticeView& view, std::uint8_t *destination);
 
 // Which notice each stream may send next: seq 1 for a stream never seen,
 // then seq + 1. Fixed capacity, no allocation after construction; a new
@@ -164,7 +164,7 @@ public:
 
     explicit ExpandSequencer(std::size_t capacity = 1024);
     ~ExpandSequencer();
-    ExpandSequencer(const ExpandSequencer&) = delete;
+    ExpandSequencer(const ExpandSequencer&)            = delete;
     ExpandSequencer& operator=(const ExpandSequencer&) = delete;
 
     // accept: records seq as the stream's last. Otherwise changes nothing.
@@ -172,7 +172,7 @@ public:
 
 private:
     struct Impl;
-    Impl* impl_;
+    Impl *impl_;
 };
 
 }  // namespace slim::pack

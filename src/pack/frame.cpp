@@ -27,13 +27,12 @@ bool valid_precision(const Precision& p)
 
 std::uint64_t wire_len_of(SegmentKind kind, int keep, std::uint64_t orig_len)
 {
-    return kind == SegmentKind::raw ? orig_len
-                                    : orig_len / 8 * static_cast<std::uint64_t>(keep);
+    return kind == SegmentKind::raw ? orig_len : orig_len / 8 * static_cast<std::uint64_t>(keep);
 }
 
 struct PlannedSegment {
-    SegmentKind   kind = SegmentKind::raw;
-    Precision     precision;
+    SegmentKind kind = SegmentKind::raw;
+    Precision precision;
     std::uint64_t orig_len = 0;
 };
 
@@ -45,21 +44,20 @@ void plan_segments(const FrameRequest& rq, std::uint64_t payload_len, Emit&& emi
 {
     PlannedSegment pending;
     bool have_pending = false;
-    auto push = [&](SegmentKind kind, Precision precision, std::uint64_t len) {
+    auto push         = [&](SegmentKind kind, Precision precision, std::uint64_t len) {
         if (len == 0) return;
         if (have_pending && pending.kind == kind &&
-            (kind == SegmentKind::raw ||
-             (pending.precision.keep_bytes == precision.keep_bytes &&
-              pending.precision.mode == precision.mode))) {
+            (kind == SegmentKind::raw || (pending.precision.keep_bytes == precision.keep_bytes &&
+                                          pending.precision.mode == precision.mode))) {
             pending.orig_len += len;
             return;
         }
         if (have_pending) emit(pending);
-        pending = PlannedSegment{kind, precision, len};
+        pending      = PlannedSegment{kind, precision, len};
         have_pending = true;
     };
 
-    std::uint64_t pos = 0;   // payload bytes already assigned to segments
+    std::uint64_t pos         = 0;  // payload bytes already assigned to segments
     const std::uintptr_t base = rq.payload_addr;
     for (std::size_t i = 0; i < rq.run_count; ++i) {
         const MarkedRun& run = rq.runs[i];
@@ -69,15 +67,15 @@ void plan_segments(const FrameRequest& rq, std::uint64_t payload_len, Emit&& emi
         std::uint64_t e = run.end - base;
         if (b >= payload_len) continue;
         e = std::min(e, payload_len);
-        b = std::max(b, pos);   // tolerate overlapping or unordered runs
+        b = std::max(b, pos);  // tolerate overlapping or unordered runs
         if (e <= b) continue;
 
         // Element phase, mod 8, relative to the region: wrap-around in the
         // unsigned subtraction does not change the low three bits.
         const std::uint64_t phase_b = (base + b - run.region_base) & 7u;
         const std::uint64_t phase_e = (base + e - run.region_base) & 7u;
-        const std::uint64_t first = b + ((8 - phase_b) & 7u);
-        if (first + 8 > e) continue;   // no whole element (and e - phase_e could wrap)
+        const std::uint64_t first   = b + ((8 - phase_b) & 7u);
+        if (first + 8 > e) continue;  // no whole element (and e - phase_e could wrap)
         const std::uint64_t last = e - phase_e;
 
         push(SegmentKind::raw, Precision{}, first - pos);
@@ -91,13 +89,12 @@ void plan_segments(const FrameRequest& rq, std::uint64_t payload_len, Emit&& emi
 // Sequential reader over the concatenated payload pieces.
 class PieceCursor {
 public:
-    PieceCursor(const ByteSpan* pieces, std::size_t count)
-        : pieces_(pieces), count_(count) {}
+    PieceCursor(const ByteSpan *pieces, std::size_t count) : pieces_(pieces), count_(count) {}
 
-    void copy(std::uint8_t* dst, std::size_t n)
+    void copy(std::uint8_t *dst, std::size_t n)
     {
         while (n > 0 && index_ < count_) {
-            const ByteSpan& piece = pieces_[index_];
+            const ByteSpan& piece   = pieces_[index_];
             const std::size_t avail = piece.size - offset_;
             if (avail == 0) {
                 ++index_;
@@ -113,16 +110,16 @@ public:
     }
 
 private:
-    const ByteSpan* pieces_;
-    std::size_t     count_;
-    std::size_t     index_ = 0;
-    std::size_t     offset_ = 0;
+    const ByteSpan *pieces_;
+    std::size_t count_;
+    std::size_t index_  = 0;
+    std::size_t offset_ = 0;
 };
 
 // Writes the patches that fall in the raw stretch [at, at + len) of the
 // payload, now at dst, over it; `next` walks the patches in order.
-void apply_patches(const FrameRequest& rq, std::size_t& next, std::uint64_t at,
-                   std::uint64_t len, std::uint8_t* dst)
+void apply_patches(const FrameRequest& rq, std::size_t& next, std::uint64_t at, std::uint64_t len,
+                   std::uint8_t *dst)
 {
     while (next < rq.patch_count) {
         const EdgePatch& p = rq.patches[next];
@@ -130,13 +127,12 @@ void apply_patches(const FrameRequest& rq, std::size_t& next, std::uint64_t at,
         const std::uint64_t lo = std::max(p.offset, at);
         const std::uint64_t hi = std::min<std::uint64_t>(p.offset + p.length, at + len);
         if (lo < hi) std::memcpy(dst + (lo - at), p.bytes + (lo - p.offset), hi - lo);
-        if (p.offset + p.length > at + len) return;   // goes on in the next raw stretch
+        if (p.offset + p.length > at + len) return;  // goes on in the next raw stretch
         ++next;
     }
 }
 
-void write_segment_data(const PlannedSegment& seg, PieceCursor& cursor,
-                        std::uint8_t* dst)
+void write_segment_data(const PlannedSegment& seg, PieceCursor& cursor, std::uint8_t *dst)
 {
     if (seg.kind == SegmentKind::raw) {
         cursor.copy(dst, seg.orig_len);
@@ -144,10 +140,11 @@ void write_segment_data(const PlannedSegment& seg, PieceCursor& cursor,
     }
     double stage[kStageElements];
     std::uint64_t left = seg.orig_len / 8;
-    const auto keep = static_cast<std::size_t>(seg.precision.keep_bytes);
+    const auto keep    = static_cast<std::size_t>(seg.precision.keep_bytes);
     while (left > 0) {
-        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, kStageElements));
-        cursor.copy(reinterpret_cast<std::uint8_t*>(stage), n * 8);
+        const std::size_t n =
+                static_cast<std::size_t>(std::min<std::uint64_t>(left, kStageElements));
+        cursor.copy(reinterpret_cast<std::uint8_t *>(stage), n * 8);
         encode(stage, n, seg.precision, dst);
         dst += n * keep;
         left -= n;
@@ -157,7 +154,7 @@ void write_segment_data(const PlannedSegment& seg, PieceCursor& cursor,
 }  // namespace
 
 std::size_t edge_patches(const MarkedRun& run, std::uintptr_t piece, std::size_t piece_len,
-                         std::uint64_t piece_offset, EdgePatch* out)
+                         std::uint64_t piece_offset, EdgePatch *out)
 {
     if (!valid_precision(run.precision) || run.end <= run.begin) return 0;
     const std::uintptr_t piece_end = piece + piece_len;
@@ -165,10 +162,10 @@ std::size_t edge_patches(const MarkedRun& run, std::uintptr_t piece, std::size_t
     // keeps the low three bits right.
     const std::uintptr_t head = run.begin - ((run.begin - run.region_base) & 7u);
     const std::uintptr_t tail = (run.end - 1) - ((run.end - 1 - run.region_base) & 7u);
-    std::size_t count = 0;
+    std::size_t count         = 0;
     for (const std::uintptr_t element : {head, tail}) {
-        if (count > 0 && element == head) break;   // one element holds both edges
-        const bool cut = element < piece || element + 8 > piece_end || element + 8 < element;
+        if (count > 0 && element == head) break;  // one element holds both edges
+        const bool cut   = element < piece || element + 8 > piece_end || element + 8 < element;
         const bool whole = element >= run.region_begin && element + 8 > element &&
                            element + 8 <= run.region_end;
         if (!cut || !whole) continue;
@@ -176,18 +173,17 @@ std::size_t edge_patches(const MarkedRun& run, std::uintptr_t piece, std::size_t
         const std::uintptr_t hi = std::min(element + 8, run.end);
         if (lo >= hi) continue;
         double value;
-        std::memcpy(&value, reinterpret_cast<const void*>(element), 8);
+        std::memcpy(&value, reinterpret_cast<const void *>(element), 8);
         const double q = round_trip(value, run.precision);
-        EdgePatch& p = out[count++];
-        p.offset = piece_offset + (lo - piece);
-        p.length = static_cast<std::uint8_t>(hi - lo);
-        std::memcpy(p.bytes, reinterpret_cast<const std::uint8_t*>(&q) + (lo - element),
-                    hi - lo);
+        EdgePatch& p   = out[count++];
+        p.offset       = piece_offset + (lo - piece);
+        p.length       = static_cast<std::uint8_t>(hi - lo);
+        std::memcpy(p.bytes, reinterpret_cast<const std::uint8_t *>(&q) + (lo - element), hi - lo);
     }
     return count;
 }
 
-const char* frame_error_message(FrameError error)
+const char *frame_error_message(FrameError error)
 {
     switch (error) {
     case FrameError::none: return "no error";
@@ -197,9 +193,11 @@ const char* frame_error_message(FrameError error)
     case FrameError::bad_kind: return "frame kind is neither active message (0) nor put (1)";
     case FrameError::header_overrun: return "frame AM header runs past the end of the frame";
     case FrameError::table_overrun: return "frame segment table runs past the end of the frame";
-    case FrameError::bad_segment_kind: return "frame segment kind is neither raw (0) nor packed (1)";
+    case FrameError::bad_segment_kind:
+        return "frame segment kind is neither raw (0) nor packed (1)";
     case FrameError::bad_keep: return "packed segment keep is outside 2..7";
-    case FrameError::bad_mode: return "packed segment mode is neither truncate (0) nor nearest_even (1)";
+    case FrameError::bad_mode:
+        return "packed segment mode is neither truncate (0) nor nearest_even (1)";
     case FrameError::field_not_zero:
         return "a frame field that must be 0 is not (reserved, raw keep/mode, "
                "AM remote address or put header length)";
@@ -217,21 +215,18 @@ const char* frame_error_message(FrameError error)
     return "unknown frame error";
 }
 
-std::size_t frame_max_size(std::size_t hdr_len, std::size_t payload_len,
-                           std::size_t run_count)
+std::size_t frame_max_size(std::size_t hdr_len, std::size_t payload_len, std::size_t run_count)
 {
     if (hdr_len > kFrameMaxHeaderLen || payload_len > kMaxFramePayload) return 0;
     if (payload_len == 0) return kFrameHeaderSize + hdr_len;
     // Every segment holds at least one payload byte, so payload_len also
     // bounds the count (and keeps 2 * run_count + 1 from overflowing).
     const std::size_t segments =
-            run_count >= payload_len ? payload_len
-                                     : std::min(payload_len, 2 * run_count + 1);
+            run_count >= payload_len ? payload_len : std::min(payload_len, 2 * run_count + 1);
     return kFrameHeaderSize + hdr_len + segments * kFrameSegmentSize + payload_len;
 }
 
-FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
-                               std::size_t capacity)
+FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t *out, std::size_t capacity)
 {
     FrameEncodeResult result;
     auto fail = [&](FrameError e) {
@@ -245,8 +240,7 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
     if (rq.header.size > kFrameMaxHeaderLen) return fail(FrameError::header_too_long);
     if (rq.kind == FrameKind::active_message && rq.remote_addr != 0)
         return fail(FrameError::field_not_zero);
-    if (rq.kind == FrameKind::put && rq.header.size != 0)
-        return fail(FrameError::field_not_zero);
+    if (rq.kind == FrameKind::put && rq.header.size != 0) return fail(FrameError::field_not_zero);
 
     std::uint64_t payload_len = 0;
     for (std::size_t i = 0; i < rq.piece_count; ++i) {
@@ -263,8 +257,8 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
     if (n_segments > kFrameMaxSegments) return fail(FrameError::too_many_segments);
 
     const std::uint64_t table_at = kFrameHeaderSize + rq.header.size;
-    const std::uint64_t data_at = table_at + n_segments * kFrameSegmentSize;
-    const std::uint64_t total = data_at + data_bytes;
+    const std::uint64_t data_at  = table_at + n_segments * kFrameSegmentSize;
+    const std::uint64_t total    = data_at + data_bytes;
     if (total > capacity) return fail(FrameError::buffer_too_small);
 
     out[0] = kFrameMagic;
@@ -278,17 +272,17 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
     put_u64(out + 16, rq.remote_addr);
     if (rq.header.size > 0) std::memcpy(out + kFrameHeaderSize, rq.header.data, rq.header.size);
 
-    std::uint8_t* entry = out + table_at;
-    std::uint8_t* data = out + data_at;
+    std::uint8_t *entry = out + table_at;
+    std::uint8_t *data  = out + data_at;
     PieceCursor cursor(rq.pieces, rq.piece_count);
-    std::uint64_t at = 0;           // payload offset of the segment
-    std::size_t   next_patch = 0;
+    std::uint64_t at       = 0;  // payload offset of the segment
+    std::size_t next_patch = 0;
     plan_segments(rq, payload_len, [&](const PlannedSegment& seg) {
         const bool packed = seg.kind == SegmentKind::packed;
-        entry[0] = static_cast<std::uint8_t>(seg.kind);
-        entry[1] = packed ? static_cast<std::uint8_t>(seg.precision.keep_bytes) : 0;
-        entry[2] = packed ? static_cast<std::uint8_t>(seg.precision.mode) : 0;
-        entry[3] = 0;
+        entry[0]          = static_cast<std::uint8_t>(seg.kind);
+        entry[1]          = packed ? static_cast<std::uint8_t>(seg.precision.keep_bytes) : 0;
+        entry[2]          = packed ? static_cast<std::uint8_t>(seg.precision.mode) : 0;
+        entry[3]          = 0;
         put_u32(entry + 4, static_cast<std::uint32_t>(seg.orig_len));
         entry += kFrameSegmentSize;
 
@@ -306,7 +300,7 @@ FrameEncodeResult encode_frame(const FrameRequest& rq, std::uint8_t* out,
     return result;
 }
 
-FrameError read_segment_entry(const std::uint8_t* e, FrameSegment& seg)
+FrameError read_segment_entry(const std::uint8_t *e, FrameSegment& seg)
 {
     seg = FrameSegment{};
     if (e[0] > static_cast<std::uint8_t>(SegmentKind::packed)) return FrameError::bad_segment_kind;
@@ -329,16 +323,16 @@ FrameError read_segment_entry(const std::uint8_t* e, FrameSegment& seg)
 FrameSegment FrameView::segment(std::size_t i) const
 {
     FrameSegment seg;
-    read_segment_entry(table_ + i * kFrameSegmentSize, seg);   // validated already
+    read_segment_entry(table_ + i * kFrameSegmentSize, seg);  // validated already
     return seg;
 }
 
-FrameValidation validate_frame(const std::uint8_t* frame, std::size_t len)
+FrameValidation validate_frame(const std::uint8_t *frame, std::size_t len)
 {
     FrameValidation v;
     auto fail = [&](FrameError e) {
         v.error = e;
-        v.view = FrameView{};
+        v.view  = FrameView{};
         return v;
     };
 
@@ -347,19 +341,18 @@ FrameValidation validate_frame(const std::uint8_t* frame, std::size_t len)
     if (frame[1] != kFrameVersion) return fail(FrameError::bad_version);
     if (frame[2] > static_cast<std::uint8_t>(FrameKind::put)) return fail(FrameError::bad_kind);
 
-    const auto kind = static_cast<FrameKind>(frame[2]);
-    const std::uint16_t hdr_len = get_u16(frame + 4);
-    const std::uint16_t n_segments = get_u16(frame + 6);
+    const auto kind                 = static_cast<FrameKind>(frame[2]);
+    const std::uint16_t hdr_len     = get_u16(frame + 4);
+    const std::uint16_t n_segments  = get_u16(frame + 6);
     const std::uint32_t payload_len = get_u32(frame + 8);
-    const std::uint32_t reserved = get_u32(frame + 12);
+    const std::uint32_t reserved    = get_u32(frame + 12);
     const std::uint64_t remote_addr = get_u64(frame + 16);
 
     if (payload_len > kMaxFramePayload) return fail(FrameError::payload_too_large);
     if (reserved != 0) return fail(FrameError::field_not_zero);
     if (kind == FrameKind::active_message && remote_addr != 0)
         return fail(FrameError::field_not_zero);
-    if (kind == FrameKind::put && hdr_len != 0)
-        return fail(FrameError::field_not_zero);
+    if (kind == FrameKind::put && hdr_len != 0) return fail(FrameError::field_not_zero);
 
     const std::uint64_t table_at = kFrameHeaderSize + std::uint64_t{hdr_len};
     if (table_at > len) return fail(FrameError::header_overrun);
@@ -379,24 +372,24 @@ FrameValidation validate_frame(const std::uint8_t* frame, std::size_t len)
     if (orig_sum != payload_len) return fail(FrameError::payload_length_mismatch);
     if (wire_sum != len - data_at) return fail(FrameError::wire_size_mismatch);
 
-    FrameView& view = v.view;
-    view.kind_ = kind;
-    view.orig_am_id_ = frame[3];
-    view.remote_addr_ = remote_addr;
-    view.header_ = frame + kFrameHeaderSize;
-    view.header_len_ = hdr_len;
+    FrameView& view        = v.view;
+    view.kind_             = kind;
+    view.orig_am_id_       = frame[3];
+    view.remote_addr_      = remote_addr;
+    view.header_           = frame + kFrameHeaderSize;
+    view.header_len_       = hdr_len;
     view.orig_payload_len_ = payload_len;
-    view.n_segments_ = n_segments;
-    view.table_ = frame + table_at;
-    view.data_ = frame + data_at;
+    view.n_segments_       = n_segments;
+    view.table_            = frame + table_at;
+    view.data_             = frame + data_at;
     return v;
 }
 
-FrameError decode_into(const FrameView& view, std::uint8_t* out, std::size_t out_capacity)
+FrameError decode_into(const FrameView& view, std::uint8_t *out, std::size_t out_capacity)
 {
     if (out_capacity < view.orig_payload_len()) return FrameError::buffer_too_small;
 
-    const std::uint8_t* src = view.segment_data();
+    const std::uint8_t *src = view.segment_data();
     for (std::size_t i = 0; i < view.segment_count(); ++i) {
         const FrameSegment seg = view.segment(i);
         if (seg.kind == SegmentKind::raw) {

@@ -41,15 +41,15 @@ public:
 
     private:
         const GracePeriod& grace_;
-        unsigned           slot_ = 0;
+        unsigned slot_ = 0;
     };
 
     // Returns once every reader that began before the call has ended. One
     // writer at a time.
     void wait_for_readers()
     {
-        const std::uint64_t g    = generation_.fetch_add(1);
-        const unsigned      slot = static_cast<unsigned>(g & 1U);
+        const std::uint64_t g = generation_.fetch_add(1);
+        const unsigned slot   = static_cast<unsigned>(g & 1U);
         while (readers_[slot].load() != 0) {
             std::this_thread::yield();
         }

@@ -9,7 +9,7 @@ std::uint32_t LabelTable::intern(std::string_view label)
         return 0;
     }
     const std::string key(label);
-    const auto        it = index_.find(key);
+    const auto it = index_.find(key);
     if (it != index_.end()) {
         return it->second;
     }

@@ -20,7 +20,7 @@ public:
     const std::string& text(std::uint32_t id) const { return labels_[id]; }
 
 private:
-    std::vector<std::string>                       labels_{std::string()};
+    std::vector<std::string> labels_{std::string()};
     std::unordered_map<std::string, std::uint32_t> index_;
 };
 

@@ -24,23 +24,23 @@ constexpr std::uintptr_t kNoRegionKey = std::numeric_limits<std::uintptr_t>::max
 // only store into the neighbours: no cache miss waits for them).
 struct RegionNode {
     std::uintptr_t begin = 0;
-    std::uintptr_t end   = 0;   // exclusive; begin < end
-    std::uintptr_t base  = 0;   // element boundaries are relative to this
-    std::uint32_t  label = 0;   // index into the registry's LabelTable
-    std::uint8_t   keep  = 0;   // Precision, packed
-    std::uint8_t   mode  = 0;
-    std::uint8_t   height = 0;
+    std::uintptr_t end   = 0;  // exclusive; begin < end
+    std::uintptr_t base  = 0;  // element boundaries are relative to this
+    std::uint32_t label  = 0;  // index into the registry's LabelTable
+    std::uint8_t keep    = 0;  // Precision, packed
+    std::uint8_t mode    = 0;
+    std::uint8_t height  = 0;
 
     struct Link {
-        std::atomic<RegionNode*> next;
-        std::uintptr_t           next_key;   // writer only; kNoRegionKey past the last node
+        std::atomic<RegionNode *> next;
+        std::uintptr_t next_key;  // writer only; kNoRegionKey past the last node
     };
 
-    Link&       link(int l) { return reinterpret_cast<Link*>(this + 1)[l]; }
-    const Link& link(int l) const { return reinterpret_cast<const Link*>(this + 1)[l]; }
-    std::atomic<RegionNode*>&       next(int l) { return link(l).next; }
-    const std::atomic<RegionNode*>& next(int l) const { return link(l).next; }
-    std::uintptr_t&                 next_key(int l) { return link(l).next_key; }
+    Link& link(int l) { return reinterpret_cast<Link *>(this + 1)[l]; }
+    const Link& link(int l) const { return reinterpret_cast<const Link *>(this + 1)[l]; }
+    std::atomic<RegionNode *>& next(int l) { return link(l).next; }
+    const std::atomic<RegionNode *>& next(int l) const { return link(l).next; }
+    std::uintptr_t& next_key(int l) { return link(l).next_key; }
 
     Precision precision() const
     {
@@ -56,9 +56,9 @@ struct RegionNode {
     }
 
     // `raw` holds bytes_for(height).
-    static RegionNode* create(void* raw, int height)
+    static RegionNode *create(void *raw, int height)
     {
-        RegionNode* node = new (raw) RegionNode();
+        RegionNode *node = new (raw) RegionNode();
         node->height     = static_cast<std::uint8_t>(height);
         for (int l = 0; l < height; ++l) {
             new (&node->link(l)) Link{{nullptr}, kNoRegionKey};
@@ -67,6 +67,7 @@ struct RegionNode {
     }
 };
 
-static_assert(sizeof(RegionNode) == 32 && alignof(RegionNode) == alignof(std::atomic<RegionNode*>));
+static_assert(sizeof(RegionNode) == 32 &&
+              alignof(RegionNode) == alignof(std::atomic<RegionNode *>));
 
 }  // namespace slim::pack

@@ -22,33 +22,33 @@ class RegionNodePool {
 public:
     static constexpr std::size_t kSlabSize = std::size_t{2} << 20;
 
-    RegionNodePool() = default;
-    RegionNodePool(const RegionNodePool&) = delete;
+    RegionNodePool()                                 = default;
+    RegionNodePool(const RegionNodePool&)            = delete;
     RegionNodePool& operator=(const RegionNodePool&) = delete;
     ~RegionNodePool()
     {
-        for (void* slab : slabs_) {
+        for (void *slab : slabs_) {
             ::munmap(slab, kSlabSize);
         }
     }
 
-    RegionNode* create(int height)
+    RegionNode *create(int height)
     {
         const std::size_t bytes = RegionNode::bytes_for(height);
-        const int         cls   = size_class(bytes);
-        void* memory = cls >= 0 ? take_slot(classes_[cls]) : std::malloc(bytes);
+        const int cls           = size_class(bytes);
+        void *memory            = cls >= 0 ? take_slot(classes_[cls]) : std::malloc(bytes);
         if (memory == nullptr) {
             throw std::bad_alloc();
         }
         return RegionNode::create(memory, height);
     }
 
-    void destroy(RegionNode* node)
+    void destroy(RegionNode *node)
     {
         const int cls = size_class(RegionNode::bytes_for(node->height));
         if (cls >= 0) {
-            auto* slot = reinterpret_cast<FreeSlot*>(node);
-            slot->next = classes_[cls].free;
+            auto *slot         = reinterpret_cast<FreeSlot *>(node);
+            slot->next         = classes_[cls].free;
             classes_[cls].free = slot;
         } else {
             std::free(node);
@@ -57,42 +57,42 @@ public:
 
 private:
     struct FreeSlot {
-        FreeSlot* next;
+        FreeSlot *next;
     };
     struct SizeClass {
-        std::size_t    slot;
-        FreeSlot*      free     = nullptr;
-        unsigned char* bump     = nullptr;
-        unsigned char* bump_end = nullptr;
+        std::size_t slot;
+        FreeSlot *free          = nullptr;
+        unsigned char *bump     = nullptr;
+        unsigned char *bump_end = nullptr;
     };
 
     static int size_class(std::size_t bytes) { return bytes <= 64 ? 0 : bytes <= 128 ? 1 : -1; }
 
-    void* take_slot(SizeClass& c)
+    void *take_slot(SizeClass& c)
     {
         if (c.free != nullptr) {
-            FreeSlot* slot = c.free;
+            FreeSlot *slot = c.free;
             c.free         = slot->next;
             return slot;
         }
         if (c.bump == c.bump_end) {
-            void* slab = ::mmap(nullptr, kSlabSize, PROT_READ | PROT_WRITE,
+            void *slab = ::mmap(nullptr, kSlabSize, PROT_READ | PROT_WRITE,
                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (slab == MAP_FAILED) {
                 return nullptr;
             }
-            ::madvise(slab, kSlabSize, MADV_HUGEPAGE);   // a hint; fine if refused
+            ::madvise(slab, kSlabSize, MADV_HUGEPAGE);  // a hint; fine if refused
             slabs_.push_back(slab);
-            c.bump     = static_cast<unsigned char*>(slab);
+            c.bump     = static_cast<unsigned char *>(slab);
             c.bump_end = c.bump + kSlabSize;
         }
-        void* slot = c.bump;
+        void *slot = c.bump;
         c.bump += c.slot;
         return slot;
     }
 
-    std::vector<void*> slabs_;
-    SizeClass          classes_[2] = {SizeClass{64}, SizeClass{128}};
+    std::vector<void *> slabs_;
+    SizeClass classes_[2] = {SizeClass{64}, SizeClass{128}};
 };
 
 }  // namespace slim::pack

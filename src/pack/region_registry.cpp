@@ -44,11 +44,11 @@ namespace {
 // next node's key beside each pointer the writer's search costs about one
 // cache miss per level, so halving p (twice the levels, a quarter of the
 // steps per level) halves its misses.
-constexpr int         kMaxHeight   = 24;
+constexpr int kMaxHeight = 24;
 // Retired nodes are freed this many at a time (one grace period each).
 constexpr std::size_t kRetireBatch = 256;
 
-using Node = RegionNode;
+using Node                      = RegionNode;
 constexpr std::uintptr_t kNoKey = kNoRegionKey;
 
 bool valid(Precision p)
@@ -61,29 +61,29 @@ bool valid(Precision p)
 
 struct RegionRegistry::Impl {
     // First: head is made from it. Writers only, under write_mutex.
-    RegionNodePool           pool;
-    Node*                    head;   // sentinel, kMaxHeight levels
+    RegionNodePool pool;
+    Node *head;  // sentinel, kMaxHeight levels
     std::atomic<std::size_t> count{0};
-    GracePeriod              grace;
-    ChunkFilter              filter;
+    GracePeriod grace;
+    ChunkFilter filter;
 
     // Writers only, under write_mutex.
-    std::mutex         write_mutex;
-    WriterIndex        index;
-    std::vector<Node*> retired;
-    std::uint64_t      random_state = 0x9e3779b97f4a7c15ULL;
-    LabelTable         labels;
+    std::mutex write_mutex;
+    WriterIndex index;
+    std::vector<Node *> retired;
+    std::uint64_t random_state = 0x9e3779b97f4a7c15ULL;
+    LabelTable labels;
 
     Impl() : head(pool.create(kMaxHeight)) {}
     ~Impl()
     {
-        Node* node = head;
+        Node *node = head;
         while (node != nullptr) {
-            Node* next = node->next(0).load(std::memory_order_relaxed);
+            Node *next = node->next(0).load(std::memory_order_relaxed);
             pool.destroy(node);
             node = next;
         }
-        for (Node* node_retired : retired) {
+        for (Node *node_retired : retired) {
             pool.destroy(node_retired);
         }
     }
@@ -96,8 +96,8 @@ struct RegionRegistry::Impl {
         random_state ^= random_state << 13;
         random_state ^= random_state >> 7;
         random_state ^= random_state << 17;
-        std::uint64_t bits   = random_state;
-        int           height = 1;
+        std::uint64_t bits = random_state;
+        int height         = 1;
         while (height < kMaxHeight && (bits & 1U) == 0) {
             ++height;
             bits >>= 1;
@@ -106,11 +106,11 @@ struct RegionRegistry::Impl {
     }
 
     // preds[l] = the last node at level l whose begin is < key (or head).
-    void find_preds(std::uintptr_t key, Node* preds[kMaxHeight]) const
+    void find_preds(std::uintptr_t key, Node *preds[kMaxHeight]) const
     {
-        Node* x = head;
+        Node *x = head;
         for (int l = kMaxHeight - 1; l >= 0; --l) {
-            while (x->next_key(l) < key) {   // kNoKey past the last node
+            while (x->next_key(l) < key) {  // kNoKey past the last node
                 x = x->next(l).load(std::memory_order_relaxed);
             }
             preds[l] = x;
@@ -121,10 +121,10 @@ struct RegionRegistry::Impl {
     // entry at or after its begin), from the index: the nearest entries
     // before it tall enough for each level. False when that would scan
     // too far (tall nodes): find_preds then.
-    bool preds_from_index(WriterIndex::Pos p, int height, Node* preds[kMaxHeight]) const
+    bool preds_from_index(WriterIndex::Pos p, int height, Node *preds[kMaxHeight]) const
     {
         constexpr int kMaxScan = 64;
-        int           level    = 0;
+        int level              = 0;
         for (int scanned = 0; level < height; ++scanned) {
             if (scanned == kMaxScan) {
                 return false;
@@ -137,7 +137,7 @@ struct RegionRegistry::Impl {
             }
             const int tall = index.height_at(p);
             if (tall > level) {
-                Node* node = index.node_at(p);
+                Node *node = index.node_at(p);
                 while (level < height && tall > level) {
                     preds[level++] = node;
                 }
@@ -151,11 +151,11 @@ struct RegionRegistry::Impl {
     // or none (kNoKey) past the last. Read from the index, not from the
     // predecessors' pointers, which would cost a cache miss each. False
     // when that would scan too far.
-    bool succs_from_index(WriterIndex::Pos p, int height, Node* succs[kMaxHeight],
+    bool succs_from_index(WriterIndex::Pos p, int height, Node *succs[kMaxHeight],
                           std::uintptr_t keys[kMaxHeight]) const
     {
         constexpr int kMaxScan = 64;
-        int           level    = 0;
+        int level              = 0;
         for (int scanned = 0; level < height; ++scanned) {
             if (scanned == kMaxScan) {
                 return false;
@@ -169,8 +169,8 @@ struct RegionRegistry::Impl {
             }
             const int tall = index.height_at(p);
             if (tall > level) {
-                Node* const          node = index.node_at(p);
-                const std::uintptr_t key  = index.begin_at(p);
+                Node *const node         = index.node_at(p);
+                const std::uintptr_t key = index.begin_at(p);
                 while (level < height && tall > level) {
                     succs[level] = node;
                     keys[level]  = key;
@@ -186,20 +186,20 @@ struct RegionRegistry::Impl {
     void link(std::uintptr_t begin, std::uintptr_t end, std::uintptr_t base, Precision precision,
               std::uint32_t label)
     {
-        Node* preds[kMaxHeight];
+        Node *preds[kMaxHeight];
         find_preds(begin, preds);
         link_after(preds, random_height(), begin, end, base, precision, label);
     }
 
     // The same, with preds already found for `begin` at `height` levels,
     // and `at`, when given, index.lower_bound(begin).
-    void link_after(Node* const preds[kMaxHeight], int height, std::uintptr_t begin,
+    void link_after(Node *const preds[kMaxHeight], int height, std::uintptr_t begin,
                     std::uintptr_t end, std::uintptr_t base, Precision precision,
-                    std::uint32_t label, const WriterIndex::Pos* at = nullptr,
-                    Node* const* succs = nullptr, const std::uintptr_t* succ_keys = nullptr)
+                    std::uint32_t label, const WriterIndex::Pos *at = nullptr,
+                    Node *const *succs = nullptr, const std::uintptr_t *succ_keys = nullptr)
     {
         filter.count(begin, end, true);
-        Node* node  = pool.create(height);
+        Node *node  = pool.create(height);
         node->begin = begin;
         node->end   = end;
         node->base  = base;
@@ -212,7 +212,7 @@ struct RegionRegistry::Impl {
                 node->next_key(l) = succ_keys[l];
             } else {
                 node->next(l).store(preds[l]->next(l).load(std::memory_order_relaxed),
-                                      std::memory_order_relaxed);
+                                    std::memory_order_relaxed);
                 node->next_key(l) = preds[l]->next_key(l);
             }
         }
@@ -227,22 +227,22 @@ struct RegionRegistry::Impl {
 
     // Unlinks `node` (linked) and retires it; its own pointers stay intact
     // for readers standing on it.
-    void unlink(Node* node)
+    void unlink(Node *node)
     {
-        Node* preds[kMaxHeight];
+        Node *preds[kMaxHeight];
         find_preds(node->begin, preds);
         unlink_after(preds, node);
     }
 
     // The same, with preds already found for node->begin, and `at`, when
     // given, its index position.
-    void unlink_after(Node* const preds[kMaxHeight], Node* node,
-                      const WriterIndex::Pos* at = nullptr)
+    void unlink_after(Node *const preds[kMaxHeight], Node *node,
+                      const WriterIndex::Pos *at = nullptr)
     {
         for (int l = node->height - 1; l >= 0; --l) {
             if (preds[l]->next(l).load(std::memory_order_relaxed) == node) {
                 preds[l]->next(l).store(node->next(l).load(std::memory_order_relaxed),
-                                          std::memory_order_release);
+                                        std::memory_order_release);
                 preds[l]->next_key(l) = node->next_key(l);
             }
         }
@@ -252,13 +252,13 @@ struct RegionRegistry::Impl {
     // unlink_after for the node at index position `at`, with its
     // predecessors and successors from the index: only stores to the
     // neighbours, no loads from them or from the node.
-    void unlink_indexed(WriterIndex::Pos at, Node* const preds[kMaxHeight],
-                        Node* const succs[kMaxHeight], const std::uintptr_t succ_keys[kMaxHeight])
+    void unlink_indexed(WriterIndex::Pos at, Node *const preds[kMaxHeight],
+                        Node *const succs[kMaxHeight], const std::uintptr_t succ_keys[kMaxHeight])
     {
-        Node* const          node   = index.node_at(at);
-        const int            height = index.height_at(at);
-        const std::uintptr_t begin  = index.begin_at(at);
-        const std::uintptr_t end    = index.end_at(at);
+        Node *const node           = index.node_at(at);
+        const int height           = index.height_at(at);
+        const std::uintptr_t begin = index.begin_at(at);
+        const std::uintptr_t end   = index.end_at(at);
         for (int l = height - 1; l >= 0; --l) {
             preds[l]->next(l).store(succs[l], std::memory_order_release);
             preds[l]->next_key(l) = succ_keys[l];
@@ -268,7 +268,7 @@ struct RegionRegistry::Impl {
 
     // A node that has left the list ([begin, end), at index position `at`):
     // uncounted, out of the index, retired.
-    void forget(Node* node, std::uintptr_t begin, std::uintptr_t end, WriterIndex::Pos at)
+    void forget(Node *node, std::uintptr_t begin, std::uintptr_t end, WriterIndex::Pos at)
     {
         count.fetch_sub(1, std::memory_order_relaxed);
         filter.count(begin, end, false);
@@ -282,18 +282,18 @@ struct RegionRegistry::Impl {
     void free_retired()
     {
         grace.wait_for_readers();
-        for (Node* node : retired) {
+        for (Node *node : retired) {
             pool.destroy(node);
         }
         retired.clear();
     }
 
     // The linked nodes overlapping [begin, end), in address order.
-    void overlapping(std::uintptr_t begin, std::uintptr_t end, std::vector<Node*>& out) const
+    void overlapping(std::uintptr_t begin, std::uintptr_t end, std::vector<Node *>& out) const
     {
-        Node* preds[kMaxHeight];
+        Node *preds[kMaxHeight];
         find_preds(begin, preds);
-        Node* node = preds[0];
+        Node *node = preds[0];
         if (node == head || node->end <= begin) {
             node = node->next(0).load(std::memory_order_relaxed);
         }
@@ -306,9 +306,9 @@ struct RegionRegistry::Impl {
     // Unlinks the regions overlapping [begin, end) and links back their
     // parts outside it (with their own base, so element boundaries stay).
     // Returns how many were touched; the first's label in first_label.
-    std::size_t cut(std::uintptr_t begin, std::uintptr_t end, std::uint32_t* first_label)
+    std::size_t cut(std::uintptr_t begin, std::uintptr_t end, std::uint32_t *first_label)
     {
-        std::vector<Node*> hit;
+        std::vector<Node *> hit;
         overlapping(begin, end, hit);
         if (hit.empty()) {
             return 0;
@@ -318,22 +318,21 @@ struct RegionRegistry::Impl {
         }
         struct Part {
             std::uintptr_t begin, end, base;
-            Precision      precision;
-            std::uint32_t  label;
+            Precision precision;
+            std::uint32_t label;
         };
         Part parts[2];
-        int  part_count = 0;
-        const Node* first = hit.front();
-        const Node* last  = hit.back();
+        int part_count    = 0;
+        const Node *first = hit.front();
+        const Node *last  = hit.back();
         if (first->begin < begin) {
-            parts[part_count++] = Part{first->begin, begin, first->base, first->precision(),
-                                       first->label};
+            parts[part_count++] =
+                    Part{first->begin, begin, first->base, first->precision(), first->label};
         }
         if (last->end > end) {
-            parts[part_count++] = Part{end, last->end, last->base, last->precision(),
-                                       last->label};
+            parts[part_count++] = Part{end, last->end, last->base, last->precision(), last->label};
         }
-        for (Node* node : hit) {
+        for (Node *node : hit) {
             unlink(node);
         }
         for (int i = 0; i < part_count; ++i) {
@@ -347,7 +346,7 @@ RegionRegistry::RegionRegistry() : impl_(new Impl()) {}
 
 RegionRegistry::~RegionRegistry() { delete impl_; }
 
-bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precision,
+bool RegionRegistry::mark(const void *ptr, std::size_t bytes, Precision precision,
                           std::string_view label)
 {
     const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
@@ -357,17 +356,17 @@ bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precisio
     }
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
     const std::uint32_t label_id = impl_->labels.intern(label);
-    const std::uintptr_t end      = begin + bytes;
+    const std::uintptr_t end     = begin + bytes;
     // The common case, marking free space, finds its place in the index.
-    const WriterIndex&      index = impl_->index;
-    const WriterIndex::Pos  at    = index.lower_bound(begin);
-    WriterIndex::Pos        before = at;
-    const bool overlaps = (index.prev(before) && index.end_at(before) > begin) ||
+    const WriterIndex& index  = impl_->index;
+    const WriterIndex::Pos at = index.lower_bound(begin);
+    WriterIndex::Pos before   = at;
+    const bool overlaps       = (index.prev(before) && index.end_at(before) > begin) ||
                           (!index.at_end(at) && index.begin_at(at) < end);
     if (!overlaps) {
-        const int      height = impl_->random_height();
-        Node*          preds[kMaxHeight];
-        Node*          succs[kMaxHeight];
+        const int height = impl_->random_height();
+        Node *preds[kMaxHeight];
+        Node *succs[kMaxHeight];
         std::uintptr_t succ_keys[kMaxHeight];
         if (impl_->preds_from_index(at, height, preds) &&
             impl_->succs_from_index(at, height, succs, succ_keys)) {
@@ -384,24 +383,24 @@ bool RegionRegistry::mark(const void* ptr, std::size_t bytes, Precision precisio
     return true;
 }
 
-bool RegionRegistry::unmark(const void* ptr)
+bool RegionRegistry::unmark(const void *ptr)
 {
     if (ptr == nullptr) {
         return false;
     }
-    const auto                        begin = reinterpret_cast<std::uintptr_t>(ptr);
+    const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
-    const WriterIndex&                index = impl_->index;
-    const WriterIndex::Pos            at    = index.lower_bound(begin);
+    const WriterIndex& index  = impl_->index;
+    const WriterIndex::Pos at = index.lower_bound(begin);
     if (index.at_end(at) || index.begin_at(at) != begin) {
         return false;
     }
-    const int        height = index.height_at(at);
-    WriterIndex::Pos after  = at;
+    const int height       = index.height_at(at);
+    WriterIndex::Pos after = at;
     index.next(after);
-    Node*            preds[kMaxHeight];
-    Node*            succs[kMaxHeight];
-    std::uintptr_t   succ_keys[kMaxHeight];
+    Node *preds[kMaxHeight];
+    Node *succs[kMaxHeight];
+    std::uintptr_t succ_keys[kMaxHeight];
     if (impl_->preds_from_index(at, height, preds) &&
         impl_->succs_from_index(after, height, succs, succ_keys)) {
         impl_->unlink_indexed(at, preds, succs, succ_keys);
@@ -412,7 +411,7 @@ bool RegionRegistry::unmark(const void* ptr)
     return true;
 }
 
-std::size_t RegionRegistry::release(const void* ptr, std::size_t bytes, std::string* first_label)
+std::size_t RegionRegistry::release(const void *ptr, std::size_t bytes, std::string *first_label)
 {
     const auto begin = reinterpret_cast<std::uintptr_t>(ptr);
     if (ptr == nullptr || bytes == 0) {
@@ -422,15 +421,15 @@ std::size_t RegionRegistry::release(const void* ptr, std::size_t bytes, std::str
                                        ? std::numeric_limits<std::uintptr_t>::max()
                                        : begin + bytes;
     const std::lock_guard<std::mutex> lock(impl_->write_mutex);
-    std::uint32_t                     label = 0;
-    const std::size_t                 cut   = impl_->cut(begin, end, &label);
+    std::uint32_t label   = 0;
+    const std::size_t cut = impl_->cut(begin, end, &label);
     if (cut > 0 && first_label != nullptr) {
         *first_label = impl_->labels.text(label);
     }
     return cut;
 }
 
-std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* runs,
+std::size_t RegionRegistry::find(const void *ptr, std::size_t bytes, MarkedRun *runs,
                                  std::size_t max_runs) const
 {
     if (ptr == nullptr || bytes == 0 || impl_->count.load(std::memory_order_relaxed) == 0) {
@@ -447,14 +446,14 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
     const GracePeriod::ReadGuard guard(impl_->grace);
     // The last node whose begin is <= q_begin: the only one before the query
     // start that can reach into it.
-    const Node* x = impl_->head;
+    const Node *x = impl_->head;
     for (int l = kMaxHeight - 1; l >= 0; --l) {
-        for (const Node* n = x->next(l).load(std::memory_order_acquire);
+        for (const Node *n                          = x->next(l).load(std::memory_order_acquire);
              n != nullptr && n->begin <= q_begin; n = x->next(l).load(std::memory_order_acquire)) {
             x = n;
         }
     }
-    const Node* node = x;
+    const Node *node = x;
     if (node == impl_->head || node->end <= q_begin) {
         node = node->next(0).load(std::memory_order_acquire);
     }
@@ -462,8 +461,12 @@ std::size_t RegionRegistry::find(const void* ptr, std::size_t bytes, MarkedRun* 
     for (; node != nullptr && node->begin < q_end && count <= max_runs;
          node = node->next(0).load(std::memory_order_acquire)) {
         if (count < max_runs && runs != nullptr) {
-            runs[count] = MarkedRun{std::max(node->begin, q_begin), std::min(node->end, q_end),
-                                    node->base, node->precision(), node->begin, node->end};
+            runs[count] = MarkedRun{std::max(node->begin, q_begin),
+                                    std::min(node->end, q_end),
+                                    node->base,
+                                    node->precision(),
+                                    node->begin,
+                                    node->end};
         }
         ++count;
     }
@@ -475,9 +478,6 @@ std::size_t RegionRegistry::size() const noexcept
     return impl_->count.load(std::memory_order_relaxed);
 }
 
-const std::atomic<std::size_t>* RegionRegistry::size_word() const noexcept
-{
-    return &impl_->count;
-}
+const std::atomic<std::size_t> *RegionRegistry::size_word() const noexcept { return &impl_->count; }
 
 }  // namespace slim::pack

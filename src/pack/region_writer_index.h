@@ -24,8 +24,8 @@ public:
     struct Entry {
         std::uintptr_t begin;
         std::uintptr_t end;
-        RegionNode*    node;
-        int            height;
+        RegionNode *node;
+        int height;
     };
     struct Pos {
         std::size_t bucket = 0;
@@ -38,12 +38,12 @@ public:
         if (buckets_.empty()) {
             return {};
         }
-        const auto after = std::upper_bound(first_keys_.begin(), first_keys_.end(), key);
-        std::size_t b = after == first_keys_.begin()
-                                ? 0
-                                : static_cast<std::size_t>(after - first_keys_.begin()) - 1;
+        const auto after     = std::upper_bound(first_keys_.begin(), first_keys_.end(), key);
+        std::size_t b        = after == first_keys_.begin()
+                                       ? 0
+                                       : static_cast<std::size_t>(after - first_keys_.begin()) - 1;
         const Bucket& bucket = *buckets_[b];
-        std::size_t   i      = static_cast<std::size_t>(
+        std::size_t i        = static_cast<std::size_t>(
                 std::lower_bound(bucket.keys, bucket.keys + bucket.size, key) - bucket.keys);
         if (i == bucket.size && b + 1 < buckets_.size()) {
             ++b;
@@ -59,8 +59,8 @@ public:
     }
     std::uintptr_t begin_at(Pos p) const { return buckets_[p.bucket]->keys[p.index]; }
     std::uintptr_t end_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].end; }
-    RegionNode*    node_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].node; }
-    int            height_at(Pos p) const
+    RegionNode *node_at(Pos p) const { return buckets_[p.bucket]->infos[p.index].node; }
+    int height_at(Pos p) const
     {
         return static_cast<int>(buckets_[p.bucket]->infos[p.index].height);
     }
@@ -100,7 +100,7 @@ public:
         Bucket& bucket = *buckets_[p.bucket];
         bucket.insert(p.index, e);
         first_keys_[p.bucket] = bucket.keys[0];
-        if (bucket.size == kBucket) {   // full: split in halves
+        if (bucket.size == kBucket) {  // full: split in halves
             auto upper = std::make_unique<Bucket>();
             bucket.move_upper_half(*upper);
             const auto next = static_cast<std::ptrdiff_t>(p.bucket + 1);
@@ -130,13 +130,13 @@ private:
     // neighbours' heights, nodes and ends are read side by side).
     struct Info {
         std::uintptr_t end;
-        RegionNode*    node;
+        RegionNode *node;
         std::uintptr_t height;
     };
     struct Bucket {
-        std::size_t    size = 0;
+        std::size_t size = 0;
         std::uintptr_t keys[kBucket];
-        Info           infos[kBucket];
+        Info infos[kBucket];
 
         void insert(std::size_t i, const Entry& e)
         {
@@ -163,7 +163,7 @@ private:
 
     private:
         template <typename T>
-        void shift_up(T* array, std::size_t i)
+        void shift_up(T *array, std::size_t i)
         {
             std::copy_backward(array + i, array + size, array + size + 1);
         }
@@ -171,7 +171,7 @@ private:
 
     // Pointers, so that adding or removing a bucket moves 8 bytes apiece.
     std::vector<std::unique_ptr<Bucket>> buckets_;
-    std::vector<std::uintptr_t>          first_keys_;   // buckets_[b]->keys[0]
+    std::vector<std::uintptr_t> first_keys_;  // buckets_[b]->keys[0]
 };
 
 }  // namespace slim::pack

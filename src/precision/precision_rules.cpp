@@ -19,7 +19,7 @@ namespace slim::precision {
 
 namespace {
 
-constexpr const char* accepted_forms =
+constexpr const char *accepted_forms =
         "accepted forms: LABEL=off, LABEL=keep:N[:truncate|round], "
         "LABEL=rel:EPS[:truncate|round], LABEL is [A-Za-z0-9_.-]+ or *";
 
@@ -33,8 +33,7 @@ std::string error_text(std::string_view where, std::string_view token, std::stri
     if (!where.empty()) {
         msg.append(where).append(": ");
     }
-    msg.append("'").append(token).append("': ").append(reason).append("; ").append(
-            accepted_forms);
+    msg.append("'").append(token).append("': ").append(reason).append("; ").append(accepted_forms);
     return msg;
 }
 
@@ -54,7 +53,7 @@ std::vector<std::string_view> split(std::string_view s, char sep)
 }
 
 struct Parsed {
-    std::string                    label;
+    std::string label;
     std::optional<pack::Precision> precision;
 };
 
@@ -76,7 +75,7 @@ pack::Rounding parse_mode(std::string_view text)
 
 int parse_keep(std::string_view text)
 {
-    int        keep = 0;
+    int keep             = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), keep);
     if (text.empty() || ec != std::errc{} || end != text.data() + text.size() ||
         keep < pack::kMinKeep || keep > pack::kMaxKeep) {
@@ -115,7 +114,7 @@ Parsed parse_rule(std::string_view rule)
     parsed.label = std::string(label);
 
     const std::vector<std::string_view> parts = split(trim(rule.substr(eq + 1)), ':');
-    const std::string_view              kind  = parts[0];
+    const std::string_view kind               = parts[0];
     if (kind == "off") {
         if (parts.size() != 1) {
             throw Reason{"off takes no arguments"};
@@ -133,7 +132,7 @@ Parsed parse_rule(std::string_view rule)
     if (kind == "keep") {
         precision.keep_bytes = parse_keep(parts[1]);
     } else {
-        const double             eps  = parse_eps(parts[1]);
+        const double eps              = parse_eps(parts[1]);
         const std::optional<int> keep = keep_for_bound(eps, precision.mode);
         if (!keep) {
             char tightest[32];
@@ -201,7 +200,8 @@ std::string read_policy_file(std::string_view spec, const std::string& path)
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
-        throw PrecisionRulesError(error_text("", spec, "cannot open " + path + ": " + std::strerror(err)));
+        throw PrecisionRulesError(
+                error_text("", spec, "cannot open " + path + ": " + std::strerror(err)));
     }
     struct Closer {
         int fd;
@@ -210,27 +210,29 @@ std::string read_policy_file(std::string_view spec, const std::string& path)
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
         const int err = errno;
-        throw PrecisionRulesError(error_text("", spec, "cannot stat " + path + ": " + std::strerror(err)));
+        throw PrecisionRulesError(
+                error_text("", spec, "cannot stat " + path + ": " + std::strerror(err)));
     }
     if (S_ISDIR(st.st_mode)) {
         throw PrecisionRulesError(error_text("", spec, "cannot read " + path + ": Is a directory"));
     }
     if (!S_ISREG(st.st_mode)) {
         throw PrecisionRulesError(error_text("", spec,
-                                     path + " is not a regular file" + file_kind(st.st_mode) +
-                                             "; a policy file must be a regular file"));
+                                             path + " is not a regular file" +
+                                                     file_kind(st.st_mode) +
+                                                     "; a policy file must be a regular file"));
     }
     const auto too_large = [&](const std::string& size) {
-        return PrecisionRulesError(error_text("", spec,
-                                      path + " has " + size +
-                                              " bytes; a policy file may have at most " +
-                                              std::to_string(kMaxPolicyFileBytes) + " (1 MiB)"));
+        return PrecisionRulesError(
+                error_text("", spec,
+                           path + " has " + size + " bytes; a policy file may have at most " +
+                                   std::to_string(kMaxPolicyFileBytes) + " (1 MiB)"));
     };
     if (static_cast<std::uintmax_t>(st.st_size) > kMaxPolicyFileBytes) {
         throw too_large(std::to_string(st.st_size));
     }
     std::string text;
-    char        buffer[8192];
+    char buffer[8192];
     for (;;) {
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) {
@@ -245,7 +247,7 @@ std::string read_policy_file(std::string_view spec, const std::string& path)
             return text;
         }
         text.append(buffer, static_cast<std::size_t>(n));
-        if (text.size() > kMaxPolicyFileBytes) {   // grew while being read
+        if (text.size() > kMaxPolicyFileBytes) {  // grew while being read
             throw too_large("more than " + std::to_string(kMaxPolicyFileBytes));
         }
     }
@@ -258,8 +260,8 @@ std::vector<Parsed> parse_file(std::string_view spec)
         throw PrecisionRulesError(error_text("", spec, "'@' must be followed by a file path"));
     }
     std::istringstream in(read_policy_file(spec, path));
-    Builder            builder;
-    std::string        line;
+    Builder builder;
+    std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
         std::string_view text{line};
         text = text.substr(0, text.find('#'));
@@ -298,7 +300,7 @@ bool valid_label(std::string_view label)
 PrecisionRules PrecisionRules::parse(std::string_view spec)
 {
     const std::string_view text = trim(spec);
-    std::vector<Parsed>    parsed;
+    std::vector<Parsed> parsed;
     if (!text.empty() && text.front() == '@') {
         parsed = parse_file(text);
     } else {
@@ -317,7 +319,7 @@ PrecisionRules PrecisionRules::parse(std::string_view spec)
 
 std::optional<pack::Precision> PrecisionRules::lookup(std::string_view label) const
 {
-    const Rule* fallback = nullptr;
+    const Rule *fallback = nullptr;
     for (const Rule& rule : rules_) {
         if (rule.label == label) {
             return rule.precision;

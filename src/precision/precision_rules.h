@@ -26,7 +26,7 @@
 
 namespace slim::precision {
 
-constexpr const char* policy_var = "UCX_SLIM_POLICY";
+constexpr const char *policy_var = "UCX_SLIM_POLICY";
 
 // The message names the offending token (and file:line for @file) and lists
 // the accepted forms.
@@ -47,7 +47,7 @@ bool valid_label(std::string_view label);
 
 class PrecisionRules {
 public:
-    PrecisionRules() = default;   // packs nothing
+    PrecisionRules() = default;  // packs nothing
 
     // Parses an UCX_SLIM_POLICY value: "" (packs nothing), inline rules, or
     // "@path". Throws PrecisionRulesError.
@@ -62,8 +62,8 @@ public:
 
 private:
     struct Rule {
-        std::string                    label;
-        std::optional<pack::Precision> precision;   // none: off
+        std::string label;
+        std::optional<pack::Precision> precision;  // none: off
     };
     std::vector<Rule> rules_;
 };

@@ -67,7 +67,7 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     };
     runs(2, 200'000, 0);
     runs(2, 50'000, 50'000);
-    runs(1, 200'000, 0);   // AdaptiveConfig::initial (index 6)
+    runs(1, 200'000, 0);  // AdaptiveConfig::initial (index 6)
     runs(2, 200'000, 50'000);
     runs(2, 50'000, 0);
     runs(1, 50'000, 50'000);
@@ -117,8 +117,8 @@ AdaptivePolicy::AdaptivePolicy(const AdaptiveConfig& config) : config_(config)
     scores_.resize(shadows_.size());
 }
 
-AdaptivePolicy::~AdaptivePolicy() = default;
-AdaptivePolicy::AdaptivePolicy(AdaptivePolicy&&) noexcept = default;
+AdaptivePolicy::~AdaptivePolicy()                                    = default;
+AdaptivePolicy::AdaptivePolicy(AdaptivePolicy&&) noexcept            = default;
 AdaptivePolicy& AdaptivePolicy::operator=(AdaptivePolicy&&) noexcept = default;
 
 GapDecision AdaptivePolicy::on_event(const predict::Event& event)
@@ -147,20 +147,20 @@ GapDecision AdaptivePolicy::on_event(const predict::Event& event)
 void AdaptivePolicy::check()
 {
     for (std::size_t i = 0; i < shadows_.size(); ++i) {
-        const ReplayResult r = shadows_[i]->result();
-        Score& s = scores_[i];
+        const ReplayResult r  = shadows_[i]->result();
+        Score& s              = scores_[i];
         const double energy   = r.energy_joules;
         const double baseline = r.baseline_joules;
         const double delay    = static_cast<double>(r.delay_ns);
         const double span     = static_cast<double>(r.original_span_ns);
-        s.energy   = s.energy * decay_ + (energy - s.last_energy);
-        s.baseline = s.baseline * decay_ + (baseline - s.last_baseline);
-        s.delay    = s.delay * decay_ + (delay - s.last_delay);
-        s.span     = s.span * decay_ + (span - s.last_span);
-        s.last_energy   = energy;
-        s.last_baseline = baseline;
-        s.last_delay    = delay;
-        s.last_span     = span;
+        s.energy              = s.energy * decay_ + (energy - s.last_energy);
+        s.baseline            = s.baseline * decay_ + (baseline - s.last_baseline);
+        s.delay               = s.delay * decay_ + (delay - s.last_delay);
+        s.span                = s.span * decay_ + (span - s.last_span);
+        s.last_energy         = energy;
+        s.last_baseline       = baseline;
+        s.last_delay          = delay;
+        s.last_span           = span;
     }
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < scores_.size(); ++i) {
@@ -188,8 +188,8 @@ void AdaptivePolicy::check()
     if (*best == current_) {
         return;
     }
-    const Score& now  = scores_[current_];
-    const bool   over = now.penalty() > config_.max_penalty_pct;
+    const Score& now = scores_[current_];
+    const bool over  = now.penalty() > config_.max_penalty_pct;
     if (over || scores_[*best].savings() > now.savings() + config_.switch_margin_pct) {
         current_ = *best;
         ++switches_;

@@ -34,8 +34,8 @@ class Replay;
 using Candidate = PolicySpec;
 
 struct AdaptiveConfig {
-    LinkConfig             link;
-    bool                   packed = false;       // as ReplayConfig::packed
+    LinkConfig link;
+    bool packed                       = false;  // as ReplayConfig::packed
     std::vector<Candidate> candidates = default_candidates();
     // In force before the first check: "runs 1 +-50% + timeout 200us",
     // which until contexts repeat is a 200 us timeout. A 100 us timeout
@@ -43,19 +43,19 @@ struct AdaptiveConfig {
     // 20 ms the first events' late wake-ups weigh); with this one and the
     // early checks no live trace of 56 did (at most 0.97 %), and the mean
     // fraction of the oracle rose from 0.918 to 0.923.
-    std::size_t            initial = 6;
-    double                 max_penalty_pct   = 1.0;
+    std::size_t initial    = 6;
+    double max_penalty_pct = 1.0;
     // Points of savings another candidate must gain to replace the one in
     // force. 2 left the default 1.5-2 points (2-3 % of the oracle) below
     // the best timeout on 10 of 42 live traces (those where the 20 us
     // timeout sits just under the penalty bound), 0.5 on 3; the most
     // switches on any of them stayed 14 (irregular, 487 events).
-    double                 switch_margin_pct = 0.5;
-    std::size_t            check_every       = 16;   // events
+    double switch_margin_pct = 0.5;
+    std::size_t check_every  = 16;  // events
     // Also a check at this many events and twice as many (0: none), so a
     // short run leaves the initial candidate early.
-    std::size_t            early_check       = 4;
-    double                 half_life_checks  = 8.0;  // decay of the scores
+    std::size_t early_check = 4;
+    double half_life_checks = 8.0;  // decay of the scores
 
     static std::vector<Candidate> default_candidates();
 };
@@ -73,9 +73,9 @@ public:
     GapDecision on_event(const predict::Event& event);
 
     const Candidate& in_force() const { return config_.candidates[current_]; }
-    std::uint64_t    switches() const { return switches_; }
-    std::uint64_t    predictions() const { return predictions_; }
-    std::uint64_t    hits() const { return hits_; }
+    std::uint64_t switches() const { return switches_; }
+    std::uint64_t predictions() const { return predictions_; }
+    std::uint64_t hits() const { return hits_; }
     const AdaptiveConfig& config() const { return config_; }
 
 private:
@@ -87,15 +87,15 @@ private:
     };
     void check();
 
-    AdaptiveConfig                       config_;
+    AdaptiveConfig config_;
     std::vector<std::unique_ptr<Replay>> shadows_;
-    std::vector<Score>                   scores_;
-    std::size_t                          current_  = 0;
-    std::uint64_t                        events_   = 0;
-    std::uint64_t                        switches_ = 0;
-    std::uint64_t                        predictions_ = 0;
-    std::uint64_t                        hits_     = 0;
-    double                               decay_    = 1.0;
+    std::vector<Score> scores_;
+    std::size_t current_       = 0;
+    std::uint64_t events_      = 0;
+    std::uint64_t switches_    = 0;
+    std::uint64_t predictions_ = 0;
+    std::uint64_t hits_        = 0;
+    double decay_              = 1.0;
 };
 
 }  // namespace slim::link

@@ -50,7 +50,7 @@ std::uint64_t ContextPredictor::context_key() const
     std::uint64_t h = 0x51ed270b27a8d5c3ull;
     for (std::size_t i = 0; i < config_.depth; ++i) {
         const std::size_t at = (seen_ - 1 - i) % config_.depth;  // newest first
-        h = hash_combine(h, ids_[at]);
+        h                    = hash_combine(h, ids_[at]);
         if (i + 1 < config_.depth) {
             h = hash_combine(h, classes_[at]);  // the interval before that event
         }
@@ -63,16 +63,16 @@ std::uint64_t ContextPredictor::run_key() const
     // Exact bytes: an MPI call moves the same payload every time, and the
     // protocol's own messages are of fixed size.
     std::uint64_t h = hash_combine(0x2545f4914f6cdd1dull, run_bytes_);
-    h = hash_combine(h, run_first_);
+    h               = hash_combine(h, run_first_);
     for (std::size_t i = 0; i + 1 < config_.depth && i < runs_; ++i) {
         const std::size_t at = (runs_ - 1 - i) % config_.depth;  // newest first
-        h = hash_combine(h, run_sizes_[at]);
-        h = hash_combine(h, run_idles_[at]);
+        h                    = hash_combine(h, run_sizes_[at]);
+        h                    = hash_combine(h, run_idles_[at]);
     }
     return h | 1;
 }
 
-ContextPredictor::Entry* ContextPredictor::find(std::uint64_t key)
+ContextPredictor::Entry *ContextPredictor::find(std::uint64_t key)
 {
     const std::size_t mask = table_.size() - 1;
     // Linear probing over a short run; a full run evicts its first slot, so
@@ -84,7 +84,7 @@ ContextPredictor::Entry* ContextPredictor::find(std::uint64_t key)
             return &e;
         }
         if (e.key == 0) {
-            e = Entry{};
+            e     = Entry{};
             e.key = key;
             return &e;
         }
@@ -113,15 +113,16 @@ Decision ContextPredictor::on_event(const Event& event)
         // The context before this event learns the interval that followed it
         // (the entry may have been evicted meanwhile: then it is dropped).
         if (pending_ != nullptr && pending_->key == pending_key_) {
-            Entry& e    = *pending_;
-            e.agreed    = (e.last_ns > 0 && agree(idle, e.last_ns, config_.tolerance)) ? e.agreed + 1 : 0;
+            Entry& e = *pending_;
+            e.agreed =
+                    (e.last_ns > 0 && agree(idle, e.last_ns, config_.tolerance)) ? e.agreed + 1 : 0;
             e.before_ns = e.last_ns;
             e.last_ns   = idle;
         }
     }
     const std::size_t at = seen_ % config_.depth;
-    ids_[at]     = event.id;
-    classes_[at] = interval_class(idle);
+    ids_[at]             = event.id;
+    classes_[at]         = interval_class(idle);
     if (seen_ == 0 || idle >= config_.run_gap_ns) {
         if (seen_ > 0) {
             run_sizes_[runs_ % config_.depth] = run_bytes_;
@@ -146,8 +147,9 @@ Decision ContextPredictor::on_event(const Event& event)
     }
     // Seen at least twice with agreeing intervals: expect the shorter.
     const TimeNs expected = std::min(pending_->last_ns, pending_->before_ns);
-    const TimeNs keep_up  = static_cast<TimeNs>(static_cast<double>(expected) * config_.displacement) +
-                           config_.t_react_ns;
+    const TimeNs keep_up =
+            static_cast<TimeNs>(static_cast<double>(expected) * config_.displacement) +
+            config_.t_react_ns;
     d.prediction_active = true;
     if (expected - keep_up <= config_.t_react_ns) {
         return d;  // too short to go down and come back in time

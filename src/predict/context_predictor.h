@@ -41,10 +41,10 @@ enum class ContextKey { events, runs };
 // equal in every field: same_context() in predict/adaptive_policy.cpp lists
 // them; a new field goes there too.)
 struct ContextConfig {
-    std::size_t depth        = 2;        // events in a context (1..8)
-    double      displacement = 0.05;     // as Algorithm 4: idle - (idle * d + t_react)
-    TimeNs      t_react_ns   = 10'000;
-    double      tolerance    = 0.10;     // two intervals within +-10 % agree
+    std::size_t depth   = 2;     // events in a context (1..8)
+    double displacement = 0.05;  // as Algorithm 4: idle - (idle * d + t_react)
+    TimeNs t_react_ns   = 10'000;
+    double tolerance    = 0.10;  // two intervals within +-10 % agree
     // Contexts remembered (power of two). 512 (16 KiB): the 56 live traces
     // replay to the same savings with 64 as with 4096, and
     // six run-keyed candidates of 4096 entries (768 KiB together) made the
@@ -52,8 +52,8 @@ struct ContextConfig {
     // 0.33 % of both cores in a 512 KiB bandwidth test, slimlink's second
     // most expensive function; 0.07-0.10 % at 512.
     std::size_t table_entries = 512;
-    ContextKey  key          = ContextKey::events;
-    TimeNs      run_gap_ns   = 20'000;   // runs: shorter idle joins bursts into one run
+    ContextKey key            = ContextKey::events;
+    TimeNs run_gap_ns         = 20'000;  // runs: shorter idle joins bursts into one run
                                          // (the adaptive candidates: link::context_run_gap_ns)
 };
 
@@ -66,37 +66,37 @@ public:
     Decision on_event(const Event& event);
 
     const PredictorStats& stats() const { return stats_; }
-    const ContextConfig&  config() const { return config_; }
+    const ContextConfig& config() const { return config_; }
 
 private:
     struct Entry {
-        std::uint64_t key       = 0;   // 0: empty
-        TimeNs        last_ns   = 0;   // interval after the context, last time
-        TimeNs        before_ns = 0;   // and the time before
-        std::uint32_t agreed    = 0;   // consecutive agreeing intervals
+        std::uint64_t key    = 0;  // 0: empty
+        TimeNs last_ns       = 0;  // interval after the context, last time
+        TimeNs before_ns     = 0;  // and the time before
+        std::uint32_t agreed = 0;  // consecutive agreeing intervals
     };
 
-    Entry*        find(std::uint64_t key);
+    Entry *find(std::uint64_t key);
     std::uint64_t context_key() const;
     std::uint64_t run_key() const;
 
-    ContextConfig          config_;
-    std::vector<Entry>     table_;
-    std::vector<EventId>   ids_;       // ring of the last `depth` ids
-    std::vector<unsigned>  classes_;   // and of the intervals between them
-    std::size_t            seen_ = 0;  // events so far
+    ContextConfig config_;
+    std::vector<Entry> table_;
+    std::vector<EventId> ids_;       // ring of the last `depth` ids
+    std::vector<unsigned> classes_;  // and of the intervals between them
+    std::size_t seen_ = 0;           // events so far
     // ContextKey::runs: the bytes of the run in progress, and a ring of the
     // last `depth` runs before it (bytes, class of the idle after each).
-    std::uint64_t              run_bytes_ = 0;
-    EventId                    run_first_ = 0;  // id of the run's first event
+    std::uint64_t run_bytes_ = 0;
+    EventId run_first_       = 0;  // id of the run's first event
     std::vector<std::uint64_t> run_sizes_;
-    std::vector<unsigned>      run_idles_;
-    std::size_t                runs_ = 0;  // runs completed
-    TimeNs                 last_end_ = 0;
-    Entry*                 pending_  = nullptr;   // context of the last event
-    std::uint64_t          pending_key_ = 0;
-    TimeNs                 predicted_ns_ = 0;     // interval predicted after it (0: none)
-    PredictorStats         stats_;
+    std::vector<unsigned> run_idles_;
+    std::size_t runs_          = 0;  // runs completed
+    TimeNs last_end_           = 0;
+    Entry *pending_            = nullptr;  // context of the last event
+    std::uint64_t pending_key_ = 0;
+    TimeNs predicted_ns_       = 0;  // interval predicted after it (0: none)
+    PredictorStats stats_;
 };
 
 }  // namespace slim::predict

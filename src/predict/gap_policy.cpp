@@ -25,11 +25,11 @@ std::string PolicySpec::name() const
     };
     switch (kind) {
     case PolicyKind::always_on: return "always-on";
-    case PolicyKind::timeout:   return "timeout " + micros(timeout_ns);
-    case PolicyKind::oracle:    return "oracle";
-    case PolicyKind::pps:       return "pps gt " + micros(predictor.fixed_gt_ns);
-    case PolicyKind::spps:      return "spps";
-    case PolicyKind::adaptive:  return "adaptive";
+    case PolicyKind::timeout: return "timeout " + micros(timeout_ns);
+    case PolicyKind::oracle: return "oracle";
+    case PolicyKind::pps: return "pps gt " + micros(predictor.fixed_gt_ns);
+    case PolicyKind::spps: return "spps";
+    case PolicyKind::adaptive: return "adaptive";
     case PolicyKind::context: {
         std::string name = (context.key == predict::ContextKey::runs ? "runs " : "context ") +
                            std::to_string(context.depth) + agreement();
@@ -68,20 +68,19 @@ GapPolicy::GapPolicy(const PolicySpec& spec, const LinkConfig& link, bool packed
         break;
     case PolicyKind::adaptive: {
         AdaptiveConfig a;
-        a.link      = link;
-        a.packed    = packed;
-        adaptive_   = std::make_unique<AdaptivePolicy>(a);
+        a.link    = link;
+        a.packed  = packed;
+        adaptive_ = std::make_unique<AdaptivePolicy>(a);
         break;
     }
     case PolicyKind::always_on:
     case PolicyKind::timeout:
-    case PolicyKind::oracle:
-        break;
+    case PolicyKind::oracle: break;
     }
 }
 
-GapPolicy::~GapPolicy() = default;
-GapPolicy::GapPolicy(GapPolicy&&) noexcept = default;
+GapPolicy::~GapPolicy()                               = default;
+GapPolicy::GapPolicy(GapPolicy&&) noexcept            = default;
 GapPolicy& GapPolicy::operator=(GapPolicy&&) noexcept = default;
 
 const GapDecision& GapPolicy::on_event(const predict::Event& event)
@@ -91,9 +90,7 @@ const GapDecision& GapPolicy::on_event(const predict::Event& event)
     case PolicyKind::always_on:
     case PolicyKind::oracle:  // acts on the gap's end, which the replay knows (replay.h)
         break;
-    case PolicyKind::timeout:
-        decision_.timeout_ns = spec_.timeout_ns;
-        break;
+    case PolicyKind::timeout: decision_.timeout_ns = spec_.timeout_ns; break;
     case PolicyKind::pps:
     case PolicyKind::spps: {
         // The predictor sees the trace as recorded: what it predicts does
@@ -115,14 +112,11 @@ const GapDecision& GapPolicy::on_event(const predict::Event& event)
             decision_.timeout_ns = spec_.fallback_timeout_ns;
         } else if (d.low_power && spec_.after_ns > 0) {
             // Measured from the event's end, like every timeout.
-            decision_.timeout_ns =
-                    (d.low_power->until_ns - d.low_power->from_ns) + spec_.after_ns;
+            decision_.timeout_ns = (d.low_power->until_ns - d.low_power->from_ns) + spec_.after_ns;
         }
         break;
     }
-    case PolicyKind::adaptive:
-        decision_ = adaptive_->on_event(event);
-        break;
+    case PolicyKind::adaptive: decision_ = adaptive_->on_event(event); break;
     }
     return decision_;
 }

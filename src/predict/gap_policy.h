@@ -50,29 +50,26 @@ enum class PolicyKind {
 // 0.881 at 5, 10, 7, 15 and 20 tau; FFT from 0.828 (lowest 0.750) to 0.862
 // (0.797) at 10 tau, the short runs from 0.811 to 0.825, no workload lower.
 // Idle inside a run is still predicted: the key holds the run's bytes so far.
-inline constexpr TimeNs context_run_gap_ns(const LinkConfig& link)
-{
-    return 10 * link.tau_ns;
-}
+inline constexpr TimeNs context_run_gap_ns(const LinkConfig& link) { return 10 * link.tau_ns; }
 
 // A policy and its parameters: what UCX_SLIM_PREDICTOR and slim-replay
 // --policy name (policy_registry.h), and each candidate of the adaptive
 // policy.
 struct PolicySpec {
-    PolicyKind               kind       = PolicyKind::always_on;
+    PolicyKind kind = PolicyKind::always_on;
     // The name it was asked by ("spps", "context:2"), for the reports.
-    std::string              registry_name;
-    TimeNs                   timeout_ns = 100'000;   // timeout
-    predict::PredictorConfig predictor;              // pps, spps (tuned is set by the kind)
-    predict::ContextConfig   context;                // context
+    std::string registry_name;
+    TimeNs timeout_ns = 100'000;         // timeout
+    predict::PredictorConfig predictor;  // pps, spps (tuned is set by the kind)
+    predict::ContextConfig context;      // context
     // context: when the context predictor has no window for a gap, an
     // idle timeout of this length (0: none).
-    TimeNs                   fallback_timeout_ns = 0;
+    TimeNs fallback_timeout_ns = 0;
     // context: when a gap outlasts the predicted window, low again this
     // long after the window's end (0: not again). Compute phases on a busy
     // node vary: the window is the shorter of the last two, the rest of a
     // longer gap is otherwise lost.
-    TimeNs                   after_ns = 0;
+    TimeNs after_ns = 0;
 
     // What it does, as the adaptive policy's reports name its candidates:
     // "timeout 100us", "pps gt 20us", "spps", "context 2 +-50%",
@@ -91,8 +88,8 @@ struct GapDecision {
     std::optional<predict::LowPowerRequest> low_power;
     // Low after this much idle, measured from the gap's start; with
     // low_power, longer than its window: low again then.
-    std::optional<TimeNs>                   timeout_ns;
-    bool hit = false;                // the event came while a prediction was active and matched
+    std::optional<TimeNs> timeout_ns;
+    bool hit               = false;  // the event came while a prediction was active and matched
     bool prediction_active = false;  // a prediction is active after this event
 };
 
@@ -117,8 +114,8 @@ public:
 
 private:
     predict::ContextPredictor predictor_;
-    predict::Decision         decision_;
-    std::uint64_t             decided_ = 0;
+    predict::Decision decision_;
+    std::uint64_t decided_ = 0;
 };
 
 class GapPolicy {
@@ -140,24 +137,24 @@ public:
     const GapDecision& decision() const { return decision_; }
 
     const PolicySpec& spec() const { return spec_; }
-    PolicyKind        kind() const { return spec_.kind; }
+    PolicyKind kind() const { return spec_.kind; }
     // The pattern predictor of pps and spps, else none.
-    const predict::Predictor* predictor() const { return predictor_ ? &*predictor_ : nullptr; }
+    const predict::Predictor *predictor() const { return predictor_ ? &*predictor_ : nullptr; }
     // The context predictor of PolicyKind::context, else none.
-    const predict::ContextPredictor* context() const
+    const predict::ContextPredictor *context() const
     {
         return context_ ? &context_->predictor() : nullptr;
     }
     // The policy of PolicyKind::adaptive, else none.
-    const AdaptivePolicy* adaptive() const { return adaptive_.get(); }
+    const AdaptivePolicy *adaptive() const { return adaptive_.get(); }
 
 private:
-    PolicySpec                        spec_;
+    PolicySpec spec_;
     std::optional<predict::Predictor> predictor_;
-    std::shared_ptr<SharedContext>    context_;
-    std::unique_ptr<AdaptivePolicy>   adaptive_;
-    GapDecision                       decision_;
-    std::uint64_t                     events_ = 0;
+    std::shared_ptr<SharedContext> context_;
+    std::unique_ptr<AdaptivePolicy> adaptive_;
+    GapDecision decision_;
+    std::uint64_t events_ = 0;
 };
 
 }  // namespace slim::link

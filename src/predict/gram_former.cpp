@@ -15,8 +15,7 @@ namespace detail {
 OpenIndex::OpenIndex(std::size_t entries)
     : slots_(power_of_two_at_least(std::max<std::size_t>(2 * entries, 2)), 0),
       mask_(slots_.size() - 1)
-{
-}
+{}
 
 std::size_t OpenIndex::home(std::uint64_t hash) const
 {
@@ -49,10 +48,8 @@ constexpr std::size_t kArenaIdsPerGram = 8;
 
 GramTable::GramTable(std::size_t capacity, std::size_t max_gram_events)
     : capacity_(std::clamp<std::size_t>(capacity, 1, kNoGram - 1)),
-      max_gram_events_(std::max<std::size_t>(max_gram_events, 1)),
-      kinds_(capacity_),
-      arena_(capacity_ * kArenaIdsPerGram + max_gram_events_ + kRecordHeader),
-      index_(capacity_)
+      max_gram_events_(std::max<std::size_t>(max_gram_events, 1)), kinds_(capacity_),
+      arena_(capacity_ * kArenaIdsPerGram + max_gram_events_ + kRecordHeader), index_(capacity_)
 {
     free_.reserve(capacity_);
     clear();
@@ -69,7 +66,7 @@ void GramTable::clear()
     index_.clear();
 }
 
-bool GramTable::matches(GramId id, std::uint64_t hash, const EventId* ids, std::size_t stored,
+bool GramTable::matches(GramId id, std::uint64_t hash, const EventId *ids, std::size_t stored,
                         std::uint32_t length) const
 {
     const Kind& k = kinds_[id];
@@ -77,12 +74,12 @@ bool GramTable::matches(GramId id, std::uint64_t hash, const EventId* ids, std::
            std::equal(ids, ids + stored, &arena_[k.offset]);
 }
 
-GramId GramTable::intern(std::uint64_t hash, const EventId* ids, std::size_t stored,
+GramId GramTable::intern(std::uint64_t hash, const EventId *ids, std::size_t stored,
                          std::uint32_t length)
 {
-    stored = std::min(stored, max_gram_events_);
+    stored                    = std::min(stored, max_gram_events_);
     const std::uint32_t found = index_.find(
-        hash, [&](std::uint32_t id) { return matches(id, hash, ids, stored, length); });
+            hash, [&](std::uint32_t id) { return matches(id, hash, ids, stored, length); });
     if (found != detail::OpenIndex::kNone) {
         ++kinds_[found].refs;
         return found;
@@ -102,12 +99,12 @@ GramId GramTable::intern(std::uint64_t hash, const EventId* ids, std::size_t sto
     arena_[arena_top_]     = id;
     arena_[arena_top_ + 1] = static_cast<EventId>(stored);
     std::copy(ids, ids + stored, &arena_[arena_top_ + kRecordHeader]);
-    Kind& k   = kinds_[id];
-    k.hash    = hash;
-    k.offset  = static_cast<std::uint32_t>(arena_top_ + kRecordHeader);
-    k.length  = length;
-    k.stored  = static_cast<std::uint32_t>(stored);
-    k.refs    = 1;
+    Kind& k  = kinds_[id];
+    k.hash   = hash;
+    k.offset = static_cast<std::uint32_t>(arena_top_ + kRecordHeader);
+    k.length = length;
+    k.stored = static_cast<std::uint32_t>(stored);
+    k.refs   = 1;
     arena_top_ += need;
     index_.insert(hash, id);
     return id;
@@ -146,10 +143,10 @@ void GramTable::compact()
     }
     std::size_t write = 0;
     for (std::size_t read = 0; read < arena_top_;) {
-        const GramId      id     = arena_[read];
+        const GramId id          = arena_[read];
         const std::size_t stored = arena_[read + 1];
         const std::size_t words  = stored + kRecordHeader;
-        Kind&             k      = kinds_[id];
+        Kind& k                  = kinds_[id];
         if (k.refs > 0 && k.offset == read + kRecordHeader) {
             std::memmove(&arena_[write], &arena_[read], words * sizeof(EventId));
             k.offset = static_cast<std::uint32_t>(write + kRecordHeader);

@@ -86,14 +86,14 @@ public:
         slots_[i] = 0;
     }
 
-    void        clear();
+    void clear();
     std::size_t memory_bytes() const { return slots_.capacity() * sizeof(std::uint32_t); }
 
 private:
     std::size_t home(std::uint64_t hash) const;
 
     std::vector<std::uint32_t> slots_;  // entry + 1; 0 is empty
-    std::size_t                mask_ = 0;
+    std::size_t mask_ = 0;
 };
 
 }  // namespace detail
@@ -109,17 +109,16 @@ public:
     // one reference taken for the caller; kNoGram when the table is full.
     // `hash` must be the hash_append chain of the stored ids from
     // kSequenceSeed.
-    GramId intern(std::uint64_t hash, const EventId* ids, std::size_t stored,
-                  std::uint32_t length);
+    GramId intern(std::uint64_t hash, const EventId *ids, std::size_t stored, std::uint32_t length);
 
     void acquire(GramId id);
     void release(GramId id);
 
     // Events in the gram; only the first stored() ids are kept (a gram longer
     // than max_gram_events is known by those and by its length).
-    std::uint32_t  length(GramId id) const { return kinds_[id].length; }
-    std::size_t    stored(GramId id) const { return kinds_[id].stored; }
-    const EventId* events(GramId id) const { return &arena_[kinds_[id].offset]; }
+    std::uint32_t length(GramId id) const { return kinds_[id].length; }
+    std::size_t stored(GramId id) const { return kinds_[id].stored; }
+    const EventId *events(GramId id) const { return &arena_[kinds_[id].offset]; }
 
     std::size_t live() const { return capacity_ - free_.size(); }
     std::size_t capacity() const { return capacity_; }
@@ -141,33 +140,33 @@ private:
     // Arena records are [kind, stored, ids...]: a scan can skip dead ones.
     static constexpr std::size_t kRecordHeader = 2;
 
-    bool matches(GramId id, std::uint64_t hash, const EventId* ids, std::size_t stored,
+    bool matches(GramId id, std::uint64_t hash, const EventId *ids, std::size_t stored,
                  std::uint32_t length) const;
     void compact();
 
-    std::size_t            capacity_;
-    std::size_t            max_gram_events_;
-    std::vector<Kind>      kinds_;
-    std::vector<GramId>    free_;   // stack of unused kinds
-    std::vector<EventId>   arena_;  // event ids of all kinds, bump-allocated
-    std::size_t            arena_top_ = 0;
-    detail::OpenIndex      index_;
+    std::size_t capacity_;
+    std::size_t max_gram_events_;
+    std::vector<Kind> kinds_;
+    std::vector<GramId> free_;    // stack of unused kinds
+    std::vector<EventId> arena_;  // event ids of all kinds, bump-allocated
+    std::size_t arena_top_ = 0;
+    detail::OpenIndex index_;
 };
 
 // A completed gram and the idle interval that follows it: one element of
 // Algorithm 1's `array`. `gram` carries one GramTable reference, which the
 // receiver owns.
 struct CompletedGram {
-    GramId        gram       = kNoGram;
-    TimeNs        idle_after = 0;
-    std::uint32_t events     = 0;
+    GramId gram          = kNoGram;
+    TimeNs idle_after    = 0;
+    std::uint32_t events = 0;
 };
 
 // The gram in progress (Algorithm 1's currentGram), as Algorithm 4 sees it.
 struct PartialGram {
-    const EventId* events = nullptr;  // the first `stored` ids
-    std::size_t    stored = 0;
-    std::uint32_t  length = 0;
+    const EventId *events = nullptr;  // the first `stored` ids
+    std::size_t stored    = 0;
+    std::uint32_t length  = 0;
 };
 
 // Algorithm 1, lines 1-5.
@@ -190,11 +189,11 @@ public:
     std::size_t memory_bytes() const { return ids_.capacity() * sizeof(EventId); }
 
 private:
-    GramTable&           table_;
+    GramTable& table_;
     std::vector<EventId> ids_;  // max_gram_events
-    std::size_t          stored_ = 0;
-    std::uint32_t        length_ = 0;
-    std::uint64_t        hash_   = kSequenceSeed;
+    std::size_t stored_   = 0;
+    std::uint32_t length_ = 0;
+    std::uint64_t hash_   = kSequenceSeed;
 };
 
 }  // namespace slim::predict

@@ -31,7 +31,7 @@ std::string_view trim(std::string_view s) { return parse::trim(s, " \t"); }
 
 unsigned parse_lanes(const std::string& value)
 {
-    for (const char* lanes : {"1", "2", "4", "8", "12"}) {
+    for (const char *lanes : {"1", "2", "4", "8", "12"}) {
         if (value == lanes) {
             return static_cast<unsigned>(std::stoul(value));
         }
@@ -44,7 +44,7 @@ double parse_lane_watts(const std::string& value)
     // parse::real gives a closed range; P = 0 would make the baseline 0 J and
     // every saving 0/0.
     const std::string accepted = "numbers greater than 0 and at most 100 (watts per lane)";
-    double watts = 0.0;
+    double watts               = 0.0;
     try {
         watts = parse::real("P", value, 0.0, kMaxLaneWatts);
     } catch (const ConfigError&) {
@@ -74,16 +74,16 @@ LinkConfig parse_link_config(const std::string& text)
     LinkConfig config;
     std::string low_text;
     constexpr std::string_view keys[] = {"L", "P", "low", "tau"};
-    bool seen[std::size(keys)] = {};
-    std::string_view rest = text;
+    bool seen[std::size(keys)]        = {};
+    std::string_view rest             = text;
     while (!trim(rest).empty()) {
-        const auto comma = rest.find(',');
+        const auto comma            = rest.find(',');
         const std::string_view item = trim(rest.substr(0, comma));
         rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
         const auto equals = item.find('=');
         if (equals == std::string_view::npos) {
             throw Error("link config item '" + std::string(item) +
-                                        "': expected key=value with a key L, P, low or tau");
+                        "': expected key=value with a key L, P, low or tau");
         }
         const std::string_view key = trim(item.substr(0, equals));
         const std::string value{trim(item.substr(equals + 1))};
@@ -91,11 +91,10 @@ LinkConfig parse_link_config(const std::string& text)
                 std::find(std::begin(keys), std::end(keys), key) - std::begin(keys));
         if (index == std::size(keys)) {
             throw Error("link config key '" + std::string(key) +
-                                        "' is unknown: accepted keys are L, P, low and tau");
+                        "' is unknown: accepted keys are L, P, low and tau");
         }
         if (seen[index]) {
-            throw Error("link config key '" + std::string(key) +
-                                        "' is given more than once");
+            throw Error("link config key '" + std::string(key) + "' is given more than once");
         }
         seen[index] = true;
         switch (index) {
@@ -112,15 +111,9 @@ LinkConfig parse_link_config(const std::string& text)
 }
 
 LinkModel::LinkModel(const LinkConfig& config, TimeNs start_ns)
-    : config_(config),
-      now_ns_(start_ns),
-      from_width_(config.lanes),
-      to_width_(config.lanes),
-      transition_end_ns_(start_ns),
-      pending_width_(config.lanes),
-      has_pending_(false)
-{
-}
+    : config_(config), now_ns_(start_ns), from_width_(config.lanes), to_width_(config.lanes),
+      transition_end_ns_(start_ns), pending_width_(config.lanes), has_pending_(false)
+{}
 
 void LinkModel::start_transition(TimeNs t, unsigned width)
 {
@@ -217,10 +210,7 @@ TimeNs LinkModel::traffic(TimeNs t, unsigned width)
     return wait;
 }
 
-unsigned LinkModel::target_width() const
-{
-    return has_pending_ ? pending_width_ : to_width_;
-}
+unsigned LinkModel::target_width() const { return has_pending_ ? pending_width_ : to_width_; }
 
 unsigned LinkModel::width_at(TimeNs t) const
 {

@@ -19,10 +19,10 @@ using predict::TimeNs;
 constexpr unsigned kMaxLanes = 12;
 
 struct LinkConfig {
-    unsigned lanes      = 4;      // L: 1, 2, 4, 8 or 12
-    double   lane_watts = 0.5;    // P_lane: 0.3 W TX + 0.2 W RX
-    unsigned low_width  = 1;      // W_low: one lane stays up for management
-    TimeNs   tau_ns     = 10'000; // any width change takes tau
+    unsigned lanes     = 4;       // L: 1, 2, 4, 8 or 12
+    double lane_watts  = 0.5;     // P_lane: 0.3 W TX + 0.2 W RX
+    unsigned low_width = 1;       // W_low: one lane stays up for management
+    TimeNs tau_ns      = 10'000;  // any width change takes tau
 };
 
 // Parses "L=4,P=0.5,low=1,tau=10us" (any subset, any order; durations take
@@ -30,13 +30,13 @@ struct LinkConfig {
 LinkConfig parse_link_config(const std::string& text);
 
 struct LinkStats {
-    double        energy_joules    = 0.0;  // integral of power up to `now`
-    std::uint64_t transitions      = 0;    // width changes started
-    std::uint64_t late_wakeups     = 0;    // traffic that had to wait
-    TimeNs        added_delay_ns   = 0;    // sum of those waits (late wake-up penalty)
+    double energy_joules       = 0.0;  // integral of power up to `now`
+    std::uint64_t transitions  = 0;    // width changes started
+    std::uint64_t late_wakeups = 0;    // traffic that had to wait
+    TimeNs added_delay_ns      = 0;    // sum of those waits (late wake-up penalty)
     // Time spent stable at each width (index = width) and in transition.
     std::array<TimeNs, kMaxLanes + 1> time_at_width_ns{};
-    TimeNs        time_in_transition_ns = 0;
+    TimeNs time_in_transition_ns = 0;
 };
 
 // The port. It starts stable at full width at `start_ns`.
@@ -76,36 +76,34 @@ public:
 
     // Thesis §4.5.2: width that keeps the original speed for a burst whose
     // wire bytes are `packed` of `original`: max(1, ceil(L * packed/original)).
-    static unsigned burst_width(unsigned lanes, std::uint64_t original,
-                                std::uint64_t packed);
+    static unsigned burst_width(unsigned lanes, std::uint64_t original, std::uint64_t packed);
     // Duration of a burst sent at `width`: original * (packed/original) *
     // (lanes/width) when that is longer than the original, else the original.
-    static TimeNs burst_duration(TimeNs original_ns, unsigned lanes,
-                                 unsigned width, std::uint64_t original,
-                                 std::uint64_t packed);
+    static TimeNs burst_duration(TimeNs original_ns, unsigned lanes, unsigned width,
+                                 std::uint64_t original, std::uint64_t packed);
 
 private:
     // implementation-defined state (owned by the link-model engineer)
     LinkConfig config_;
-    LinkStats  stats_;
-    TimeNs     now_ns_;           // energy and times are integrated up to here
-    unsigned   from_width_;       // stable width, or transition start width
-    unsigned   to_width_;         // == from_width_ when stable
-    TimeNs     transition_end_ns_;
-    unsigned   pending_width_;    // request made during a transition
-    bool       has_pending_;
+    LinkStats stats_;
+    TimeNs now_ns_;        // energy and times are integrated up to here
+    unsigned from_width_;  // stable width, or transition start width
+    unsigned to_width_;    // == from_width_ when stable
+    TimeNs transition_end_ns_;
+    unsigned pending_width_;  // request made during a transition
+    bool has_pending_;
     // Energy is kept as an exact integer (lanes powered x ns) and converted
     // to joules on demand, so long runs do not accumulate rounding error.
     // 128 bits: 12 lanes over the longest accepted span (2^62 ns) overflow 64.
     __int128 lane_ns_ = 0;
 
-    bool     in_transition() const { return from_width_ != to_width_; }
+    bool in_transition() const { return from_width_ != to_width_; }
     unsigned usable_width() const { return from_width_ < to_width_ ? from_width_ : to_width_; }
-    void     start_transition(TimeNs t, unsigned width);
+    void start_transition(TimeNs t, unsigned width);
     // Advances the state machine to t (finishing transitions, starting the
     // pending one) and integrates up to t.
-    void     integrate_to(TimeNs t);
-    void     settle(TimeNs t);
+    void integrate_to(TimeNs t);
+    void settle(TimeNs t);
 };
 
 }  // namespace slim::link

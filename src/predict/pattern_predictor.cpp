@@ -72,9 +72,9 @@ constexpr std::size_t kLiftMaxPatternAfter = 8;
 
 PatternPredictorConfig sanitized(PatternPredictorConfig c)
 {
-    c.max_pattern_size      = std::clamp<std::size_t>(c.max_pattern_size, 2, 0xffff);
-    c.gram_capacity = power_of_two_at_least(std::max(c.gram_capacity, 4 * c.max_pattern_size));
-    c.pattern_capacity      = std::clamp<std::size_t>(c.pattern_capacity, 4, 0xffff'fffe);
+    c.max_pattern_size = std::clamp<std::size_t>(c.max_pattern_size, 2, 0xffff);
+    c.gram_capacity    = power_of_two_at_least(std::max(c.gram_capacity, 4 * c.max_pattern_size));
+    c.pattern_capacity = std::clamp<std::size_t>(c.pattern_capacity, 4, 0xffff'fffe);
     c.positions_per_pattern = std::max<std::size_t>(c.positions_per_pattern, 2);
     return c;
 }
@@ -82,15 +82,11 @@ PatternPredictorConfig sanitized(PatternPredictorConfig c)
 }  // namespace
 
 PatternPredictor::PatternPredictor(GramTable& grams, const PatternPredictorConfig& config)
-    : table_(grams),
-      config_(sanitized(config)),
-      ring_(config_.gram_capacity),
-      ring_mask_(config_.gram_capacity - 1),
-      entries_(config_.pattern_capacity),
+    : table_(grams), config_(sanitized(config)), ring_(config_.gram_capacity),
+      ring_mask_(config_.gram_capacity - 1), entries_(config_.pattern_capacity),
       keys_(config_.pattern_capacity * config_.max_pattern_size, kNoGram),
       positions_(config_.pattern_capacity * config_.positions_per_pattern, 0),
-      index_(config_.pattern_capacity),
-      max_pat_(config_.max_pattern_size),
+      index_(config_.pattern_capacity), max_pat_(config_.max_pattern_size),
       idles_(config_.max_pattern_size, 0)
 {
     free_entries_.reserve(config_.pattern_capacity);
@@ -209,7 +205,7 @@ std::optional<Activation> PatternPredictor::grow()
     match_                     = false;
     ++pat_size_;
     const std::uint64_t hash =
-        hash_append(entries_[prefix].hash, gram_at(pos_cur_ + pat_size_ - 1));
+            hash_append(entries_[prefix].hash, gram_at(pos_cur_ + pat_size_ - 1));
     const Lookup grown = update_pattern_list(pos_cur_, pat_size_, hash);
     new_pattern_       = grown.is_new;
     grown_inserted_    = grown.is_new;
@@ -223,9 +219,9 @@ std::optional<Activation> PatternPredictor::grow()
     }
     // Lines 13-15 over the prefix's positions (the kept ones still in the
     // ring), before cur_entry_ stops protecting the prefix.
-    const Entry&        p     = entries_[prefix];
-    const std::size_t   per   = config_.positions_per_pattern;
-    const std::uint64_t* kept = &positions_[prefix * per];
+    const Entry& p            = entries_[prefix];
+    const std::size_t per     = config_.positions_per_pattern;
+    const std::uint64_t *kept = &positions_[prefix * per];
     for (std::uint32_t i = 0; i < p.npos && !match_; ++i) {
         const std::uint64_t at = kept[(p.pos_next + per - p.npos + i) % per];
         if (at != pos_cur_ && slice_equals(at, grown.entry)) {
@@ -291,7 +287,7 @@ std::optional<Activation> PatternPredictor::insert_current()
         }
     }
     const Lookup current =
-        update_pattern_list(pos_cur_, pat_size_, slice_hash(pos_cur_, pat_size_));
+            update_pattern_list(pos_cur_, pat_size_, slice_hash(pos_cur_, pat_size_));
     cur_entry_      = current.entry;
     new_pattern_    = current.is_new;
     check_consec_   = true;
@@ -312,7 +308,7 @@ std::optional<Activation> PatternPredictor::activate(std::uint32_t entry, std::u
     if (!holds(start) || start + n > pos_) {
         return std::nullopt;
     }
-    const GramId* grams = key(entry);
+    const GramId *grams = key(entry);
     for (std::uint64_t at = start + n; at < pos_; ++at) {
         if (!same_gram(gram_at(at), grams[(at - start) % n])) {
             return std::nullopt;
@@ -372,7 +368,7 @@ bool PatternPredictor::slice_equals(std::uint64_t start, std::uint32_t entry) co
     if (!holds(start) || start + n > pos_) {
         return false;
     }
-    const GramId* grams = key(entry);
+    const GramId *grams = key(entry);
     for (std::size_t i = 0; i < n; ++i) {
         if (!same_gram(gram_at(start + i), grams[i])) {
             return false;
@@ -391,8 +387,7 @@ std::uint32_t PatternPredictor::find(std::uint64_t start, std::size_t size,
 
 // Algorithm 3.
 PatternPredictor::Lookup PatternPredictor::update_pattern_list(std::uint64_t start,
-                                                               std::size_t size,
-                                                               std::uint64_t hash)
+                                                               std::size_t size, std::uint64_t hash)
 {
     if (const std::uint32_t found = find(start, size, hash); found != kNone) {
         Entry& e = entries_[found];
@@ -403,13 +398,13 @@ PatternPredictor::Lookup PatternPredictor::update_pattern_list(std::uint64_t sta
         return {found, false};
     }
     const std::uint32_t entry = allocate_entry();
-    Entry&              e     = entries_[entry];
-    e           = Entry{};
-    e.hash      = hash;
-    e.size      = static_cast<std::uint32_t>(size);
-    e.frequency = 1;
-    e.touched   = ++clock_;
-    GramId* grams = key(entry);
+    Entry& e                  = entries_[entry];
+    e                         = Entry{};
+    e.hash                    = hash;
+    e.size                    = static_cast<std::uint32_t>(size);
+    e.frequency               = 1;
+    e.touched                 = ++clock_;
+    GramId *grams             = key(entry);
     for (std::size_t i = 0; i < size; ++i) {
         const Slot& slot = ring_[(start + i) & ring_mask_];
         grams[i]         = slot.gram;
@@ -424,9 +419,9 @@ PatternPredictor::Lookup PatternPredictor::update_pattern_list(std::uint64_t sta
 
 void PatternPredictor::add_position(std::uint32_t entry, std::uint64_t position)
 {
-    Entry&            e    = entries_[entry];
-    const std::size_t per  = config_.positions_per_pattern;
-    std::uint64_t*    kept = &positions_[entry * per];
+    Entry& e              = entries_[entry];
+    const std::size_t per = config_.positions_per_pattern;
+    std::uint64_t *kept   = &positions_[entry * per];
     if (e.npos > 0 && kept[(e.pos_next + per - 1) % per] == position) {
         return;
     }
@@ -468,8 +463,8 @@ std::uint32_t PatternPredictor::allocate_entry()
 void PatternPredictor::remove_entry(std::uint32_t entry)
 {
     notify(PatternListChange::Kind::removed, entry);
-    Entry&        e     = entries_[entry];
-    const GramId* grams = key(entry);
+    Entry& e            = entries_[entry];
+    const GramId *grams = key(entry);
     for (std::size_t i = 0; i < e.size; ++i) {
         table_.release(grams[i]);
     }
@@ -487,15 +482,9 @@ void PatternPredictor::notify(PatternListChange::Kind kind, std::uint32_t entry)
 
 // ------------------------------------------------------------ introspection
 
-std::size_t PatternPredictor::patterns() const
-{
-    return entries_.size() - free_entries_.size();
-}
+std::size_t PatternPredictor::patterns() const { return entries_.size() - free_entries_.size(); }
 
-std::size_t PatternPredictor::pattern_size(std::size_t entry) const
-{
-    return entries_[entry].size;
-}
+std::size_t PatternPredictor::pattern_size(std::size_t entry) const { return entries_[entry].size; }
 
 std::uint32_t PatternPredictor::frequency(std::size_t entry) const
 {
@@ -511,7 +500,7 @@ bool PatternPredictor::was_used(std::size_t entry) const { return entries_[entry
 
 std::vector<std::uint64_t> PatternPredictor::positions(std::size_t entry) const
 {
-    const Entry&      e   = entries_[entry];
+    const Entry& e        = entries_[entry];
     const std::size_t per = config_.positions_per_pattern;
     std::vector<std::uint64_t> out;
     for (std::uint32_t i = 0; i < e.npos; ++i) {
@@ -525,8 +514,8 @@ std::string PatternPredictor::gram_string(GramId gram) const
     if (gram == kNoGram) {
         return "?";
     }
-    std::string       s;
-    const EventId*    ids    = table_.events(gram);
+    std::string s;
+    const EventId *ids       = table_.events(gram);
     const std::size_t stored = table_.stored(gram);
     for (std::size_t i = 0; i < stored; ++i) {
         s += (i ? "-" : "") + std::to_string(ids[i]);
@@ -539,8 +528,8 @@ std::string PatternPredictor::gram_string(GramId gram) const
 
 std::string PatternPredictor::pattern_string(std::size_t entry) const
 {
-    std::string   s;
-    const GramId* grams = key(static_cast<std::uint32_t>(entry));
+    std::string s;
+    const GramId *grams = key(static_cast<std::uint32_t>(entry));
     for (std::size_t i = 0; i < entries_[entry].size; ++i) {
         s += (i ? "_" : "") + gram_string(grams[i]);
     }

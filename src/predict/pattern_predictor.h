@@ -39,20 +39,20 @@ struct PatternPredictorConfig {
 // progress should be. The pointers stay valid until the next call into the
 // PatternPredictor.
 struct Activation {
-    std::size_t   entry = 0;  // pattern list entry
-    const GramId* grams = nullptr;
-    const TimeNs* idles = nullptr;
-    std::size_t   size  = 0;
-    std::size_t   index = 0;
-    bool          reactivated = false;  // a previously used pattern seen again
+    std::size_t entry   = 0;  // pattern list entry
+    const GramId *grams = nullptr;
+    const TimeNs *idles = nullptr;
+    std::size_t size    = 0;
+    std::size_t index   = 0;
+    bool reactivated    = false;  // a previously used pattern seen again
 };
 
 // Pattern list changes, for tests and tools (Figure 5.3 (c)).
 struct PatternListChange {
     enum class Kind { inserted, repeated, removed };
     std::uint64_t event = 0;  // 1-based count of on_event() calls
-    Kind          kind  = Kind::inserted;
-    std::size_t   entry = 0;
+    Kind kind           = Kind::inserted;
+    std::size_t entry   = 0;
 };
 using PatternObserver = std::function<void(const PatternListChange&)>;
 
@@ -78,19 +78,19 @@ public:
 
     // --- state, for the predictor facade, tests and tools
     std::uint64_t grams() const { return pos_; }  // grams ever added (pos)
-    bool          holds(std::uint64_t position) const;
-    GramId        gram_at(std::uint64_t position) const;
-    TimeNs        idle_after(std::uint64_t position) const;
-    std::size_t   current_pattern_size() const { return pat_size_; }  // patSize
-    std::size_t   max_pattern_size() const { return max_pat_; }       // maxPatternSize
+    bool holds(std::uint64_t position) const;
+    GramId gram_at(std::uint64_t position) const;
+    TimeNs idle_after(std::uint64_t position) const;
+    std::size_t current_pattern_size() const { return pat_size_; }  // patSize
+    std::size_t max_pattern_size() const { return max_pat_; }       // maxPatternSize
     std::uint64_t ppa_invocations() const { return invocations_; }
-    std::size_t   patterns() const;  // entries in the pattern list
+    std::size_t patterns() const;  // entries in the pattern list
 
     // A pattern list entry (valid until the list changes).
-    std::size_t                pattern_size(std::size_t entry) const;
-    std::uint32_t              frequency(std::size_t entry) const;
-    std::uint32_t              event_count(std::size_t entry) const;
-    bool                       was_used(std::size_t entry) const;
+    std::size_t pattern_size(std::size_t entry) const;
+    std::uint32_t frequency(std::size_t entry) const;
+    std::uint32_t event_count(std::size_t entry) const;
+    bool was_used(std::size_t entry) const;
     std::vector<std::uint64_t> positions(std::size_t entry) const;  // oldest first
     // "41-41-41_10_10": event ids joined by '-', grams by '_'.
     std::string pattern_string(std::size_t entry) const;
@@ -104,9 +104,9 @@ private:
     static constexpr std::uint32_t kNone = 0xffff'ffffu;
 
     struct Slot {
-        GramId        gram       = kNoGram;
-        std::uint32_t events     = 0;
-        TimeNs        idle_after = 0;
+        GramId gram          = kNoGram;
+        std::uint32_t events = 0;
+        TimeNs idle_after    = 0;
     };
 
     struct Entry {
@@ -117,12 +117,12 @@ private:
         std::uint32_t size      = 0;  // grams; 0: free entry
         std::uint32_t npos      = 0;  // positions kept (<= positions_per_pattern)
         std::uint32_t pos_next  = 0;  // ring slot for the next position
-        bool          was_used  = false;
+        bool was_used           = false;
     };
 
     struct Lookup {
         std::uint32_t entry;
-        bool          is_new;
+        bool is_new;
     };
 
     std::optional<Activation> step();
@@ -133,54 +133,54 @@ private:
     void search_from(std::uint64_t position);
 
     // Algorithm 3 over the slice array[start : start + size].
-    Lookup        update_pattern_list(std::uint64_t start, std::size_t size, std::uint64_t hash);
-    void          add_position(std::uint32_t entry, std::uint64_t position);
+    Lookup update_pattern_list(std::uint64_t start, std::size_t size, std::uint64_t hash);
+    void add_position(std::uint32_t entry, std::uint64_t position);
     std::uint32_t find(std::uint64_t start, std::size_t size, std::uint64_t hash) const;
     std::uint32_t allocate_entry();
-    void          remove_entry(std::uint32_t entry);
-    bool          slice_equals(std::uint64_t start, std::uint32_t entry) const;
+    void remove_entry(std::uint32_t entry);
+    bool slice_equals(std::uint64_t start, std::uint32_t entry) const;
     std::uint64_t slice_hash(std::uint64_t start, std::size_t size) const;
-    const GramId* key(std::uint32_t entry) const { return &keys_[entry * key_stride()]; }
-    GramId*       key(std::uint32_t entry) { return &keys_[entry * key_stride()]; }
-    std::size_t   key_stride() const { return config_.max_pattern_size; }
-    bool          is_protected(std::uint32_t entry) const;
-    void          notify(PatternListChange::Kind kind, std::uint32_t entry) const;
+    const GramId *key(std::uint32_t entry) const { return &keys_[entry * key_stride()]; }
+    GramId *key(std::uint32_t entry) { return &keys_[entry * key_stride()]; }
+    std::size_t key_stride() const { return config_.max_pattern_size; }
+    bool is_protected(std::uint32_t entry) const;
+    void notify(PatternListChange::Kind kind, std::uint32_t entry) const;
 
-    GramTable&             table_;
+    GramTable& table_;
     PatternPredictorConfig config_;
 
     // Gram array ring.
     std::vector<Slot> ring_;
-    std::uint64_t     ring_mask_ = 0;
-    std::uint64_t     pos_       = 0;
+    std::uint64_t ring_mask_ = 0;
+    std::uint64_t pos_       = 0;
 
     // Pattern list.
-    std::vector<Entry>         entries_;
-    std::vector<GramId>        keys_;       // max_pattern_size per entry
+    std::vector<Entry> entries_;
+    std::vector<GramId> keys_;              // max_pattern_size per entry
     std::vector<std::uint64_t> positions_;  // positions_per_pattern per entry
     std::vector<std::uint32_t> free_entries_;
-    detail::OpenIndex          index_;
-    std::uint64_t              clock_        = 0;
-    std::size_t                evict_cursor_ = 0;
+    detail::OpenIndex index_;
+    std::uint64_t clock_      = 0;
+    std::size_t evict_cursor_ = 0;
 
     // Algorithm 2's state. posNext is always posCur + patSize.
     std::uint64_t pos_cur_         = 0;
-    std::size_t   pat_size_        = 2;
-    std::size_t   max_pat_         = 0;
+    std::size_t pat_size_          = 2;
+    std::size_t max_pat_           = 0;
     std::uint32_t cur_entry_       = kNone;  // PL[currPattern]
     std::uint32_t predicted_entry_ = kNone;
     std::uint64_t predicted_at_    = 0;  // pos when a prediction last started or ended
-    bool          new_pattern_     = true;
-    bool          check_consec_    = false;
-    bool          check_previous_  = false;
-    bool          match_           = false;
-    bool          grown_inserted_  = false;  // this growth created cur_entry_
-    unsigned      consecutive_     = 0;
+    bool new_pattern_              = true;
+    bool check_consec_             = false;
+    bool check_previous_           = false;
+    bool match_                    = false;
+    bool grown_inserted_           = false;  // this growth created cur_entry_
+    unsigned consecutive_          = 0;
 
     std::vector<TimeNs> idles_;  // Activation::idles
-    std::uint64_t       events_      = 0;
-    std::uint64_t       invocations_ = 0;
-    PatternObserver     observer_;
+    std::uint64_t events_      = 0;
+    std::uint64_t invocations_ = 0;
+    PatternObserver observer_;
 };
 
 }  // namespace slim::predict

@@ -17,10 +17,10 @@ using namespace std::chrono_literals;
 
 // A policy that takes no parameter, and where it may run.
 struct Entry {
-    const char* name;
-    PolicyKind  kind;
-    bool        live;    // UCX_SLIM_PREDICTOR
-    bool        replay;  // slim-replay --policy
+    const char *name;
+    PolicyKind kind;
+    bool live;    // UCX_SLIM_PREDICTOR
+    bool replay;  // slim-replay --policy
 };
 
 // The live ones in live_policy_forms' order, the default first.
@@ -36,7 +36,7 @@ constexpr Entry kEntries[] = {
         {"oracle", PolicyKind::oracle, false, true},
 };
 
-PolicySpec named(const char* name, PolicyKind kind)
+PolicySpec named(const char *name, PolicyKind kind)
 {
     PolicySpec spec;
     spec.kind          = kind;
@@ -64,8 +64,8 @@ PolicySpec live_policy(std::string_view name)
             return named(e.name, e.kind);
         }
     }
-    throw Error("unknown predictor '" + std::string(name) + "' (expected " +
-                                live_policy_forms + ")");
+    throw Error("unknown predictor '" + std::string(name) + "' (expected " + live_policy_forms +
+                ")");
 }
 
 const std::vector<std::string>& live_policy_names()
@@ -88,12 +88,14 @@ PolicySpec replay_policy(std::string_view name)
     const std::string timeout_prefix = "timeout:";
     if (v.rfind(timeout_prefix, 0) == 0) {
         PolicySpec spec = named("timeout", PolicyKind::timeout);
-        spec.timeout_ns = parse::duration("--policy timeout", v.substr(timeout_prefix.size()), 0ns, 1s)
-                                  .count();
+        spec.timeout_ns =
+                parse::duration("--policy timeout", v.substr(timeout_prefix.size()), 0ns, 1s)
+                        .count();
         return spec;
     }
-    for (const auto& [prefix, key] : {std::pair{std::string("context:"), predict::ContextKey::events},
-                                      std::pair{std::string("runs:"), predict::ContextKey::runs}}) {
+    for (const auto& [prefix, key] :
+         {std::pair{std::string("context:"), predict::ContextKey::events},
+          std::pair{std::string("runs:"), predict::ContextKey::runs}}) {
         if (v.rfind(prefix, 0) != 0) {
             continue;
         }

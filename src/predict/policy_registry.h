@@ -29,12 +29,12 @@ PolicySpec default_live_policy();
 PolicySpec live_policy(std::string_view name);
 // The live names, the default first.
 const std::vector<std::string>& live_policy_names();
-inline constexpr const char* live_policy_forms = "adaptive, spps, pps, timeout, off";
+inline constexpr const char *live_policy_forms = "adaptive, spps, pps, timeout, off";
 
 // slim-replay --policy's value. Throws slim::Error for a name it
 // does not know, slim::ConfigError for a duration out of range.
 PolicySpec replay_policy(std::string_view name);
-inline constexpr const char* replay_policy_forms =
+inline constexpr const char *replay_policy_forms =
         "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:100us), oracle, pps, spps, "
         "adaptive, context:DEPTH (1 to 8), runs:DEPTH (1 to 8)";
 

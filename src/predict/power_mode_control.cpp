@@ -19,7 +19,7 @@ namespace slim::predict {
 TimeNs predicted_idle(TimeNs idle_ns, double displacement, TimeNs t_react_ns)
 {
     const double safety =
-        static_cast<double>(idle_ns) * displacement + static_cast<double>(t_react_ns);
+            static_cast<double>(idle_ns) * displacement + static_cast<double>(t_react_ns);
     return idle_ns - static_cast<TimeNs>(std::llround(safety));
 }
 
@@ -30,12 +30,9 @@ bool idle_equal(TimeNs a, TimeNs b, double tolerance)
 }
 
 PowerModeControl::PowerModeControl(const GramTable& grams, const PmccConfig& config)
-    : table_(grams),
-      config_(config),
-      grams_(std::max<std::size_t>(config.max_pattern_size, 1), kNoGram),
-      idles_(grams_.size(), 0)
-{
-}
+    : table_(grams), config_(config),
+      grams_(std::max<std::size_t>(config.max_pattern_size, 1), kNoGram), idles_(grams_.size(), 0)
+{}
 
 PmccResult PowerModeControl::off()
 {
@@ -45,9 +42,8 @@ PmccResult PowerModeControl::off()
     return r;
 }
 
-PmccResult PowerModeControl::activate(const GramId* grams, const TimeNs* idles, std::size_t size,
-                                      std::size_t index, const PartialGram& current,
-                                      TimeNs end_ns)
+PmccResult PowerModeControl::activate(const GramId *grams, const TimeNs *idles, std::size_t size,
+                                      std::size_t index, const PartialGram& current, TimeNs end_ns)
 {
     size_ = std::min(size, grams_.size());
     if (size_ == 0) {
@@ -62,7 +58,7 @@ PmccResult PowerModeControl::activate(const GramId* grams, const TimeNs* idles, 
 
     // The events of the gram in progress, as if they arrived now. Only the
     // last one can complete it, so only its end matters.
-    PmccResult   result;
+    PmccResult result;
     const GramId expected = grams_[index_];
     if (expected == kNoGram || current.length > table_.length(expected)) {
         return off();
@@ -71,9 +67,8 @@ PmccResult PowerModeControl::activate(const GramId* grams, const TimeNs* idles, 
     if (!std::equal(current.events, current.events + stored, table_.events(expected))) {
         return off();
     }
-    matched_ = current.length - 1;
-    const EventId last =
-        current.length <= current.stored ? current.events[current.length - 1] : 0;
+    matched_           = current.length - 1;
+    const EventId last = current.length <= current.stored ? current.events[current.length - 1] : 0;
     if (!match_event(last, end_ns, result)) {
         return off();
     }
@@ -126,7 +121,7 @@ bool PowerModeControl::match_event(EventId id, TimeNs end_ns, PmccResult& result
     // Lines 5-11: the gram is complete and matches.
     done_ = true;
     const TimeNs predicted =
-        predicted_idle(idles_[index_], config_.displacement, config_.t_react_ns);
+            predicted_idle(idles_[index_], config_.displacement, config_.t_react_ns);
     if (predicted > 0) {
         result.low_power = LowPowerRequest{end_ns, end_ns + predicted};
     }

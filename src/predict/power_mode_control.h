@@ -28,15 +28,15 @@ TimeNs predicted_idle(TimeNs idle_ns, double displacement, TimeNs t_react_ns);
 bool idle_equal(TimeNs a, TimeNs b, double tolerance);
 
 struct PmccConfig {
-    double      displacement     = 0.05;
-    TimeNs      t_react_ns       = 10'000;
-    double      idle_tolerance   = 0.10;
+    double displacement          = 0.05;
+    TimeNs t_react_ns            = 10'000;
+    double idle_tolerance        = 0.10;
     std::size_t max_pattern_size = 64;
 };
 
 struct PmccResult {
-    bool                           mismatch = false;  // prediction switched off
-    std::optional<LowPowerRequest> low_power;         // WRPS_method(predictIdleTime)
+    bool mismatch = false;                     // prediction switched off
+    std::optional<LowPowerRequest> low_power;  // WRPS_method(predictIdleTime)
 };
 
 class PowerModeControl {
@@ -47,7 +47,7 @@ public:
     // `index` is the gram the gram in progress should be. The events already
     // in the gram in progress are checked at once (the last of them ended at
     // `end_ns`); a mismatch leaves the prediction off.
-    PmccResult activate(const GramId* grams, const TimeNs* idles, std::size_t size,
+    PmccResult activate(const GramId *grams, const TimeNs *idles, std::size_t size,
                         std::size_t index, const PartialGram& current, TimeNs end_ns);
 
     // One event while active. `new_gram`: it started a gram (the idle before
@@ -56,10 +56,10 @@ public:
 
     void deactivate() { active_ = false; }
 
-    bool        active() const { return active_; }
+    bool active() const { return active_; }
     std::size_t pattern_size() const { return size_; }
     std::size_t index() const { return index_; }  // gram expected next (or in progress)
-    TimeNs      idle(std::size_t k) const { return idles_[k]; }
+    TimeNs idle(std::size_t k) const { return idles_[k]; }
     // Completed predicted grams whose following idle interval came within
     // idle_tolerance of the value predicted for it.
     std::uint64_t idle_matches() const { return idle_matches_; }
@@ -71,16 +71,16 @@ private:
     bool match_event(EventId id, TimeNs end_ns, PmccResult& result);
     PmccResult off();
 
-    const GramTable&    table_;
-    PmccConfig          config_;
+    const GramTable& table_;
+    PmccConfig config_;
     std::vector<GramId> grams_;
     std::vector<TimeNs> idles_;
-    std::size_t         size_    = 0;
-    std::size_t         index_   = 0;
-    std::uint32_t       matched_ = 0;     // events of the gram in progress so far
-    bool                done_    = false; // the gram in progress reached its length
-    bool                active_  = false;
-    std::uint64_t       idle_matches_ = 0;
+    std::size_t size_           = 0;
+    std::size_t index_          = 0;
+    std::uint32_t matched_      = 0;      // events of the gram in progress so far
+    bool done_                  = false;  // the gram in progress reached its length
+    bool active_                = false;
+    std::uint64_t idle_matches_ = 0;
 };
 
 }  // namespace slim::predict

@@ -74,49 +74,45 @@ std::size_t tuner_bytes(const TunerConfig& c)
 
 struct Predictor::Impl {
     explicit Impl(const PredictorConfig& c)
-        : config(c),
-          grams(c.gram_kinds_capacity, c.max_gram_events),
-          former(grams),
-          ppa(grams, pattern_config(c)),
-          pmcc(grams, pmcc_config(c)),
-          tuner(c.tuner)
+        : config(c), grams(c.gram_kinds_capacity, c.max_gram_events), former(grams),
+          ppa(grams, pattern_config(c)), pmcc(grams, pmcc_config(c)), tuner(c.tuner)
     {
         if (!c.tuned) {
-            mode         = Mode::running;
-            gt           = c.fixed_gt_ns;
-            stats.gt_ns  = gt;
+            mode        = Mode::running;
+            gt          = c.fixed_gt_ns;
+            stats.gt_ns = gt;
         }
     }
 
     enum class Mode { tuning, running, gave_up };
     enum class Step { skip, first_event, run };  // what the front-end lets through
 
-    Decision    on_event(const Event& event);
-    Step        front_end(std::optional<TimeNs> idle);
-    void        restart();
-    void        retune();  // no GT, or no prediction under it: sample again
-    void        sample_again();  // forget grams, patterns and GT; tune anew
+    Decision on_event(const Event& event);
+    Step front_end(std::optional<TimeNs> idle);
+    void restart();
+    void retune();        // no GT, or no prediction under it: sample again
+    void sample_again();  // forget grams, patterns and GT; tune anew
     std::size_t current_pattern_size() const;
-    void        issue(const std::optional<LowPowerRequest>& request, Decision& decision);
+    void issue(const std::optional<LowPowerRequest>& request, Decision& decision);
 
-    PredictorConfig  config;
-    GramTable        grams;
-    GramFormer       former;
+    PredictorConfig config;
+    GramTable grams;
+    GramFormer former;
     PatternPredictor ppa;
     PowerModeControl pmcc;
-    ThresholdTuner   tuner;
-    PredictorStats   stats;
+    ThresholdTuner tuner;
+    PredictorStats stats;
 
-    Mode          mode = Mode::tuning;
-    TimeNs        gt   = 0;
-    std::uint64_t idle_since_give_up = 0;
+    Mode mode                             = Mode::tuning;
+    TimeNs gt                             = 0;
+    std::uint64_t idle_since_give_up      = 0;
     std::uint64_t idle_without_prediction = 0;  // while running (SPPS)
 
-    bool   has_previous = false;
+    bool has_previous   = false;
     TimeNs previous_end = 0;
     std::optional<LowPowerRequest> pending;  // last request, until the next event
 
-    bool          danger_seen = false;  // one tolerated dangerous interval...
+    bool danger_seen          = false;  // one tolerated dangerous interval...
     std::uint64_t danger_gram = 0;      // ...seen when this many grams were complete
 };
 
@@ -149,7 +145,7 @@ Decision Predictor::Impl::on_event(const Event& event)
 
     const bool was_active = pmcc.active();
     const std::optional<CompletedGram> completed =
-        former.on_event(event.id, step == Step::first_event ? std::nullopt : idle, gt);
+            former.on_event(event.id, step == Step::first_event ? std::nullopt : idle, gt);
     if (completed) {
         ++stats.grams;
         ppa.add_gram(*completed);
@@ -208,10 +204,10 @@ Predictor::Impl::Step Predictor::Impl::front_end(std::optional<TimeNs> idle)
         }
         switch (tuner.add_idle(*idle)) {
         case ThresholdTuner::State::tuned:
-            gt          = *tuner.gt_ns();
-            stats.gt_ns = gt;
-            mode        = Mode::running;
-            danger_seen = false;
+            gt                      = *tuner.gt_ns();
+            stats.gt_ns             = gt;
+            mode                    = Mode::running;
+            danger_seen             = false;
             idle_without_prediction = 0;
             return Step::first_event;
         case ThresholdTuner::State::gave_up:
@@ -219,11 +215,9 @@ Predictor::Impl::Step Predictor::Impl::front_end(std::optional<TimeNs> idle)
             mode               = Mode::gave_up;
             idle_since_give_up = 0;
             return Step::skip;
-        default:
-            return Step::skip;
+        default: return Step::skip;
         }
-    case Mode::running:
-        break;
+    case Mode::running: break;
     }
     if (idle && config.tuned && config.retry_after_intervals > 0 &&
         ++idle_without_prediction >= config.retry_after_intervals) {
@@ -274,7 +268,7 @@ void Predictor::Impl::sample_again()
 // -------------------------------------------------------------- Predictor
 
 Predictor::Predictor(const PredictorConfig& config) : impl_(std::make_unique<Impl>(config)) {}
-Predictor::~Predictor()                              = default;
+Predictor::~Predictor()                               = default;
 Predictor::Predictor(Predictor&&) noexcept            = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 

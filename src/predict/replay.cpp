@@ -11,11 +11,9 @@
 namespace slim::link {
 
 Replay::Replay(const ReplayConfig& config, std::shared_ptr<SharedContext> shared)
-    : config_(config),
-      policy_(config.policy, config.link, config.packed, std::move(shared)),
+    : config_(config), policy_(config.policy, config.link, config.packed, std::move(shared)),
       recording_flips_at_(config.timeline_events > 0 ? config.timeline_first_event : UINT64_MAX)
-{
-}
+{}
 
 unsigned Replay::required_width(const Event& event) const
 {
@@ -61,7 +59,7 @@ void Replay::act_on_window(TimeNs gap_end, TimeNs again_ns)
     if (!pending_low_) {
         return;
     }
-    const TimeNs gap_start = actual_end_ns_;
+    const TimeNs gap_start                 = actual_end_ns_;
     const predict::LowPowerRequest request = *std::exchange(pending_low_, std::nullopt);
     // The request is in recorded time; the gap has moved by D since.
     const TimeNs from  = std::max(request.from_ns + delay_ns_, gap_start);
@@ -103,12 +101,12 @@ const GapDecision& Replay::on_event(const Event& event)
         act_on_gap(start);
     }
     const unsigned width = required_width(event);
-    const TimeNs   wait  = traffic(start, width);
+    const TimeNs wait    = traffic(start, width);
     delay_ns_ += wait;
     wakeup_delay_ns_ += wait;
 
     const TimeNs duration = event.end_ns - event.start_ns;
-    const bool   sized    = config_.packed && event.bytes != 0 && event.packed_bytes != 0;
+    const bool sized      = config_.packed && event.bytes != 0 && event.packed_bytes != 0;
     const TimeNs sent     = sized ? LinkModel::burst_duration(duration, config_.link.lanes, width,
                                                               event.bytes, event.packed_bytes)
                                   : duration;
@@ -125,8 +123,8 @@ const GapDecision& Replay::on_event(const Event& event)
     }
 
     const GapDecision& decision = policy_.on_event(event);
-    pending_low_     = decision.low_power;
-    pending_timeout_ = decision.timeout_ns;
+    pending_low_                = decision.low_power;
+    pending_timeout_            = decision.timeout_ns;
     return decision;
 }
 
@@ -158,7 +156,7 @@ void Replay::follow_width(TimeNs t)
         TimeNs lo = last.at_ns;  // width_at(lo) == last.width
         TimeNs hi = t;           // width_at(hi) != last.width
         while (hi - lo > 1) {
-            const TimeNs mid = lo + (hi - lo) / 2;
+            const TimeNs mid                                = lo + (hi - lo) / 2;
             (model_->width_at(mid) == last.width ? lo : hi) = mid;
         }
         last = {hi, model_->width_at(hi)};
@@ -170,7 +168,7 @@ void Replay::follow_width(TimeNs t)
 void Replay::note_width(TimeNs t)
 {
     std::vector<WidthChange>& widths = timeline_.widths;
-    const unsigned            width  = model_->width_at(t);
+    const unsigned width             = model_->width_at(t);
     if (width == widths.back().width) {
         return;
     }
@@ -192,7 +190,7 @@ ReplayResult Replay::result()
     if (!model_) {
         return r;
     }
-    const LinkStats& s = model_->stats_at(actual_end_ns_);
+    const LinkStats& s      = model_->stats_at(actual_end_ns_);
     r.original_span_ns      = last_end_ns_ - first_start_ns_;
     r.replayed_span_ns      = actual_end_ns_ - first_start_ns_;
     r.delay_ns              = delay_ns_;
@@ -206,8 +204,8 @@ ReplayResult Replay::result()
     r.time_in_transition_ns = s.time_in_transition_ns;
     if (r.original_span_ns > 0 && r.baseline_joules > 0) {
         r.energy_savings_pct = 100.0 * (1.0 - r.energy_joules / r.baseline_joules);
-        r.time_penalty_pct   = 100.0 * static_cast<double>(r.delay_ns) /
-                             static_cast<double>(r.original_span_ns);
+        r.time_penalty_pct =
+                100.0 * static_cast<double>(r.delay_ns) / static_cast<double>(r.original_span_ns);
     }
     return r;
 }

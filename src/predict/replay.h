@@ -22,8 +22,8 @@ namespace slim::link {
 using predict::Event;
 
 struct ReplayConfig {
-    LinkConfig   link;
-    PolicySpec   policy;
+    LinkConfig link;
+    PolicySpec policy;
     // Thesis §4.5.2: a burst needs only burst_width() lanes for its packed
     // bytes (events with bytes and packed_bytes both non-zero); otherwise
     // every burst needs the full width.
@@ -39,37 +39,37 @@ struct ReplayConfig {
 // The link's usable width (LinkModel::width_at) from `at_ns` on, in
 // replayed time.
 struct WidthChange {
-    TimeNs   at_ns = 0;
+    TimeNs at_ns   = 0;
     unsigned width = 0;
 };
 
 // A burst as replayed: on the wire from start_ns (after any wait for the
 // link) to end_ns, needing `width` lanes.
 struct ReplayedBurst {
-    TimeNs   start_ns = 0;
-    TimeNs   end_ns   = 0;
-    unsigned width    = 0;
+    TimeNs start_ns = 0;
+    TimeNs end_ns   = 0;
+    unsigned width  = 0;
 };
 
 // The events ReplayConfig asks for: the width when the window opens (the
 // first event's start, or the end of the event before the window), every
 // change of width up to the last recorded end, and the bursts.
 struct WidthTimeline {
-    std::vector<WidthChange>   widths;
+    std::vector<WidthChange> widths;
     std::vector<ReplayedBurst> bursts;
 };
 
 struct ReplayResult {
-    std::uint64_t events = 0;
-    TimeNs original_span_ns = 0;   // first start to last end, as recorded
-    TimeNs replayed_span_ns = 0;   // first start to last end after the shifts
-    TimeNs delay_ns         = 0;   // D: late wake-ups + stretched bursts
-    TimeNs wakeup_delay_ns  = 0;   // part of D spent waiting for the link
-    TimeNs stretch_ns       = 0;   // part of D from bursts sent narrower than needed
+    std::uint64_t events       = 0;
+    TimeNs original_span_ns    = 0;  // first start to last end, as recorded
+    TimeNs replayed_span_ns    = 0;  // first start to last end after the shifts
+    TimeNs delay_ns            = 0;  // D: late wake-ups + stretched bursts
+    TimeNs wakeup_delay_ns     = 0;  // part of D spent waiting for the link
+    TimeNs stretch_ns          = 0;  // part of D from bursts sent narrower than needed
     std::uint64_t late_wakeups = 0;
     std::uint64_t transitions  = 0;
-    double energy_joules   = 0.0;  // integrated over the replayed span
-    double baseline_joules = 0.0;  // always on over the original span
+    double energy_joules       = 0.0;  // integrated over the replayed span
+    double baseline_joules     = 0.0;  // always on over the original span
     // 100 (1 - E / E_baseline) and 100 D / original span; none when the
     // original span is 0 (no events, or only instantaneous ones).
     std::optional<double> energy_savings_pct;
@@ -107,13 +107,13 @@ public:
     const GapDecision& decision() const { return policy_.decision(); }
 
     const ReplayConfig& config() const { return config_; }
-    const GapPolicy&    policy() const { return policy_; }
+    const GapPolicy& policy() const { return policy_; }
     // The predictor of pps and spps, else none.
-    const predict::Predictor* predictor() const { return policy_.predictor(); }
+    const predict::Predictor *predictor() const { return policy_.predictor(); }
     // The policy of PolicyKind::adaptive, else none.
-    const AdaptivePolicy* adaptive() const { return policy_.adaptive(); }
+    const AdaptivePolicy *adaptive() const { return policy_.adaptive(); }
     // The context predictor of PolicyKind::context, else none.
-    const predict::ContextPredictor* context() const { return policy_.context(); }
+    const predict::ContextPredictor *context() const { return policy_.context(); }
 
     // The width `event` needs: the full width, or burst_width() with packing.
     unsigned required_width(const Event& event) const;
@@ -141,25 +141,25 @@ private:
     {
         return recording_ ? traffic_recorded(t, width) : model_->traffic(t, width);
     }
-    void   request_width_recorded(TimeNs t, unsigned width);
+    void request_width_recorded(TimeNs t, unsigned width);
     TimeNs traffic_recorded(TimeNs t, unsigned width);
-    void   follow_width(TimeNs t);
-    void   note_width(TimeNs t);
+    void follow_width(TimeNs t);
+    void note_width(TimeNs t);
 
-    ReplayConfig                      config_;
-    std::optional<LinkModel>          model_;       // built at the first event
-    GapPolicy                         policy_;
+    ReplayConfig config_;
+    std::optional<LinkModel> model_;  // built at the first event
+    GapPolicy policy_;
     std::optional<predict::LowPowerRequest> pending_low_;  // original time
-    std::optional<TimeNs>             pending_timeout_;    // from the gap's start
-    std::uint64_t events_          = 0;
-    TimeNs        first_start_ns_  = 0;
-    TimeNs        last_end_ns_     = 0;   // original time
-    TimeNs        actual_end_ns_   = 0;   // last end + D
-    TimeNs        delay_ns_        = 0;   // D
-    TimeNs        wakeup_delay_ns_ = 0;
-    TimeNs        stretch_ns_      = 0;
+    std::optional<TimeNs> pending_timeout_;                // from the gap's start
+    std::uint64_t events_   = 0;
+    TimeNs first_start_ns_  = 0;
+    TimeNs last_end_ns_     = 0;  // original time
+    TimeNs actual_end_ns_   = 0;  // last end + D
+    TimeNs delay_ns_        = 0;  // D
+    TimeNs wakeup_delay_ns_ = 0;
+    TimeNs stretch_ns_      = 0;
     WidthTimeline timeline_;
-    bool          recording_ = false;  // the current event is in the timeline's window
+    bool recording_ = false;  // the current event is in the timeline's window
     // The event index at which recording_ flips next (never: UINT64_MAX):
     // one comparison per event when no timeline is asked for.
     std::uint64_t recording_flips_at_;

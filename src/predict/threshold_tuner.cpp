@@ -62,11 +62,11 @@ constexpr double kGapsPerHistogram = 28.6;
 // Working memory of one run: the tuner's members, or fresh vectors for the
 // free function. Edges are filled before the run.
 struct AdgtBuffers {
-    const std::vector<double>&  edges;      // nBin + 1
-    std::vector<std::size_t>&   counts;     // Histogram_f
-    std::vector<double>&        cum_share;  // Histogram_cumt, fraction
-    std::vector<unsigned char>& failed;     // finalization found no gap
-    std::vector<TimeNs>&        in_bin;     // the bin under finalization
+    const std::vector<double>& edges;    // nBin + 1
+    std::vector<std::size_t>& counts;    // Histogram_f
+    std::vector<double>& cum_share;      // Histogram_cumt, fraction
+    std::vector<unsigned char>& failed;  // finalization found no gap
+    std::vector<TimeNs>& in_bin;         // the bin under finalization
 };
 
 std::size_t floor_sqrt(std::size_t n)
@@ -101,8 +101,8 @@ bool usable(const TunerConfig& config)
 
 void compute_edges(const TunerConfig& config, std::size_t bins, std::vector<double>& edges)
 {
-    const auto   lo    = static_cast<double>(config.histogram_min_ns);
-    const auto   hi    = static_cast<double>(config.histogram_max_ns);
+    const auto lo      = static_cast<double>(config.histogram_min_ns);
+    const auto hi      = static_cast<double>(config.histogram_max_ns);
     const double ratio = hi / lo;
     edges.resize(bins + 1);
     for (std::size_t b = 0; b < bins; ++b) {
@@ -114,15 +114,15 @@ void compute_edges(const TunerConfig& config, std::size_t bins, std::vector<doub
 // Number of the `count` sorted edges from `first` that are below x: the bin
 // of x when `first` points at the inner edges. Branch-free (conditional
 // moves), so mixed interval lengths cost no mispredictions.
-std::size_t edges_below(const double* first, std::size_t count, double x)
+std::size_t edges_below(const double *first, std::size_t count, double x)
 {
     if (count == 0) {
         return 0;
     }
-    const double* base = first;
+    const double *base = first;
     while (count > 1) {
         const std::size_t half = count / 2;
-        base = base[half] < x ? base + half : base;
+        base                   = base[half] < x ? base + half : base;
         count -= half;
     }
     return static_cast<std::size_t>(base - first) + (*base < x ? 1 : 0);
@@ -132,9 +132,9 @@ void build_histograms(const std::vector<TimeNs>& samples, std::size_t bins, Adgt
 {
     buf.counts.assign(bins, 0);
     buf.cum_share.assign(bins, 0.0);
-    const double* inner = buf.edges.data() + 1;
+    const double *inner = buf.edges.data() + 1;
     for (const TimeNs sample : samples) {
-        const auto        x   = static_cast<double>(sample);
+        const auto x          = static_cast<double>(sample);
         const std::size_t bin = edges_below(inner, bins - 1, x);
         ++buf.counts[bin];
         buf.cum_share[bin] += std::max(x, 0.0);  // idle time per bin, for now
@@ -155,8 +155,8 @@ void build_histograms(const std::vector<TimeNs>& samples, std::size_t bins, Adgt
 std::size_t index_bin(const AdgtBuffers& buf, double share)
 {
     return static_cast<std::size_t>(
-        std::lower_bound(buf.cum_share.begin(), buf.cum_share.end(), 1.0 - share) -
-        buf.cum_share.begin());
+            std::lower_bound(buf.cum_share.begin(), buf.cum_share.end(), 1.0 - share) -
+            buf.cum_share.begin());
 }
 
 // Line 16 without the bins that failed their gap search: the largest bin
@@ -249,12 +249,12 @@ AdgtResult adgt(const std::vector<TimeNs>& samples, const TunerConfig& config, A
 
 AdgtResult run_adgt(const std::vector<TimeNs>& samples, const TunerConfig& config)
 {
-    std::vector<double>        edges;
-    std::vector<std::size_t>   counts;
-    std::vector<double>        cum_share;
+    std::vector<double> edges;
+    std::vector<std::size_t> counts;
+    std::vector<double> cum_share;
     std::vector<unsigned char> failed;
-    std::vector<TimeNs>        in_bin;
-    std::vector<TimeNs>        kept;
+    std::vector<TimeNs> in_bin;
+    std::vector<TimeNs> kept;
     for (const TimeNs sample : samples) {
         if (sample >= config.histogram_min_ns) {
             kept.push_back(sample);
@@ -304,8 +304,7 @@ ThresholdTuner::State ThresholdTuner::add_idle(TimeNs idle_ns)
         }
         break;
     case State::tuned:
-    case State::gave_up:
-        break;
+    case State::gave_up: break;
     }
     return state_;
 }

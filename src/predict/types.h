@@ -13,17 +13,17 @@ using EventId = std::uint32_t;
 // One MPI-level or link-level event: a burst of traffic from start to end.
 // The idle time before an event is its start minus the previous event's end.
 struct Event {
-    TimeNs        start_ns     = 0;
-    TimeNs        end_ns       = 0;
-    EventId       id           = 0;
+    TimeNs start_ns            = 0;
+    TimeNs end_ns              = 0;
+    EventId id                 = 0;
     std::uint64_t bytes        = 0;  // original bytes (0 when unknown)
     std::uint64_t packed_bytes = 0;  // bytes on the wire after packing (0: same)
 };
 
 // "Keep the link in low power until this time" (Algorithm 4's WRPS call).
 struct LowPowerRequest {
-    TimeNs from_ns  = 0;   // end of the gram that completed the match
-    TimeNs until_ns = 0;   // from_ns + predicted idle - safety limit
+    TimeNs from_ns  = 0;  // end of the gram that completed the match
+    TimeNs until_ns = 0;  // from_ns + predicted idle - safety limit
 };
 
 }  // namespace slim::predict

@@ -32,9 +32,9 @@ slim_status_t guarded(const char *call, Body body) noexcept
 {
     try {
         return body();
-    } catch (const std::bad_alloc &) {
+    } catch (const std::bad_alloc&) {
         return SLIM_ERR_NO_MEMORY;
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         slim::note_swallowed(call, e);
         return SLIM_ERR_INTERNAL;
     } catch (...) {
@@ -63,9 +63,9 @@ void check_release_hooks()
 // for the main thread glibc reads /proc/self/maps, far too slow for every
 // mark (a program may mark a million slices).
 struct StackTop {
-    std::uintptr_t top     = 0;
-    std::uintptr_t lowest  = 0;   // the attribute's low end (see on_own_stack)
-    bool           queried = false;
+    std::uintptr_t top    = 0;
+    std::uintptr_t lowest = 0;  // the attribute's low end (see on_own_stack)
+    bool queried          = false;
 };
 
 StackTop query_stack_top() noexcept
@@ -76,7 +76,7 @@ StackTop query_stack_top() noexcept
     if (pthread_getattr_np(pthread_self(), &attr) != 0) {
         return st;
     }
-    void       *addr = nullptr;
+    void *addr       = nullptr;
     std::size_t size = 0;
     if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr != nullptr) {
         st.lowest = reinterpret_cast<std::uintptr_t>(addr);
@@ -103,8 +103,8 @@ bool on_own_stack(const void *ptr, std::size_t bytes) noexcept
     if (!stack.queried) {
         stack = query_stack_top();
     }
-    const char     here = 0;
-    const auto     sp   = reinterpret_cast<std::uintptr_t>(&here);
+    const char here = 0;
+    const auto sp   = reinterpret_cast<std::uintptr_t>(&here);
     if (stack.top == 0 || sp < stack.lowest || sp >= stack.top) {
         return false;
     }
@@ -161,8 +161,8 @@ std::optional<slim::pack::Precision> precision_of(int keep_bytes, slim_round_t m
     }
     slim::pack::Precision precision;
     precision.keep_bytes = keep_bytes;
-    precision.mode = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
-                                                : slim::pack::Rounding::truncate;
+    precision.mode       = mode == SLIM_ROUND_NEAREST ? slim::pack::Rounding::nearest_even
+                                                      : slim::pack::Rounding::truncate;
     return precision;
 }
 
@@ -171,10 +171,10 @@ bool wraps(const void *ptr, size_t bytes)
     return reinterpret_cast<std::uintptr_t>(ptr) + bytes < reinterpret_cast<std::uintptr_t>(ptr);
 }
 
-} // namespace
+}  // namespace
 
 #define SLIM_STR_(x) #x
-#define SLIM_STR(x)  SLIM_STR_(x)
+#define SLIM_STR(x) SLIM_STR_(x)
 
 extern "C" {
 
@@ -193,11 +193,11 @@ const char *slim_op_name(slim_op_t op)
     case SLIM_OP_AM_SHORT: return "am_short";
     case SLIM_OP_AM_BCOPY: return "am_bcopy";
     case SLIM_OP_AM_ZCOPY: return "am_zcopy";
-    case SLIM_OP_AM_ANY:   return "am_any";
-    case SLIM_OP_PUT:      return "put";
-    case SLIM_OP_GET:      return "get";
-    case SLIM_OP_ATOMIC:   return "atomic";
-    case SLIM_OP_COUNT:    break;
+    case SLIM_OP_AM_ANY: return "am_any";
+    case SLIM_OP_PUT: return "put";
+    case SLIM_OP_GET: return "get";
+    case SLIM_OP_ATOMIC: return "atomic";
+    case SLIM_OP_COUNT: break;
     }
     return nullptr;
 }
@@ -205,11 +205,11 @@ const char *slim_op_name(slim_op_t op)
 const char *slim_status_string(slim_status_t status)
 {
     switch (status) {
-    case SLIM_OK:            return "success";
-    case SLIM_ERR_INVALID:   return "invalid argument";
-    case SLIM_ERR_CONFIG:    return "invalid UCX_SLIM_* configuration";
+    case SLIM_OK: return "success";
+    case SLIM_ERR_INVALID: return "invalid argument";
+    case SLIM_ERR_CONFIG: return "invalid UCX_SLIM_* configuration";
     case SLIM_ERR_NO_MEMORY: return "out of memory";
-    case SLIM_ERR_INTERNAL:  return "internal error";
+    case SLIM_ERR_INTERNAL: return "internal error";
     }
     return "unknown status";
 }
@@ -238,21 +238,19 @@ slim_status_t slim_mark(const void *ptr, size_t bytes, const char *label)
         const std::optional<slim::pack::Precision> precision =
                 slim::Engine::get()->policy().lookup(label);
         if (!precision) {
-            return SLIM_OK; // the policy does not pack this label
+            return SLIM_OK;  // the policy does not pack this label
         }
         return mark_on_engine(ptr, bytes, *precision, label);
     });
 }
 
-slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes,
-                                  slim_round_t mode)
+slim_status_t slim_mark_precision(const void *ptr, size_t bytes, int keep_bytes, slim_round_t mode)
 {
     const std::optional<slim::pack::Precision> precision = precision_of(keep_bytes, mode);
     if (ptr == nullptr || bytes == 0 || wraps(ptr, bytes) || !precision) {
         return SLIM_ERR_INVALID;
     }
-    return guarded("slim_mark_precision",
-                   [&] { return mark_on_engine(ptr, bytes, *precision); });
+    return guarded("slim_mark_precision", [&] { return mark_on_engine(ptr, bytes, *precision); });
 }
 
 slim_status_t slim_quantize(const double *in, double *out, size_t n, int keep_bytes,
@@ -294,7 +292,7 @@ slim_status_t slim_region_begin(const char *label)
         if (status != SLIM_OK) {
             return status;
         }
-        slim::Engine *engine = slim::Engine::get();
+        slim::Engine *engine                                 = slim::Engine::get();
         const std::optional<slim::pack::Precision> precision = engine->policy().lookup(label);
         engine->recording().region_begin(precision ? precision->keep_bytes / 8.0 : 1.0);
         return SLIM_OK;
@@ -331,14 +329,14 @@ int slim_core_log_enabled(slim_log_level_t level)
 void slim_core_vlog(slim_log_level_t level, const char *format, va_list args)
 {
     // A line is short; a longer one is cut, and says so.
-    char      line[1024];
-    const int n   = std::vsnprintf(line, sizeof line, format, args);
-    const char *cut = n >= static_cast<int>(sizeof line) ? " [...]" : "";
-    spdlog::logger &log = slim::logger();
+    char line[1024];
+    const int n         = std::vsnprintf(line, sizeof line, format, args);
+    const char *cut     = n >= static_cast<int>(sizeof line) ? " [...]" : "";
+    spdlog::logger& log = slim::logger();
     switch (level) {
     case SLIM_LOG_ERROR: log.error("{}{}", line, cut); return;
-    case SLIM_LOG_WARN:  log.warn("{}{}", line, cut); return;
-    case SLIM_LOG_INFO:  log.info("{}{}", line, cut); return;
+    case SLIM_LOG_WARN: log.warn("{}{}", line, cut); return;
+    case SLIM_LOG_INFO: log.info("{}{}", line, cut); return;
     case SLIM_LOG_DEBUG: log.debug("{}{}", line, cut); return;
     case SLIM_LOG_TRACE: log.trace("{}{}", line, cut); return;
     }
@@ -368,7 +366,7 @@ void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire
 
 struct slim_core_recorder {
     slim::Recording *recording;
-    slim::Recorder  *recorder;
+    slim::Recorder *recorder;
 };
 
 slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally)
@@ -377,8 +375,9 @@ slim_core_recorder_t *slim_core_recorder_open(const slim_core_tally_t *tally)
     if (engine == nullptr) {
         return nullptr;
     }
-    slim::Recording &recording = engine->recording();
-    auto *handle = new (std::nothrow) slim_core_recorder{&recording, recording.open_recorder(tally)};
+    slim::Recording& recording = engine->recording();
+    auto *handle =
+            new (std::nothrow) slim_core_recorder{&recording, recording.open_recorder(tally)};
     if (handle != nullptr && handle->recorder == nullptr) {
         delete handle;
         return nullptr;
@@ -430,4 +429,4 @@ void slim_core_report(void)
     }
 }
 
-} // extern "C"
+}  // extern "C"

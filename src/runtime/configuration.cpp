@@ -17,8 +17,8 @@ const char *to_string(LinkBackendKind kind) noexcept
 {
     switch (kind) {
     case LinkBackendKind::emulated: return "emulated";
-    case LinkBackendKind::ibmad:    return "ibmad";
-    case LinkBackendKind::exec:     return "exec";
+    case LinkBackendKind::ibmad: return "ibmad";
+    case LinkBackendKind::exec: return "exec";
     }
     return "?";
 }
@@ -27,8 +27,8 @@ const char *to_string(PackingMode mode) noexcept
 {
     switch (mode) {
     case PackingMode::automatic: return "auto";
-    case PackingMode::on:        return "on";
-    case PackingMode::off:       return "off";
+    case PackingMode::on: return "on";
+    case PackingMode::off: return "off";
     }
     return "?";
 }
@@ -36,7 +36,7 @@ const char *to_string(PackingMode mode) noexcept
 
 namespace {
 
-std::string parse_inner(const std::string &value)
+std::string parse_inner(const std::string& value)
 {
     constexpr const char *accepted =
             "UCT transport names of 1 to 31 characters a-z, 0-9 and _, other than slim "
@@ -52,10 +52,10 @@ std::string parse_inner(const std::string &value)
     return value;
 }
 
-ReportTarget parse_report(const std::string &value)
+ReportTarget parse_report(const std::string& value)
 {
     constexpr std::string_view json = ".json";
-    ReportTarget               target;
+    ReportTarget target;
     if (parse::iequals(value, "none")) {
         return target;
     }
@@ -81,14 +81,14 @@ constexpr const char *link_exec_accepted =
         "e.g. '/usr/local/sbin/set-width {device} {port} {width}'";
 
 // The command template: {width} required; no other {...} placeholders.
-std::string parse_link_exec(const std::string &value)
+std::string parse_link_exec(const std::string& value)
 {
-    bool ok        = value.find("{width}") != std::string::npos;
-    bool has_word  = false;
+    bool ok       = value.find("{width}") != std::string::npos;
+    bool has_word = false;
     for (std::size_t i = 0; ok && i < value.size(); ++i) {
         has_word = has_word || (value[i] != ' ' && value[i] != '\t');
         if (value[i] == '}') {
-            ok = false; // a '}' not closing a known placeholder
+            ok = false;  // a '}' not closing a known placeholder
         }
         if (value[i] != '{') {
             continue;
@@ -108,7 +108,7 @@ std::string parse_link_exec(const std::string &value)
 constexpr const char *service_accepted = "auto, off, or the absolute path of a slimlinkd socket";
 
 // auto, off or an absolute path (a socket checked when connecting).
-ServiceChoice parse_service(const std::string &value)
+ServiceChoice parse_service(const std::string& value)
 {
     ServiceChoice choice;
     if (parse::iequals(value, "auto")) {
@@ -129,11 +129,11 @@ ServiceChoice parse_service(const std::string &value)
 
 // Inline rules or @file; a PrecisionRulesError already names the variable, the
 // offending rule (and file:line) and the accepted forms.
-precision::PrecisionRules parse_policy(const std::string &value)
+precision::PrecisionRules parse_policy(const std::string& value)
 {
     try {
         return precision::PrecisionRules::parse(value);
-    } catch (const precision::PrecisionRulesError &e) {
+    } catch (const precision::PrecisionRulesError& e) {
         throw ConfigError(e.what());
     }
 }
@@ -145,11 +145,11 @@ thread_local std::string last_error;
 // UCX_SLIM_POLICY as UCX stores it: the text (for `ucx_info -c`) and the
 // rules parsed from it, once.
 struct PolicyValue {
-    std::string    text;
+    std::string text;
     precision::PrecisionRules policy;
 };
 
-std::string var_of(const ucs_config_field_t &field)
+std::string var_of(const ucs_config_field_t& field)
 {
     return std::string(SLIM_CONFIG_ENV_PREFIX) + SLIM_CONFIG_TABLE_PREFIX + field.name;
 }
@@ -159,9 +159,9 @@ const char *accepted(slim_config_check_t check)
     switch (check) {
     case SLIM_CHECK_INNER:
         return "a UCT transport name of 1 to 31 characters a-z, 0-9 and _, other than slim";
-    case SLIM_CHECK_REPORT:     return "none, stdout, or a path ending in .json";
-    case SLIM_CHECK_LINK_EXEC:  return link_exec_accepted;
-    case SLIM_CHECK_SERVICE:    return service_accepted;
+    case SLIM_CHECK_REPORT: return "none, stdout, or a path ending in .json";
+    case SLIM_CHECK_LINK_EXEC: return link_exec_accepted;
+    case SLIM_CHECK_SERVICE: return service_accepted;
     case SLIM_CHECK_POLICY:
         return "rules LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round] "
                "separated by ';', or @FILE";
@@ -171,14 +171,14 @@ const char *accepted(slim_config_check_t check)
 
 // Runs `check` on `value`; a refused value leaves its message in last_error.
 template <typename Check>
-bool checked(Check &&check)
+bool checked(Check&& check)
 {
     try {
         check();
         return true;
-    } catch (const ConfigError &e) {
+    } catch (const ConfigError& e) {
         last_error = e.what();
-    } catch (const std::exception &e) {  // e.g. bad_alloc: refuse, never throw into C
+    } catch (const std::exception& e) {  // e.g. bad_alloc: refuse, never throw into C
         last_error = e.what();
     }
     return false;
@@ -191,8 +191,8 @@ std::vector<std::string> describe_bad_values()
 {
     std::vector<std::string> problems;
     for (const ucs_config_field_t *field = slim_config_table; field->name != nullptr; ++field) {
-        const std::string var   = var_of(*field);
-        const char       *value = std::getenv(var.c_str());
+        const std::string var = var_of(*field);
+        const char *value     = std::getenv(var.c_str());
         if (value == nullptr) {
             continue;
         }
@@ -222,9 +222,9 @@ std::vector<std::string> describe_bad_values()
 // Frees what UCX's parser allocated (strings, the policy) on every path.
 class ParsedTable {
 public:
-    ParsedTable() = default;
-    ParsedTable(const ParsedTable &) = delete;
-    ParsedTable &operator=(const ParsedTable &) = delete;
+    ParsedTable()                              = default;
+    ParsedTable(const ParsedTable&)            = delete;
+    ParsedTable& operator=(const ParsedTable&) = delete;
     ~ParsedTable()
     {
         if (filled_) {
@@ -234,21 +234,21 @@ public:
     ucs_status_t fill()
     {
         const ucs_status_t status = slim_config_fill(&raw_);
-        filled_ = status == UCS_OK;
+        filled_                   = status == UCS_OK;
         return status;
     }
-    const slim_config_t &raw() const { return raw_; }
+    const slim_config_t& raw() const { return raw_; }
 
 private:
     slim_config_t raw_{};
-    bool          filled_ = false;
+    bool filled_ = false;
 };
 
 // A whole number UCX parsed for `var` (which has no range of its own): true
 // when it is within [min, max]; otherwise the problem, with the text the
 // user gave, is added to `problems`.
 bool whole_in_range(const char *var, unsigned value, unsigned min, unsigned max,
-                    std::vector<std::string> &problems)
+                    std::vector<std::string>& problems)
 {
     if (value >= min && value <= max) {
         return true;
@@ -260,7 +260,7 @@ bool whole_in_range(const char *var, unsigned value, unsigned min, unsigned max,
     return false;
 }
 
-} // namespace
+}  // namespace
 
 Config Config::from_ucx()
 {
@@ -271,13 +271,13 @@ Config Config::from_ucx()
     ParsedTable table;
     if (table.fill() != UCS_OK) {
         std::string msg;
-        for (const std::string &p : describe_bad_values()) {
+        for (const std::string& p : describe_bad_values()) {
             msg.append(msg.empty() ? "" : "; ").append(p);
         }
         throw ConfigError(msg);
     }
-    const slim_config_t     &raw = table.raw();
-    Config                   config;
+    const slim_config_t& raw = table.raw();
+    Config config;
     std::vector<std::string> problems;
     config.inner        = raw.inner;
     config.report       = parse_report(raw.report);
@@ -300,8 +300,8 @@ Config Config::from_ucx()
                                             text ? text : parse::format_real(raw.report_wait) + "s",
                                             "durations from 0s to 600s"));
     } else {
-        config.report_wait = std::chrono::nanoseconds(
-                static_cast<std::int64_t>(raw.report_wait * 1e9 + 0.5));
+        config.report_wait =
+                std::chrono::nanoseconds(static_cast<std::int64_t>(raw.report_wait * 1e9 + 0.5));
     }
     if (raw.bounce_size < min_bounce_size || raw.bounce_size > max_bounce_size) {
         const char *text = std::getenv(bounce_size_var);
@@ -323,7 +323,7 @@ Config Config::from_ucx()
     }
     if (!problems.empty()) {
         std::string msg;
-        for (const std::string &p : problems) {
+        for (const std::string& p : problems) {
             msg.append(msg.empty() ? "" : "; ").append(p);
         }
         throw ConfigError(msg);
@@ -342,7 +342,7 @@ LogLevel Config::log_level_for_errors() noexcept
     return LogLevel::warn;
 }
 
-} // namespace slim
+}  // namespace slim
 
 // ---- UCX's parser calls these for our value types (slim_config.h) -------
 
@@ -355,16 +355,16 @@ int slim_config_read_checked(const char *buf, void *dest, const void *arg)
     const bool ok    = checked([&] {
         const std::string value = buf;
         switch (check) {
-        case SLIM_CHECK_INNER:     parse_inner(value); break;
-        case SLIM_CHECK_REPORT:    parse_report(value); break;
+        case SLIM_CHECK_INNER: parse_inner(value); break;
+        case SLIM_CHECK_REPORT: parse_report(value); break;
         case SLIM_CHECK_LINK_EXEC:
             // Empty is the default: no command (required only for exec).
             if (!value.empty()) {
                 parse_link_exec(value);
             }
             break;
-        case SLIM_CHECK_POLICY:    parse_policy(value); break;
-        case SLIM_CHECK_SERVICE:   parse_service(value); break;
+        case SLIM_CHECK_POLICY: parse_policy(value); break;
+        case SLIM_CHECK_SERVICE: parse_service(value); break;
         }
     });
     return ok ? slim_config_store_string(buf, dest) : 0;
@@ -379,7 +379,7 @@ int slim_config_read_policy(const char *buf, void *dest, const void * /*arg*/)
 {
     using namespace slim;
     PolicyValue *value = nullptr;
-    const bool   ok    = checked([&] {
+    const bool ok      = checked([&] {
         auto parsed = std::make_unique<PolicyValue>(PolicyValue{buf, parse_policy(buf)});
         value       = parsed.release();
     });
@@ -400,7 +400,7 @@ int slim_config_write_policy(char *buf, size_t max, const void *src, const void 
 ucs_status_t slim_config_clone_policy(const void *src, void *dest, const void * /*arg*/)
 {
     const auto *value = *static_cast<const slim::PolicyValue *const *>(src);
-    auto *copy = value != nullptr ? new (std::nothrow) slim::PolicyValue(*value) : nullptr;
+    auto *copy        = value != nullptr ? new (std::nothrow) slim::PolicyValue(*value) : nullptr;
     if (value != nullptr && copy == nullptr) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -415,4 +415,4 @@ void slim_config_release_policy(void *ptr, const void * /*arg*/)
     *value = nullptr;
 }
 
-} // extern "C"
+}  // extern "C"

@@ -31,8 +31,8 @@ namespace slim {
 
 struct ReportTarget {
     enum class Kind { none, stdout_text, json_file };
-    Kind        kind = Kind::none;
-    std::string path; // json_file only
+    Kind kind = Kind::none;
+    std::string path;  // json_file only
 };
 
 // Which link backend applies widths (src/link/backend_<name>.cpp).
@@ -44,9 +44,9 @@ const char *to_string(LinkBackendKind kind) noexcept;
 // steers UCP (withholding put/get zcopy) so that marked data of every size
 // passes where the sender's pointer is visible.
 enum class PackingMode {
-    automatic, // pack; steer when the policy packs some label
-    on,        // pack and always steer (programs that use slim_mark_precision)
-    off,       // never pack, never steer; marked bytes count as missed
+    automatic,  // pack; steer when the policy packs some label
+    on,         // pack and always steer (programs that use slim_mark_precision)
+    off,        // never pack, never steer; marked bytes count as missed
 };
 
 const char *to_string(PackingMode mode) noexcept;
@@ -54,18 +54,18 @@ const char *to_string(PackingMode mode) noexcept;
 // UCX_SLIM_SERVICE: who drives the node's port (src/link/service_protocol.h).
 struct ServiceChoice {
     enum class Kind {
-        automatic, // the system slimlinkd, else the user's; else in-process
-        off,       // in-process emulated link
-        path,      // this socket (per-user rules when not root's)
+        automatic,  // the system slimlinkd, else the user's; else in-process
+        off,        // in-process emulated link
+        path,       // this socket (per-user rules when not root's)
     };
-    Kind        kind = Kind::automatic;
+    Kind kind = Kind::automatic;
     std::string path;
 };
 
 struct Config {
-    static constexpr const char *inner_var     = "UCX_SLIM_INNER";
-    static constexpr const char *report_var    = "UCX_SLIM_REPORT";
-    static constexpr const char *log_level_var = "UCX_SLIM_LOG_LEVEL";
+    static constexpr const char *inner_var        = "UCX_SLIM_INNER";
+    static constexpr const char *report_var       = "UCX_SLIM_REPORT";
+    static constexpr const char *log_level_var    = "UCX_SLIM_LOG_LEVEL";
     static constexpr const char *link_var         = "UCX_SLIM_LINK";
     static constexpr const char *link_exec_var    = "UCX_SLIM_LINK_EXEC";
     static constexpr const char *policy_var       = precision::policy_var;
@@ -75,28 +75,28 @@ struct Config {
     static constexpr const char *bounce_count_var = "UCX_SLIM_BOUNCE_COUNT";
     static constexpr std::size_t min_bounce_size  = std::size_t{64} << 10;
     static constexpr std::size_t max_bounce_size  = std::size_t{64} << 20;
-    static constexpr unsigned    max_bounce_count = 4096;
+    static constexpr unsigned max_bounce_count    = 4096;
     static constexpr const char *bounce_grow_var  = "UCX_SLIM_BOUNCE_GROW";
-    static constexpr unsigned    max_bounce_grow  = 4096;
+    static constexpr unsigned max_bounce_grow     = 4096;
 
-    std::string  inner     = "tcp"; // UCT transport that `slim` wraps
-    ReportTarget report;            // exit report destination
-    LogLevel     log_level = LogLevel::warn;
-    LinkBackendKind link   = LinkBackendKind::emulated;
+    std::string inner = "tcp";  // UCT transport that `slim` wraps
+    ReportTarget report;        // exit report destination
+    LogLevel log_level   = LogLevel::warn;
+    LinkBackendKind link = LinkBackendKind::emulated;
     // Command template run per width change; required when link == exec.
     // Must contain {width}; may use {device} and {port}.
-    std::string  link_exec;
-    bool         inject_delay = false; // emulated: late wake-ups really wait
+    std::string link_exec;
+    bool inject_delay = false;  // emulated: late wake-ups really wait
     // slim only forwards: nothing recorded, packed or reported.
-    bool         forward_only = false;
+    bool forward_only = false;
     // Lossy packing rules for slim_mark() labels; the default packs nothing.
     precision::PrecisionRules policy;
-    PackingMode  packing = PackingMode::automatic;
+    PackingMode packing = PackingMode::automatic;
     // Who drives the link from live traffic: spps (default), pps, timeout
     // (the EEE-style baseline) or off (always on; accounting only).
     link::PolicySpec predictor = link::default_live_policy();
     // Directory for per-rank event traces (slim-replay's format); empty: none.
-    std::string  trace_dir;
+    std::string trace_dir;
     ServiceChoice service;
     // How long the node service waits, after a job's first rank handed its
     // numbers over, for the other local ranks before the node report is
@@ -105,15 +105,14 @@ struct Config {
     // Packed puts: one bounce buffer's size (the largest put packed in one
     // piece), how many each interface may hold (0 packs no puts), and how
     // many it maps and registers at a time (the pool grows when empty).
-    std::size_t bounce_size  = std::size_t{512} << 10;
-    unsigned    bounce_count = 128;
-    unsigned    bounce_grow  = 8;
+    std::size_t bounce_size = std::size_t{512} << 10;
+    unsigned bounce_count   = 128;
+    unsigned bounce_grow    = 8;
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept
     {
-        return packing == PackingMode::on ||
-               (packing == PackingMode::automatic && policy.lossy());
+        return packing == PackingMode::on || (packing == PackingMode::automatic && policy.lossy());
     }
 
     // Parses UCX_SLIM_* (environment, then UCX's configuration files) with
@@ -128,6 +127,6 @@ struct Config {
 };
 
 
-} // namespace slim
+}  // namespace slim
 
 #endif

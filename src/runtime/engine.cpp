@@ -14,8 +14,8 @@ namespace slim {
 
 namespace {
 
-std::once_flag        g_init_once;
-slim_status_t         g_init_status = SLIM_ERR_INTERNAL;
+std::once_flag g_init_once;
+slim_status_t g_init_status = SLIM_ERR_INTERNAL;
 std::atomic<Engine *> g_engine{nullptr};
 
 void report_at_exit()
@@ -34,7 +34,7 @@ slim_status_t create_engine()
     Config config;
     try {
         config = Config::from_ucx();
-    } catch (const ConfigError &e) {
+    } catch (const ConfigError& e) {
         // At the level the user asked for, so that a bad UCX_SLIM_REPORT is
         // still reported (or silenced) as asked.
         set_log_level(Config::log_level_for_errors());
@@ -52,19 +52,20 @@ slim_status_t create_engine()
         logger().warn("cannot register the exit report (atexit failed); "
                       "the report is written only when the slim transport closes");
     }
-    const Config &c = engine->config();
+    const Config& c = engine->config();
     logger().debug("slimlink {} started: inner transport {}, report {}, log level {}, "
                    "lossy packing {} (UCX_SLIM_PACKING={}, steering UCP: {})",
                    slim_version(), c.inner,
                    c.report.kind == ReportTarget::Kind::none          ? "none"
                    : c.report.kind == ReportTarget::Kind::stdout_text ? "stdout"
                                                                       : c.report.path.c_str(),
-                   to_string(c.log_level), c.policy.lossy() ? "policy packs" : "policy packs nothing",
-                   to_string(c.packing), c.packing_steers() ? "yes" : "no");
+                   to_string(c.log_level),
+                   c.policy.lossy() ? "policy packs" : "policy packs nothing", to_string(c.packing),
+                   c.packing_steers() ? "yes" : "no");
     return SLIM_OK;
 }
 
-} // namespace
+}  // namespace
 
 Engine::Engine(Config config) : config_(std::move(config))
 {
@@ -81,14 +82,14 @@ slim_status_t Engine::init() noexcept
         std::call_once(g_init_once, [] {
             try {
                 g_init_status = create_engine();
-            } catch (const std::bad_alloc &) {
+            } catch (const std::bad_alloc&) {
                 g_init_status = SLIM_ERR_NO_MEMORY;
-            } catch (const std::exception &e) {
+            } catch (const std::exception& e) {
                 note_swallowed("the slim transport cannot start", e);
                 g_init_status = SLIM_ERR_INTERNAL;
             }
         });
-    } catch (const std::system_error &e) {
+    } catch (const std::system_error& e) {
         // call_once itself failed: nothing was created.
         note_swallowed("the slim transport cannot start", e);
         return SLIM_ERR_INTERNAL;
@@ -112,4 +113,4 @@ void Engine::report() noexcept
     rank_report_.write(config_, live, service_);
 }
 
-} // namespace slim
+}  // namespace slim

@@ -32,12 +32,12 @@ public:
 
     explicit Engine(Config config);
 
-    const Config &config() const noexcept { return config_; }
-    const precision::PrecisionRules &policy() const noexcept { return config_.policy; }
+    const Config& config() const noexcept { return config_; }
+    const precision::PrecisionRules& policy() const noexcept { return config_.policy; }
 
     // Buffers marked through slim_mark*(); the send path reads it lock-free.
-    pack::RegionRegistry       &regions() noexcept { return regions_; }
-    const pack::RegionRegistry &regions() const noexcept { return regions_; }
+    pack::RegionRegistry& regions() noexcept { return regions_; }
+    const pack::RegionRegistry& regions() const noexcept { return regions_; }
 
     // True while anything is marked in this process: otherwise the send
     // path skips the registry with one relaxed load.
@@ -45,7 +45,7 @@ public:
 
     // What the transport records through (recording.h). Empty under
     // UCX_SLIM_FORWARD_ONLY: nothing is recorded.
-    Recording &recording() noexcept { return recording_; }
+    Recording& recording() noexcept { return recording_; }
 
     // Ends the drain thread (at exit, before static objects it may use are
     // destroyed); idempotent.
@@ -61,14 +61,14 @@ public:
     void report_node() noexcept { rank_report_.hand_over(config_, service_); }
 
 private:
-    Config               config_;
+    Config config_;
     pack::RegionRegistry regions_;
-    ServiceAttachment    service_;
-    Recording            recording_;   // after service_: its backend uses the client
-    RankReport           rank_report_;
-    std::atomic<bool>    reported_{false};
+    ServiceAttachment service_;
+    Recording recording_;  // after service_: its backend uses the client
+    RankReport rank_report_;
+    std::atomic<bool> reported_{false};
 };
 
-} // namespace slim
+}  // namespace slim
 
 #endif

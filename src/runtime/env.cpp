@@ -16,4 +16,4 @@ EnvLookup process_environment()
     };
 }
 
-} // namespace slim
+}  // namespace slim

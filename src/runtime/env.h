@@ -17,6 +17,6 @@ using EnvLookup = std::function<std::optional<std::string>(const char *name)>;
 // Lookup in the real process environment (getenv).
 EnvLookup process_environment();
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -28,21 +28,21 @@ using pack::MarkedRun;
 // Marked runs a frame can describe. A message overlapping more marked
 // regions than this goes unframed (counted as missed): it is an unusual
 // marking (thousands of tiny regions) that the frame table would not pay for.
-constexpr std::size_t kMaxRuns = 64;
-constexpr std::size_t kMaxPieces = 16;
-constexpr std::uint8_t kAmIdLimit = 64;   // UCT_AM_ID_MAX
+constexpr std::size_t kMaxRuns    = 64;
+constexpr std::size_t kMaxPieces  = 16;
+constexpr std::uint8_t kAmIdLimit = 64;  // UCT_AM_ID_MAX
 
 // Marked bytes in [ptr, ptr+len), however many runs there are: walks the
 // registry in batches (only for messages with more than kMaxRuns runs).
-std::size_t count_marked(const pack::RegionRegistry &regions, const std::uint8_t *ptr,
+std::size_t count_marked(const pack::RegionRegistry& regions, const std::uint8_t *ptr,
                          std::size_t len)
 {
     MarkedRun batch[kMaxRuns];
-    std::size_t marked = 0;
+    std::size_t marked      = 0;
     const std::uint8_t *end = ptr + len;
     while (ptr < end) {
-        const std::size_t found = regions.find(ptr, static_cast<std::size_t>(end - ptr), batch,
-                                               kMaxRuns);
+        const std::size_t found =
+                regions.find(ptr, static_cast<std::size_t>(end - ptr), batch, kMaxRuns);
         const std::size_t n = found < kMaxRuns ? found : kMaxRuns;
         for (std::size_t i = 0; i < n; ++i) {
             marked += batch[i].end - batch[i].begin;
@@ -79,7 +79,7 @@ slim_frame_result_t unframed(slim_frame_info_t *info, std::size_t marked)
 // uninitialized (find_marked writes each entry before anything reads it):
 // zeroing them cost every send a `rep stos` and a 64-store loop.
 struct MarkedPayload {
-    MarkedPayload() noexcept {}   // runs and pieces: written before read
+    MarkedPayload() noexcept {}  // runs and pieces: written before read
     union {
         MarkedRun runs[kMaxRuns];
     };
@@ -95,18 +95,18 @@ struct MarkedPayload {
     std::size_t run_count   = 0;
     std::size_t marked      = 0;
     std::size_t payload_len = 0;
-    bool        overflow    = false;   // too many runs or pieces to frame
+    bool overflow           = false;  // too many runs or pieces to frame
 };
 
-void find_marked(const pack::RegionRegistry &regions, const slim_frame_piece_t *pieces,
-                 std::size_t piece_count, MarkedPayload &out)
+void find_marked(const pack::RegionRegistry& regions, const slim_frame_piece_t *pieces,
+                 std::size_t piece_count, MarkedPayload& out)
 {
-    out.overflow = piece_count > kMaxPieces;
+    out.overflow          = piece_count > kMaxPieces;
     std::uintptr_t offset = 0;
     for (std::size_t i = 0; i < piece_count; ++i) {
-        const slim_frame_piece_t &piece = pieces[i];
-        const auto *data = static_cast<const std::uint8_t *>(piece.data);
-        const auto  addr = reinterpret_cast<std::uintptr_t>(piece.data);
+        const slim_frame_piece_t& piece = pieces[i];
+        const auto *data                = static_cast<const std::uint8_t *>(piece.data);
+        const auto addr                 = reinterpret_cast<std::uintptr_t>(piece.data);
         if (i < kMaxPieces) out.pieces[i] = {data, piece.length};
         if (piece.length == 0) continue;
         const std::size_t room  = out.overflow ? 0 : kMaxRuns - out.run_count;
@@ -118,21 +118,20 @@ void find_marked(const pack::RegionRegistry &regions, const slim_frame_piece_t *
             // Elements cut by this piece's edges (fragment boundaries) are
             // sent quantized: found in memory coordinates, before the shift.
             if (found > 0) {
-                out.patch_count += pack::edge_patches(out.runs[out.run_count], addr,
-                                                      piece.length, offset,
-                                                      out.patches + out.patch_count);
+                out.patch_count += pack::edge_patches(out.runs[out.run_count], addr, piece.length,
+                                                      offset, out.patches + out.patch_count);
             }
             if (found > 1) {
-                out.patch_count += pack::edge_patches(out.runs[out.run_count + found - 1], addr,
-                                                      piece.length, offset,
-                                                      out.patches + out.patch_count);
+                out.patch_count +=
+                        pack::edge_patches(out.runs[out.run_count + found - 1], addr, piece.length,
+                                           offset, out.patches + out.patch_count);
             }
             for (std::size_t r = out.run_count; r < out.run_count + found; ++r) {
-                MarkedRun &run = out.runs[r];
+                MarkedRun& run = out.runs[r];
                 out.marked += run.end - run.begin;
-                run.begin       = run.begin - addr + offset;
-                run.end         = run.end - addr + offset;
-                run.region_base = run.region_base - addr + offset;   // mod 2^64
+                run.begin        = run.begin - addr + offset;
+                run.end          = run.end - addr + offset;
+                run.region_base  = run.region_base - addr + offset;  // mod 2^64
                 run.region_begin = run.region_begin - addr + offset;
                 run.region_end   = run.region_end - addr + offset;
             }
@@ -146,7 +145,7 @@ void find_marked(const pack::RegionRegistry &regions, const slim_frame_piece_t *
 // marked (O(1) when nothing is marked in the process). payload_len is set
 // either way.
 const Engine *find_marked_payload(const slim_frame_piece_t *pieces, std::size_t piece_count,
-                                  std::size_t &payload_len, MarkedPayload &payload)
+                                  std::size_t& payload_len, MarkedPayload& payload)
 {
     payload_len = 0;
     for (std::size_t i = 0; i < piece_count; ++i) {
@@ -162,26 +161,25 @@ const Engine *find_marked_payload(const slim_frame_piece_t *pieces, std::size_t 
 
 // For the report's error bound: noted when built, so a frame the transport
 // then fails to send still counts (it is a bound).
-void note_precisions(const MarkedPayload &payload)
+void note_precisions(const MarkedPayload& payload)
 {
     for (std::size_t r = 0; r < payload.run_count; ++r) {
         process_packing().packed_with(payload.runs[r].precision);
     }
 }
 
-} // namespace
+}  // namespace
 
-} // namespace slim
+}  // namespace slim
 
 extern "C" {
 
 int slim_core_packing_steers(void)
 {
     const slim::Engine *engine = slim::Engine::get();
-    return engine != nullptr && !engine->config().forward_only &&
-                   engine->config().packing_steers()
-               ? 1
-               : 0;
+    return engine != nullptr && !engine->config().forward_only && engine->config().packing_steers()
+                   ? 1
+                   : 0;
 }
 
 const size_t *slim_core_marked_regions(void)
@@ -202,9 +200,9 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
 {
     using namespace slim;
 
-    *frame_p = nullptr;
-    *info    = slim_frame_info_t{};
-    std::size_t   payload_len = 0;
+    *frame_p                = nullptr;
+    *info                   = slim_frame_info_t{};
+    std::size_t payload_len = 0;
     MarkedPayload payload;
     const Engine *engine =
             find_marked_payload(request->pieces, request->piece_count, payload_len, payload);
@@ -253,8 +251,8 @@ slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
 
 void slim_core_frame_sent(const slim_frame_info_t *info)
 {
-    slim::process_packing().frame_sent(info->payload_length, info->frame_length,
-                                       info->marked_bytes, info->packed_bytes);
+    slim::process_packing().frame_sent(info->payload_length, info->frame_length, info->marked_bytes,
+                                       info->packed_bytes);
 }
 
 void slim_core_frame_unsent(const slim_frame_info_t *info)
@@ -289,7 +287,7 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size
     }
 
     const pack::ByteSpan header = v.view.header();
-    const std::size_t    need   = header.size + v.view.orig_payload_len();
+    const std::size_t need      = header.size + v.view.orig_payload_len();
     if (need > capacity) {
         return static_cast<int64_t>(need);
     }
@@ -297,7 +295,7 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size
     if (header.size > 0) std::memcpy(dst, header.data, header.size);
     if (pack::decode_into(v.view, dst + header.size, capacity - header.size) !=
         pack::FrameError::none) {
-        process_packing().frame_rejected();   // cannot happen: capacity was checked
+        process_packing().frame_rejected();  // cannot happen: capacity was checked
         log_rejected(length, "payload does not fit");
         return -1;
     }
@@ -309,9 +307,9 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size
 void slim_core_bounce_config(size_t *buffer_size, unsigned *count, unsigned *grow)
 {
     const slim::Engine *engine = slim::Engine::get();
-    *buffer_size = engine != nullptr ? engine->config().bounce_size : 0;
-    *count       = engine != nullptr ? engine->config().bounce_count : 0;
-    *grow        = engine != nullptr ? engine->config().bounce_grow : 0;
+    *buffer_size               = engine != nullptr ? engine->config().bounce_size : 0;
+    *count                     = engine != nullptr ? engine->config().bounce_count : 0;
+    *grow                      = engine != nullptr ? engine->config().bounce_grow : 0;
 }
 
 void slim_core_put_bounce_empty(const slim_frame_info_t *info)
@@ -320,19 +318,15 @@ void slim_core_put_bounce_empty(const slim_frame_info_t *info)
     slim::process_packing().put_bounce_empty();
 }
 
-void slim_core_bounce_added(size_t bytes)
-{
-    slim::process_packing().bounce_added(bytes);
-}
+void slim_core_bounce_added(size_t bytes) { slim::process_packing().bounce_added(bytes); }
 
 slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *wire,
-                                       size_t wire_capacity, void *notice,
-                                       slim_put_info_t *info)
+                                       size_t wire_capacity, void *notice, slim_put_info_t *info)
 {
     using namespace slim;
 
-    *info = slim_put_info_t{};
-    std::size_t   payload_len = 0;
+    *info                   = slim_put_info_t{};
+    std::size_t payload_len = 0;
     MarkedPayload payload;
     const Engine *engine =
             find_marked_payload(request->pieces, request->piece_count, payload_len, payload);
@@ -392,15 +386,12 @@ slim_core_expander_t *slim_core_expander_open(void)
 {
     try {
         return new slim_core_expander();
-    } catch (const std::bad_alloc &) {
-        return nullptr;   // the module goes on without expanding packed puts, and says so
+    } catch (const std::bad_alloc&) {
+        return nullptr;  // the module goes on without expanding packed puts, and says so
     }
 }
 
-void slim_core_expander_close(slim_core_expander_t *expander)
-{
-    delete expander;
-}
+void slim_core_expander_close(slim_core_expander_t *expander) { delete expander; }
 
 int slim_core_expand(slim_core_expander_t *expander, const void *notice, size_t length,
                      slim_expand_registered_cb_t registered, void *arg)
@@ -428,12 +419,11 @@ int slim_core_expand(slim_core_expander_t *expander, const void *notice, size_t 
     case Verdict::out_of_order:
         return reject("an expand notice out of order (its stream's previous notice is missing)");
     }
-    if (registered == nullptr ||
-        !registered(arg, v.view.remote_addr(), v.view.orig_len())) {
+    if (registered == nullptr || !registered(arg, v.view.remote_addr(), v.view.orig_len())) {
         return reject("an expand notice names memory this process did not register for "
                       "remote puts (or no longer does)");
     }
-    auto *destination = reinterpret_cast<std::uint8_t *>(v.view.remote_addr());
+    auto *destination             = reinterpret_cast<std::uint8_t *>(v.view.remote_addr());
     const pack::ExpandError error = pack::expand_in_place(v.view, destination);
     if (error != pack::ExpandError::none) {
         return reject(pack::expand_error_message(error));
@@ -451,4 +441,4 @@ slim_status_t slim_packing_get(slim_packing_stats_t *out)
     return SLIM_OK;
 }
 
-} // extern "C"
+}  // extern "C"

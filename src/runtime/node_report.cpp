@@ -22,14 +22,14 @@ namespace slim {
 
 // ---- records and totals -----------------------------------------------------
 
-RankRecord make_rank_record(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                            const slim_packing_stats_t &packing, ErrorBound bound,
+RankRecord make_rank_record(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                            const slim_packing_stats_t& packing, ErrorBound bound,
                             const live::LiveSummary *live)
 {
     RankRecord r;
-    r.rank       = who.rank;
-    r.local_rank = who.local.local_rank;
-    r.pid        = who.pid;
+    r.rank             = who.rank;
+    r.local_rank       = who.local.local_rank;
+    r.pid              = who.pid;
     r.bytes_sent       = total(traffic, SLIM_DIR_SEND).bytes;
     r.payload_bytes    = packing.payload_bytes;
     r.wire_bytes       = packing.wire_bytes;
@@ -67,22 +67,22 @@ const char *to_string(MissingRank::Reason reason) noexcept
 {
     switch (reason) {
     case MissingRank::Reason::never_started: return "never_started";
-    case MissingRank::Reason::died:          return "died";
-    case MissingRank::Reason::timed_out:     return "timed_out";
+    case MissingRank::Reason::died: return "died";
+    case MissingRank::Reason::timed_out: return "timed_out";
     }
     return "?";
 }
 
-NodeTotals node_totals(const std::vector<RankRecord> &ranks,
-                       const std::optional<link::service::PortSection> &port)
+NodeTotals node_totals(const std::vector<RankRecord>& ranks,
+                       const std::optional<link::service::PortSection>& port)
 {
     NodeTotals t;
-    double     penalty_sum   = 0.0;
+    double penalty_sum        = 0.0;
     std::size_t penalty_ranks = 0;
-    for (const RankRecord &r : ranks) {
-        t.bytes_sent   += r.bytes_sent;
+    for (const RankRecord& r : ranks) {
+        t.bytes_sent += r.bytes_sent;
         t.packed_bytes += r.packed_bytes;
-        t.saved_bytes  += r.saved_bytes();
+        t.saved_bytes += r.saved_bytes();
         t.missed_bytes += r.missed_bytes;
         if (r.error_bound_bits > 0 &&
             (!t.error_bound.packed() || r.error_bound_bits < t.error_bound.min_bits)) {
@@ -92,14 +92,14 @@ NodeTotals node_totals(const std::vector<RankRecord> &ranks,
             continue;
         }
         ++t.ranks_with_link;
-        t.events          += r.events;
-        t.energy_joules   += r.energy_joules;
+        t.events += r.events;
+        t.energy_joules += r.energy_joules;
         t.baseline_joules += r.baseline_joules;
-        t.late_wakeups    += r.late_wakeups;
+        t.late_wakeups += r.late_wakeups;
         t.wakeup_delay_ns += r.wakeup_delay_ns;
-        t.predictions     += r.predictions;
-        t.hits            += r.hits;
-        t.restarts        += r.restarts;
+        t.predictions += r.predictions;
+        t.hits += r.hits;
+        t.restarts += r.restarts;
         t.lanes = std::max<unsigned>(t.lanes, r.lanes);
         t.controllers_failed += r.controller_failed ? 1 : 0;
         for (std::size_t w = 0; w <= link::kMaxLanes; ++w) {
@@ -144,7 +144,7 @@ namespace {
 
 std::string u64(std::uint64_t v) { return std::to_string(v); }
 
-std::optional<double> hit_rate(const RankRecord &r)
+std::optional<double> hit_rate(const RankRecord& r)
 {
     if (!r.has_link || r.events == 0) {
         return std::nullopt;
@@ -152,12 +152,12 @@ std::optional<double> hit_rate(const RankRecord &r)
     return 100.0 * static_cast<double>(r.hits) / static_cast<double>(r.events);
 }
 
-std::string text_or_dash(const std::optional<double> &v, int decimals)
+std::string text_or_dash(const std::optional<double>& v, int decimals)
 {
     return v ? format_fixed(*v, decimals) : std::string("-");
 }
 
-std::string describe_missing(const MissingRank &m)
+std::string describe_missing(const MissingRank& m)
 {
     std::string who = m.rank >= 0 ? "rank " + std::to_string(m.rank) + " (local " +
                                             std::to_string(m.local_rank)
@@ -166,21 +166,18 @@ std::string describe_missing(const MissingRank &m)
         who += ", pid " + std::to_string(m.pid);
     }
     switch (m.reason) {
-    case MissingRank::Reason::never_started:
-        return who + "): never started slim";
-    case MissingRank::Reason::died:
-        return who + "): ended without a report";
-    case MissingRank::Reason::timed_out:
-        return who + "): no report within UCX_SLIM_REPORT_WAIT";
+    case MissingRank::Reason::never_started: return who + "): never started slim";
+    case MissingRank::Reason::died: return who + "): ended without a report";
+    case MissingRank::Reason::timed_out: return who + "): no report within UCX_SLIM_REPORT_WAIT";
     }
     return who + ")";
 }
 
-std::string table_row(const std::string &label, const std::string &events,
-                      const std::string &saved, const std::string &penalty,
-                      const std::string &late, const std::string &hits, const std::string &gt,
-                      const std::string &restarts, std::uint64_t sent, std::uint64_t packed,
-                      std::uint64_t saved_bytes, std::uint64_t missed, const std::string &error)
+std::string table_row(const std::string& label, const std::string& events, const std::string& saved,
+                      const std::string& penalty, const std::string& late, const std::string& hits,
+                      const std::string& gt, const std::string& restarts, std::uint64_t sent,
+                      std::uint64_t packed, std::uint64_t saved_bytes, std::uint64_t missed,
+                      const std::string& error)
 {
     std::array<char, 512> line{};
     std::snprintf(line.data(), line.size(),
@@ -194,7 +191,7 @@ std::string table_row(const std::string &label, const std::string &events,
 
 // What the port's numbers do not cover, or cannot be trusted for: said in
 // the report, not only in the service's log.
-std::string port_caveats(const link::service::PortSection &p)
+std::string port_caveats(const link::service::PortSection& p)
 {
     std::string out;
     const auto seconds = [](std::int64_t ns) {
@@ -209,8 +206,7 @@ std::string port_caveats(const link::service::PortSection &p)
         out += "  " + std::to_string(p.stalled_clients) +
                " client(s) stalled during the job (more than " +
                format_fixed(static_cast<double>(link::service::kMaxHorizonLagNs) * 1e-9, 1) +
-               " s behind); " +
-               u64(p.late_records) +
+               " s behind); " + u64(p.late_records) +
                " of their demand records were applied late, when they arrived\n";
     }
     const std::string problem = link::service::text_of(p.problem);
@@ -220,32 +216,30 @@ std::string port_caveats(const link::service::PortSection &p)
     }
     if (p.width_unknown != 0) {
         out += "  port width UNKNOWN" +
-               (p.backend_failed != 0 || problem.empty() ? std::string()
-                                                         : ": " + problem) +
-               "\n";
+               (p.backend_failed != 0 || problem.empty() ? std::string() : ": " + problem) + "\n";
     }
     return out;
 }
 
-} // namespace
+}  // namespace
 
-std::string format_node_text(const NodeInfo &node, const NodeCollection &collection)
+std::string format_node_text(const NodeInfo& node, const NodeCollection& collection)
 {
     const NodeTotals t = node_totals(collection.reported, collection.port);
-    std::string out = "slimlink node report: host " + node.host + ", job " + node.job.key +
-                      ", " + std::to_string(node.job.local_size) + " local ranks, " +
+    std::string out = "slimlink node report: host " + node.host + ", job " + node.job.key + ", " +
+                      std::to_string(node.job.local_size) + " local ranks, " +
                       std::to_string(collection.reported.size()) + " reported, " +
                       std::to_string(collection.missing.size()) + " missing\n";
-    for (const MissingRank &m : collection.missing) {
+    for (const MissingRank& m : collection.missing) {
         out += "  missing: " + describe_missing(m) + "\n";
     }
     std::array<char, 512> header{};
     std::snprintf(header.data(), header.size(),
-                  "  %7s %8s %8s %10s %6s %7s %10s %8s %14s %12s %12s %12s  %s\n", "rank",
-                  "events", "saved %", "penalty %", "late", "hit %", "GT", "restarts",
-                  "bytes sent", "packed", "saved", "missed", "max rel error");
+                  "  %7s %8s %8s %10s %6s %7s %10s %8s %14s %12s %12s %12s  %s\n", "rank", "events",
+                  "saved %", "penalty %", "late", "hit %", "GT", "restarts", "bytes sent", "packed",
+                  "saved", "missed", "max rel error");
     out += header.data();
-    for (const RankRecord &r : collection.reported) {
+    for (const RankRecord& r : collection.reported) {
         const auto dash = std::string("-");
         out += table_row(
                 r.rank >= 0 ? std::to_string(r.rank) : "l" + std::to_string(r.local_rank),
@@ -254,37 +248,37 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
                 r.has_penalty ? format_fixed(r.time_penalty_pct, 2) : dash,
                 r.has_link ? u64(r.late_wakeups) : dash, text_or_dash(hit_rate(r), 1),
                 r.has_gt ? format_fixed(static_cast<double>(r.gt_ns) * 1e-3, 1) + "us" : dash,
-                r.has_link ? u64(r.restarts) : dash, r.bytes_sent, r.packed_bytes,
-                r.saved_bytes(), r.missed_bytes, text_error_bound(ErrorBound{r.error_bound_bits}));
+                r.has_link ? u64(r.restarts) : dash, r.bytes_sent, r.packed_bytes, r.saved_bytes(),
+                r.missed_bytes, text_error_bound(ErrorBound{r.error_bound_bits}));
     }
     const bool any_link = t.ranks_with_link > 0;
-    out += table_row("total", any_link ? u64(t.events) : "-",
-                     text_or_dash(t.energy_savings_pct, 1),
+    out += table_row("total", any_link ? u64(t.events) : "-", text_or_dash(t.energy_savings_pct, 1),
                      t.time_penalty_pct_max ? "max " + format_fixed(*t.time_penalty_pct_max, 2)
                                             : std::string("-"),
                      any_link ? u64(t.late_wakeups) : "-", text_or_dash(t.hit_rate_pct, 1), "-",
-                     any_link ? u64(t.restarts) : "-", t.bytes_sent, t.packed_bytes,
-                     t.saved_bytes, t.missed_bytes, text_error_bound(t.error_bound));
+                     any_link ? u64(t.restarts) : "-", t.bytes_sent, t.packed_bytes, t.saved_bytes,
+                     t.missed_bytes, text_error_bound(t.error_bound));
     if (!any_link) {
         return out;
     }
     // Energy the port's backend did not measure is not printed as zeros.
     const bool measured = !collection.port || collection.port->has_energy != 0;
     if (collection.port) {
-        const link::service::PortSection &p = *collection.port;
+        const link::service::PortSection& p = *collection.port;
         out += "  port " + link::service::text_of(p.port) + " (" +
-               link::service::text_of(p.backend) + ", " +
-               std::to_string(p.lanes) + " lanes), driven by slimlinkd for " +
+               link::service::text_of(p.backend) + ", " + std::to_string(p.lanes) +
+               " lanes), driven by slimlinkd for " +
                std::to_string(collection.reported.size() + collection.missing.size()) +
                " local ranks" +
                (p.other_jobs > 0 ? " and " + std::to_string(p.other_jobs) + " other job(s)"
                                  : std::string()) +
                " over " + format_fixed(static_cast<double>(p.span_ns) * 1e-9, 3) + " s: " +
-               (p.has_energy != 0 ? "energy saved " + text_or_dash(t.energy_savings_pct, 1) +
-                                            "% vs always on"
-                                  : std::string("energy not measured by this backend")) +
-               ", " + u64(p.transitions) + " transitions, " + u64(p.late_wakeups) + " late wake-ups (" +
-               format_fixed(static_cast<double>(p.wakeup_delay_ns) * 1e-3, 1) + " us)\n";
+               (p.has_energy != 0
+                        ? "energy saved " + text_or_dash(t.energy_savings_pct, 1) + "% vs always on"
+                        : std::string("energy not measured by this backend")) +
+               ", " + u64(p.transitions) + " transitions, " + u64(p.late_wakeups) +
+               " late wake-ups (" + format_fixed(static_cast<double>(p.wakeup_delay_ns) * 1e-3, 1) +
+               " us)\n";
         out += port_caveats(p);
     }
     if (measured) {
@@ -317,7 +311,7 @@ std::string format_node_text(const NodeInfo &node, const NodeCollection &collect
 namespace {
 
 // The port as the node service accounted it over the job's span.
-ReportJson port_json(const link::service::PortSection &p)
+ReportJson port_json(const link::service::PortSection& p)
 {
     ReportJson widths = ReportJson::object();
     for (unsigned w = 1; w <= p.lanes && w <= link::kMaxLanes; ++w) {
@@ -356,13 +350,13 @@ ReportJson port_json(const link::service::PortSection &p)
     };
 }
 
-} // namespace
+}  // namespace
 
-std::string format_node_json(const NodeInfo &node, const NodeCollection &collection)
+std::string format_node_json(const NodeInfo& node, const NodeCollection& collection)
 {
-    const NodeTotals t       = node_totals(collection.reported, collection.port);
-    ReportJson       missing = ReportJson::array();
-    for (const MissingRank &m : collection.missing) {
+    const NodeTotals t = node_totals(collection.reported, collection.port);
+    ReportJson missing = ReportJson::array();
+    for (const MissingRank& m : collection.missing) {
         missing.push_back({
                 {"local_rank", m.local_rank},
                 {"rank", m.rank >= 0 ? ReportJson(m.rank) : ReportJson(nullptr)},
@@ -375,7 +369,7 @@ std::string format_node_json(const NodeInfo &node, const NodeCollection &collect
         widths[std::to_string(w)] = t.time_at_width_ns[w];
     }
     // A port whose backend measures no energy has none to total.
-    const bool measured = !collection.port || collection.port->has_energy != 0;
+    const bool measured     = !collection.port || collection.port->has_energy != 0;
     const ReportJson totals = {
             {"events", t.events},
             {"energy_joules", measured ? json_fixed(t.energy_joules, 6) : ReportJson(nullptr)},
@@ -398,7 +392,7 @@ std::string format_node_json(const NodeInfo &node, const NodeCollection &collect
             {"controllers_failed", t.controllers_failed},
     };
     ReportJson ranks = ReportJson::array();
-    for (const RankRecord &r : collection.reported) {
+    for (const RankRecord& r : collection.reported) {
         ranks.push_back({
                 {"rank", r.rank},
                 {"local_rank", r.local_rank},
@@ -440,11 +434,11 @@ std::string format_node_json(const NodeInfo &node, const NodeCollection &collect
 
 // ---- the node report through the node service -----------------------------
 
-NodeCollection collection_from_service(const link::ReceivedReport &received)
+NodeCollection collection_from_service(const link::ReceivedReport& received)
 {
     NodeCollection collection;
     collection.port = received.port;
-    for (const link::ReceivedReport::Entry &e : received.entries) {
+    for (const link::ReceivedReport::Entry& e : received.entries) {
         const auto state = static_cast<link::service::EntryState>(e.entry.state);
         MissingRank m;
         m.local_rank = e.entry.local_rank;
@@ -468,31 +462,32 @@ NodeCollection collection_from_service(const link::ReceivedReport &received)
             r.local_rank = e.entry.local_rank;
             // The port's numbers are the node's: this rank's late wake-ups
             // are the ones the shared port caused on its traffic.
-            r.has_savings     = false;
-            r.late_wakeups    = e.entry.late_wakeups;
-            r.wakeup_delay_ns = e.entry.wakeup_delay_ns;
-            r.has_penalty     = r.has_link && r.span_ns > 0;
+            r.has_savings      = false;
+            r.late_wakeups     = e.entry.late_wakeups;
+            r.wakeup_delay_ns  = e.entry.wakeup_delay_ns;
+            r.has_penalty      = r.has_link && r.span_ns > 0;
             r.time_penalty_pct = r.has_penalty ? 100.0 * static_cast<double>(r.wakeup_delay_ns) /
                                                          static_cast<double>(r.span_ns)
                                                : 0.0;
             collection.reported.push_back(r);
             continue;
         }
-        m.reason = state == link::service::EntryState::died        ? MissingRank::Reason::died
-                   : state == link::service::EntryState::timed_out ? MissingRank::Reason::timed_out
-                                                                   : MissingRank::Reason::never_started;
+        m.reason = state == link::service::EntryState::died ? MissingRank::Reason::died
+                   : state == link::service::EntryState::timed_out
+                           ? MissingRank::Reason::timed_out
+                           : MissingRank::Reason::never_started;
         collection.missing.push_back(m);
     }
     return collection;
 }
 
-void write_node_report(const ReportTarget &report, const ProcessIdentity &who,
-                       const NodeCollection &collection) noexcept
+void write_node_report(const ReportTarget& report, const ProcessIdentity& who,
+                       const NodeCollection& collection) noexcept
 {
     try {
         const NodeInfo node{who.host, who.local};
         if (!collection.missing.empty()) {
-            const MissingRank &first = collection.missing.front();
+            const MissingRank& first = collection.missing.front();
             logger().warn("node report: {} of {} local ranks did not report (first: {}, {})",
                           collection.missing.size(),
                           collection.missing.size() + collection.reported.size(),
@@ -503,9 +498,9 @@ void write_node_report(const ReportTarget &report, const ProcessIdentity &who,
         write_report_content(report, report.kind == ReportTarget::Kind::json_file
                                              ? format_node_json(node, collection)
                                              : format_node_text(node, collection));
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         note_swallowed("node report: cannot write the node summary", e);
     }
 }
 
-} // namespace slim
+}  // namespace slim

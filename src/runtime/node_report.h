@@ -42,32 +42,32 @@ struct RankRecord {
     std::int32_t local_rank = -1;
     std::int64_t pid        = 0;
 
-    bool has_link          = false; // the live loop ran (the fields below mean something)
-    bool has_savings       = false; // energy_savings_pct is set
-    bool has_penalty       = false; // time_penalty_pct is set
-    bool has_gt            = false; // gt_ns is set
-    bool controller_failed = false;
-    std::uint32_t lanes    = 0;
-    std::uint64_t events   = 0;
-    std::int64_t  span_ns  = 0;
-    double        energy_joules      = 0.0;
-    double        baseline_joules    = 0.0;
-    double        energy_savings_pct = 0.0;
-    double        time_penalty_pct   = 0.0;
-    std::uint64_t late_wakeups    = 0;
-    std::int64_t  wakeup_delay_ns = 0;
-    std::uint64_t predictions     = 0;
-    std::uint64_t hits            = 0;
-    std::uint64_t restarts        = 0;
-    std::int64_t  gt_ns           = 0;
-    std::int64_t  time_at_width_ns[link::kMaxLanes + 1] = {};
+    bool has_link                = false;  // the live loop ran (the fields below mean something)
+    bool has_savings             = false;  // energy_savings_pct is set
+    bool has_penalty             = false;  // time_penalty_pct is set
+    bool has_gt                  = false;  // gt_ns is set
+    bool controller_failed       = false;
+    std::uint32_t lanes          = 0;
+    std::uint64_t events         = 0;
+    std::int64_t span_ns         = 0;
+    double energy_joules         = 0.0;
+    double baseline_joules       = 0.0;
+    double energy_savings_pct    = 0.0;
+    double time_penalty_pct      = 0.0;
+    std::uint64_t late_wakeups   = 0;
+    std::int64_t wakeup_delay_ns = 0;
+    std::uint64_t predictions    = 0;
+    std::uint64_t hits           = 0;
+    std::uint64_t restarts       = 0;
+    std::int64_t gt_ns           = 0;
+    std::int64_t time_at_width_ns[link::kMaxLanes + 1] = {};
 
-    std::uint64_t bytes_sent    = 0; // on the wire, every operation (traffic totals)
-    std::uint64_t payload_bytes = 0; // packing frames: original bytes ...
-    std::uint64_t wire_bytes    = 0; // ... and bytes on the wire
-    std::uint64_t packed_bytes  = 0;
-    std::uint64_t missed_bytes  = 0;
-    std::int32_t  error_bound_bits = 0; // ErrorBound::min_bits
+    std::uint64_t bytes_sent      = 0;  // on the wire, every operation (traffic totals)
+    std::uint64_t payload_bytes   = 0;  // packing frames: original bytes ...
+    std::uint64_t wire_bytes      = 0;  // ... and bytes on the wire
+    std::uint64_t packed_bytes    = 0;
+    std::uint64_t missed_bytes    = 0;
+    std::int32_t error_bound_bits = 0;  // ErrorBound::min_bits
 
     std::uint64_t saved_bytes() const
     {
@@ -77,21 +77,21 @@ struct RankRecord {
 
 static_assert(std::is_trivially_copyable_v<RankRecord>);
 
-RankRecord make_rank_record(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                            const slim_packing_stats_t &packing, ErrorBound bound,
+RankRecord make_rank_record(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                            const slim_packing_stats_t& packing, ErrorBound bound,
                             const live::LiveSummary *live);
 
 // A local rank whose record the leader did not get.
 struct MissingRank {
     enum class Reason {
-        never_started, // its slot was never joined
-        died,          // its process ended without depositing (crash, kill, _exit)
-        timed_out,     // still running when UCX_SLIM_REPORT_WAIT ran out
+        never_started,  // its slot was never joined
+        died,           // its process ended without depositing (crash, kill, _exit)
+        timed_out,      // still running when UCX_SLIM_REPORT_WAIT ran out
     };
-    int    local_rank = -1;
-    int    rank       = -1; // -1: unknown (never started)
-    long   pid        = 0;  // 0: unknown
-    Reason reason     = Reason::never_started;
+    int local_rank = -1;
+    int rank       = -1;  // -1: unknown (never started)
+    long pid       = 0;   // 0: unknown
+    Reason reason  = Reason::never_started;
 };
 
 const char *to_string(MissingRank::Reason reason) noexcept;
@@ -99,54 +99,54 @@ const char *to_string(MissingRank::Reason reason) noexcept;
 // What the reporter got, in local rank order, and the port the node
 // service drove over the job's span (none: no service drove it).
 struct NodeCollection {
-    std::vector<RankRecord>  reported;
+    std::vector<RankRecord> reported;
     std::vector<MissingRank> missing;
     std::optional<link::service::PortSection> port;
 };
 
 // Sums over the reported ranks, and the values derived from the sums.
 struct NodeTotals {
-    std::size_t   ranks_with_link = 0;
-    std::uint64_t events          = 0;
-    double        energy_joules   = 0.0;
-    double        baseline_joules = 0.0;
-    std::optional<double> energy_savings_pct;   // 100 * (1 - energy / baseline)
-    std::optional<double> time_penalty_pct_max; // over ranks that have one
+    std::size_t ranks_with_link = 0;
+    std::uint64_t events        = 0;
+    double energy_joules        = 0.0;
+    double baseline_joules      = 0.0;
+    std::optional<double> energy_savings_pct;    // 100 * (1 - energy / baseline)
+    std::optional<double> time_penalty_pct_max;  // over ranks that have one
     std::optional<double> time_penalty_pct_mean;
-    std::uint64_t late_wakeups = 0;
-    std::int64_t  wakeup_delay_ns = 0;
-    std::uint64_t predictions  = 0;
-    std::uint64_t hits         = 0;
-    std::optional<double> hit_rate_pct;         // 100 * hits / events, as per rank
-    std::uint64_t restarts     = 0;
-    unsigned      lanes        = 0;             // widest of the ranks
-    std::int64_t  time_at_width_ns[link::kMaxLanes + 1] = {};
-    std::uint64_t bytes_sent   = 0;
-    std::uint64_t packed_bytes = 0;
-    std::uint64_t saved_bytes  = 0;
-    std::uint64_t missed_bytes = 0;
-    ErrorBound    error_bound;                  // the coarsest over ranks
-    std::size_t   controllers_failed = 0;
+    std::uint64_t late_wakeups   = 0;
+    std::int64_t wakeup_delay_ns = 0;
+    std::uint64_t predictions    = 0;
+    std::uint64_t hits           = 0;
+    std::optional<double> hit_rate_pct;  // 100 * hits / events, as per rank
+    std::uint64_t restarts                             = 0;
+    unsigned lanes                                     = 0;  // widest of the ranks
+    std::int64_t time_at_width_ns[link::kMaxLanes + 1] = {};
+    std::uint64_t bytes_sent                           = 0;
+    std::uint64_t packed_bytes                         = 0;
+    std::uint64_t saved_bytes                          = 0;
+    std::uint64_t missed_bytes                         = 0;
+    ErrorBound error_bound;  // the coarsest over ranks
+    std::size_t controllers_failed = 0;
 };
 
 // With `port`, the energy, time at width, transitions and late wake-ups
 // are the port's (accounted once by the service), not sums over ranks.
-NodeTotals node_totals(const std::vector<RankRecord> &ranks,
-                       const std::optional<link::service::PortSection> &port = std::nullopt);
+NodeTotals node_totals(const std::vector<RankRecord>& ranks,
+                       const std::optional<link::service::PortSection>& port = std::nullopt);
 
 // The node as the leader describes it.
 struct NodeInfo {
     std::string host;
-    LocalJob    job;
+    LocalJob job;
 };
 
 // The table for UCX_SLIM_REPORT=stdout: a header line (host, job, ranks
 // reported, missing ranks), one row per reported local rank, a total row,
 // then a line with the time penalty (max, mean) and time at width.
-std::string format_node_text(const NodeInfo &node, const NodeCollection &collection);
+std::string format_node_text(const NodeInfo& node, const NodeCollection& collection);
 
 // One "slimlink.node.v1" JSON line (slimlink(7)), terminated by '\n'.
-std::string format_node_json(const NodeInfo &node, const NodeCollection &collection);
+std::string format_node_json(const NodeInfo& node, const NodeCollection& collection);
 
 // ---- the node report through the node service ------------------------------
 //
@@ -162,13 +162,13 @@ inline constexpr std::uint32_t rank_record_version = 2;
 // The records and port section the service returned, as a collection:
 // records of another size or version are listed as missing; each rank's
 // late wake-ups and time penalty are the shared port's on its traffic.
-NodeCollection collection_from_service(const link::ReceivedReport &received);
+NodeCollection collection_from_service(const link::ReceivedReport& received);
 
 // Writes the node table (stdout) or the "slimlink.node.v1" line (JSON).
 // Errors are logged, never thrown.
-void write_node_report(const ReportTarget &report, const ProcessIdentity &who,
-                       const NodeCollection &collection) noexcept;
+void write_node_report(const ReportTarget& report, const ProcessIdentity& who,
+                       const NodeCollection& collection) noexcept;
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -5,22 +5,18 @@
 
 namespace slim {
 
-double ErrorBound::relative() const noexcept
-{
-    return packed() ? std::ldexp(1.0, -min_bits) : 0.0;
-}
+double ErrorBound::relative() const noexcept { return packed() ? std::ldexp(1.0, -min_bits) : 0.0; }
 
 void PackingMonitor::packed_with(pack::Precision precision) noexcept
 {
     if (precision.keep_bytes < pack::kMinKeep || precision.keep_bytes > pack::kMaxKeep) {
-        return; // sent raw (encode_frame packs keep 2..7 only)
+        return;  // sent raw (encode_frame packs keep 2..7 only)
     }
     const int bits = guaranteed_bits(precision);
     // Relaxed min: one load per frame once the coarsest precision is known.
     int seen = min_bits_.load(std::memory_order_relaxed);
     while ((seen == 0 || bits < seen) &&
-           !min_bits_.compare_exchange_weak(seen, bits, std::memory_order_relaxed)) {
-    }
+           !min_bits_.compare_exchange_weak(seen, bits, std::memory_order_relaxed)) {}
 }
 
 ErrorBound PackingMonitor::error_bound() const noexcept
@@ -77,11 +73,11 @@ PackingMonitor::PutCounts PackingMonitor::put_counts() const noexcept
     return c;
 }
 
-PackingMonitor &process_packing() noexcept
+PackingMonitor& process_packing() noexcept
 {
     // Constant-initialized, never destroyed: usable from any thread at any time.
     static PackingMonitor monitor;
     return monitor;
 }
 
-} // namespace slim
+}  // namespace slim

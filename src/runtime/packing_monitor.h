@@ -29,18 +29,18 @@ constexpr int guaranteed_bits(pack::Precision p) noexcept
 // from the precisions used, not a measurement; subnormals (|x| < 2^-1022)
 // keep fewer bits and may lose more.
 struct ErrorBound {
-    int min_bits = 0; // 0: nothing was packed
+    int min_bits = 0;  // 0: nothing was packed
 
-    bool   packed() const noexcept { return min_bits > 0; }
-    double relative() const noexcept; // 2^-min_bits; 0 when nothing was packed
+    bool packed() const noexcept { return min_bits > 0; }
+    double relative() const noexcept;  // 2^-min_bits; 0 when nothing was packed
 };
 
 class PackingMonitor {
 public:
     constexpr PackingMonitor() noexcept = default;
 
-    PackingMonitor(const PackingMonitor &)            = delete;
-    PackingMonitor &operator=(const PackingMonitor &) = delete;
+    PackingMonitor(const PackingMonitor&)            = delete;
+    PackingMonitor& operator=(const PackingMonitor&) = delete;
 
     // A frame left in place of a message of payload_bytes (header included)
     // holding marked_bytes marked, packed_bytes of them packed.
@@ -70,7 +70,7 @@ public:
         std::uint64_t puts_packed      = 0;
         std::uint64_t notices_rejected = 0;
         std::uint64_t bounce_empty     = 0;
-        std::uint64_t bounce_buffers   = 0;   // over all interfaces' pools
+        std::uint64_t bounce_buffers   = 0;  // over all interfaces' pools
         std::uint64_t bounce_bytes     = 0;
     };
     PutCounts put_counts() const noexcept;
@@ -78,10 +78,10 @@ public:
     void packed_with(pack::Precision precision) noexcept;
 
     slim_packing_stats_t snapshot() const noexcept;
-    ErrorBound           error_bound() const noexcept;
+    ErrorBound error_bound() const noexcept;
 
 private:
-    static void add(std::atomic<std::uint64_t> &c, std::uint64_t v) noexcept
+    static void add(std::atomic<std::uint64_t>& c, std::uint64_t v) noexcept
     {
         c.fetch_add(v, std::memory_order_relaxed);
     }
@@ -100,14 +100,14 @@ private:
     std::atomic<std::uint64_t> bounce_empty_{0};
     std::atomic<std::uint64_t> bounce_buffers_{0};
     std::atomic<std::uint64_t> bounce_bytes_{0};
-    std::atomic<int>           min_bits_{0}; // ErrorBound::min_bits
+    std::atomic<int> min_bits_{0};  // ErrorBound::min_bits
 };
 
 static_assert(std::is_trivially_destructible_v<PackingMonitor>);
 
 // The process-wide counters that the slim_core_frame_* calls feed.
-PackingMonitor &process_packing() noexcept;
+PackingMonitor& process_packing() noexcept;
 
-} // namespace slim
+}  // namespace slim
 
 #endif

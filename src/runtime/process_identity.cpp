@@ -18,11 +18,11 @@ namespace slim {
 namespace {
 
 // All of `text` as a non-negative int.
-std::optional<int> whole_int(const std::string &text)
+std::optional<int> whole_int(const std::string& text)
 {
-    int         value = -1;
-    const char *first = text.data();
-    const char *last  = first + text.size();
+    int value            = -1;
+    const char *first    = text.data();
+    const char *last     = first + text.size();
     const auto [end, ec] = std::from_chars(first, last, value);
     if (text.empty() || ec != std::errc{} || end != last || value < 0) {
         return std::nullopt;
@@ -30,13 +30,13 @@ std::optional<int> whole_int(const std::string &text)
     return value;
 }
 
-std::optional<int> int_var(const EnvLookup &lookup, const char *name)
+std::optional<int> int_var(const EnvLookup& lookup, const char *name)
 {
     const std::optional<std::string> value = lookup(name);
     return value ? whole_int(*value) : std::nullopt;
 }
 
-std::optional<std::string> first_set(const EnvLookup &lookup,
+std::optional<std::string> first_set(const EnvLookup& lookup,
                                      std::initializer_list<const char *> names)
 {
     for (const char *name : names) {
@@ -49,11 +49,11 @@ std::optional<std::string> first_set(const EnvLookup &lookup,
 }
 
 LocalJob make_local(const char *launcher, std::optional<int> local_rank,
-                    std::optional<int> local_size, const std::optional<std::string> &key)
+                    std::optional<int> local_size, const std::optional<std::string>& key)
 {
     LocalJob job;
     if (!local_rank || !local_size || !key || key->empty()) {
-        return job; // the launcher is recognised, its variables are not usable
+        return job;  // the launcher is recognised, its variables are not usable
     }
     job.local_rank = *local_rank;
     job.local_size = *local_size;
@@ -65,15 +65,15 @@ LocalJob make_local(const char *launcher, std::optional<int> local_rank,
 // /proc/<pid>/stat: command name, parent and start time (clock ticks since
 // boot; tells a process from a later one with the same pid).
 struct ProcStat {
-    std::string   comm;
-    long          ppid       = 0;
+    std::string comm;
+    long ppid                = 0;
     std::uint64_t start_time = 0;
 };
 
 std::optional<ProcStat> read_proc_stat(long pid)
 {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string   text;
+    std::string text;
     if (!in || !std::getline(in, text)) {
         return std::nullopt;
     }
@@ -83,11 +83,11 @@ std::optional<ProcStat> read_proc_stat(long pid)
     if (open == std::string::npos || close == std::string::npos || close < open) {
         return std::nullopt;
     }
-    ProcStat           stat;
+    ProcStat stat;
     std::istringstream fields(text.substr(close + 1));
-    std::string        state;
+    std::string state;
     stat.comm = text.substr(open + 1, close - open - 1);
-    fields >> state >> stat.ppid; // fields 3 and 4
+    fields >> state >> stat.ppid;  // fields 3 and 4
     std::string skip;
     for (int field = 5; field < 22; ++field) {
         fields >> skip;
@@ -99,9 +99,9 @@ std::optional<ProcStat> read_proc_stat(long pid)
     return stat;
 }
 
-} // namespace
+}  // namespace
 
-int detect_rank(const EnvLookup &lookup)
+int detect_rank(const EnvLookup& lookup)
 {
     for (const char *var : rank_variables) {
         if (const std::optional<int> rank = int_var(lookup, var)) {
@@ -111,17 +111,17 @@ int detect_rank(const EnvLookup &lookup)
     return -1;
 }
 
-int slurm_tasks_on_node(const std::string &tasks_per_node, int node)
+int slurm_tasks_on_node(const std::string& tasks_per_node, int node)
 {
     // Comma-separated entries "N" or "N(xM)" (M consecutive nodes with N tasks).
-    std::size_t pos   = 0;
-    int         first = 0; // index of the entry's first node
+    std::size_t pos = 0;
+    int first       = 0;  // index of the entry's first node
     while (pos <= tasks_per_node.size() && node >= 0) {
         const std::size_t comma = std::min(tasks_per_node.find(',', pos), tasks_per_node.size());
         const std::string entry = tasks_per_node.substr(pos, comma - pos);
         const std::size_t paren = entry.find('(');
         const std::optional<int> tasks = whole_int(entry.substr(0, paren));
-        std::optional<int>       nodes = 1;
+        std::optional<int> nodes       = 1;
         if (paren != std::string::npos) {
             const bool framed = entry.size() > paren + 3 && entry.compare(paren, 2, "(x") == 0 &&
                                 entry.back() == ')';
@@ -140,7 +140,7 @@ int slurm_tasks_on_node(const std::string &tasks_per_node, int node)
     return -1;
 }
 
-LocalJob detect_local_job(const EnvLookup &lookup, const HydraProxyLookup &hydra_proxy)
+LocalJob detect_local_job(const EnvLookup& lookup, const HydraProxyLookup& hydra_proxy)
 {
     if (lookup("MPI_LOCALRANKID")) {
         return make_local("hydra", int_var(lookup, "MPI_LOCALRANKID"),
@@ -157,14 +157,14 @@ LocalJob detect_local_job(const EnvLookup &lookup, const HydraProxyLookup &hydra
         const std::optional<std::string> per_node =
                 first_set(lookup, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
         const std::optional<int> node = int_var(lookup, "SLURM_NODEID");
-        std::optional<int>       size;
+        std::optional<int> size;
         if (per_node && node) {
             const int tasks = slurm_tasks_on_node(*per_node, *node);
-            size = tasks > 0 ? std::optional<int>(tasks) : std::nullopt;
+            size            = tasks > 0 ? std::optional<int>(tasks) : std::nullopt;
         }
         const std::optional<std::string> job  = lookup("SLURM_JOB_ID");
         const std::optional<std::string> step = lookup("SLURM_STEP_ID");
-        std::optional<std::string>       key;
+        std::optional<std::string> key;
         if (job && !job->empty() && step && !step->empty()) {
             key = *job + "." + *step;
         }
@@ -198,7 +198,7 @@ std::string ProcessIdentity::label() const
     return rank >= 0 ? "r" + std::to_string(rank) : "pid" + std::to_string(pid);
 }
 
-ProcessIdentity make_process_identity(const EnvLookup &lookup, const HydraProxyLookup &hydra_proxy)
+ProcessIdentity make_process_identity(const EnvLookup& lookup, const HydraProxyLookup& hydra_proxy)
 {
     ProcessIdentity id;
     id.rank  = detect_rank(lookup);
@@ -213,7 +213,7 @@ ProcessIdentity make_process_identity(const EnvLookup &lookup, const HydraProxyL
     return id;
 }
 
-const ProcessIdentity &this_process()
+const ProcessIdentity& this_process()
 {
     static NoDestructor<ProcessIdentity> identity{make_process_identity(process_environment())};
     return *identity;
@@ -223,8 +223,9 @@ namespace {
 
 // The log lines' "[slim r3]": installed as this library loads, before its
 // first line (base/log.h).
-const bool log_label_installed = (set_log_label_source([] { return this_process().label(); }), true);
+const bool log_label_installed =
+        (set_log_label_source([] { return this_process().label(); }), true);
 
-} // namespace
+}  // namespace
 
-} // namespace slim
+}  // namespace slim

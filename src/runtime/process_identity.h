@@ -21,13 +21,13 @@ inline constexpr const char *rank_variables[] = {"PMI_RANK", "OMPI_COMM_WORLD_RA
                                                  "SLURM_PROCID"};
 
 // The first rank variable holding a non-negative integer, else -1.
-int detect_rank(const EnvLookup &lookup);
+int detect_rank(const EnvLookup& lookup);
 
 // This process's place among the processes of its job on this node.
 struct LocalJob {
-    int         local_rank = -1; // 0 .. local_size-1; -1: unknown
-    int         local_size = 0;
-    std::string launcher;        // "hydra", "openmpi" or "slurm"; empty: unknown
+    int local_rank = -1;  // 0 .. local_size-1; -1: unknown
+    int local_size = 0;
+    std::string launcher;  // "hydra", "openmpi" or "slurm"; empty: unknown
     // The same for every process of this job (step) on this node, different
     // for any other job running there at the same time; groups the job's
     // ranks in the node service (slimlinkd) for the node report.
@@ -57,30 +57,30 @@ HydraProxyLookup hydra_proxy_of_this_process();
 // A launcher whose variables are set but incomplete or malformed yields an
 // unknown LocalJob rather than the next launcher's (hydra under Slurm
 // inherits the proxy's SLURM_LOCALID, which is not the rank's).
-LocalJob detect_local_job(const EnvLookup &lookup, const HydraProxyLookup &hydra_proxy);
+LocalJob detect_local_job(const EnvLookup& lookup, const HydraProxyLookup& hydra_proxy);
 
 // Tasks on node `node` from a Slurm tasks-per-node list such as "2(x3),1";
 // -1 when the list is malformed or has no such node.
-int slurm_tasks_on_node(const std::string &tasks_per_node, int node);
+int slurm_tasks_on_node(const std::string& tasks_per_node, int node);
 
 struct ProcessIdentity {
-    int         rank = -1; // -1: not started by a known launcher
-    long        pid  = 0;
+    int rank = -1;  // -1: not started by a known launcher
+    long pid = 0;
     std::string host;
-    LocalJob    local;     // unknown when not started by a known launcher
+    LocalJob local;  // unknown when not started by a known launcher
 
     // "r3", or "pid1234" when the rank is unknown.
     std::string label() const;
 };
 
 // This process, read once on first call.
-const ProcessIdentity &this_process();
+const ProcessIdentity& this_process();
 
 // Computes the identity from `lookup` and the real pid and host name; the
 // local job from `lookup` and `hydra_proxy` (default: this process's).
-ProcessIdentity make_process_identity(const EnvLookup &lookup,
-                                      const HydraProxyLookup &hydra_proxy = {});
+ProcessIdentity make_process_identity(const EnvLookup& lookup,
+                                      const HydraProxyLookup& hydra_proxy = {});
 
-} // namespace slim
+}  // namespace slim
 
 #endif

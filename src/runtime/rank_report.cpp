@@ -24,8 +24,8 @@ RankReportData gather_rank_report(const live::LiveSummary *live)
     return data;
 }
 
-void RankReport::log_trace_outcome(const live::LiveSummary &live,
-                                   const std::string &open_error) noexcept
+void RankReport::log_trace_outcome(const live::LiveSummary& live,
+                                   const std::string& open_error) noexcept
 {
     if (live.trace_path.empty()) {
         return;
@@ -40,8 +40,8 @@ void RankReport::log_trace_outcome(const live::LiveSummary &live,
     }
 }
 
-void RankReport::write(const Config &config, const std::optional<live::LiveSummary> &live,
-                       const ServiceAttachment &service) noexcept
+void RankReport::write(const Config& config, const std::optional<live::LiveSummary>& live,
+                       const ServiceAttachment& service) noexcept
 {
     if (config.report.kind == ReportTarget::Kind::none) {
         return;
@@ -66,24 +66,24 @@ void RankReport::write(const Config &config, const std::optional<live::LiveSumma
             return;
         }
         write_report(config.report, data);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         static const std::string stdout_name = "stdout";
         note_swallowed("cannot write the report",
                        config.report.kind == ReportTarget::Kind::json_file ? config.report.path
-                                                                          : stdout_name,
+                                                                           : stdout_name,
                        e);
     }
 }
 
-void RankReport::hand_over(const Config &config, ServiceAttachment &service) noexcept
+void RankReport::hand_over(const Config& config, ServiceAttachment& service) noexcept
 {
     try {
         bool shown = false;
         if (service && pending_record_ && config.report.kind != ReportTarget::Kind::none) {
             try {
-                const std::optional<link::ReceivedReport> received = service.client()->deposit(
-                        rank_record_version, pending_record_->data(), pending_record_->size(),
-                        config.report_wait);
+                const std::optional<link::ReceivedReport> received =
+                        service.client()->deposit(rank_record_version, pending_record_->data(),
+                                                  pending_record_->size(), config.report_wait);
                 if (received) {
                     if (!pending_text_.empty()) {
                         write_report_content(config.report, pending_text_);
@@ -93,18 +93,18 @@ void RankReport::hand_over(const Config &config, ServiceAttachment &service) noe
                                       collection_from_service(*received));
                 }
                 shown = true;
-            } catch (const link::ServiceError &e) {
+            } catch (const link::ServiceError& e) {
                 logger().warn("node report: {}; this rank writes its own report", e.what());
             }
         }
         if (!shown && !pending_text_.empty()) {
             write_report_content(config.report, pending_text_);
         }
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         note_swallowed("node report", e);
     }
     pending_text_.clear();
     service.detach();
 }
 
-} // namespace slim
+}  // namespace slim

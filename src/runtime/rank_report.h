@@ -29,25 +29,25 @@ public:
     // rank's text report on stdout waits for hand_over() when a service
     // drives the link: the node report may show it instead. I/O errors are
     // logged and counted, never thrown.
-    void write(const Config &config, const std::optional<live::LiveSummary> &live,
-               const ServiceAttachment &service) noexcept;
+    void write(const Config& config, const std::optional<live::LiveSummary>& live,
+               const ServiceAttachment& service) noexcept;
 
     // At exit, after write(): hands this rank's record to the node service,
     // and writes the job's node report when the service names this rank its
     // reporter; then leaves the service. Never throws.
-    void hand_over(const Config &config, ServiceAttachment &service) noexcept;
+    void hand_over(const Config& config, ServiceAttachment& service) noexcept;
 
     // Says once how the trace ended (written, incomplete, never created:
     // `open_error` was said at start).
-    static void log_trace_outcome(const live::LiveSummary &live,
-                                  const std::string &open_error) noexcept;
+    static void log_trace_outcome(const live::LiveSummary& live,
+                                  const std::string& open_error) noexcept;
 
 private:
     // What write() left for hand_over().
     std::optional<std::vector<std::uint8_t>> pending_record_;
-    std::string                              pending_text_;   // stdout: the rank's block
+    std::string pending_text_;  // stdout: the rank's block
 };
 
-} // namespace slim
+}  // namespace slim
 
 #endif

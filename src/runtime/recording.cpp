@@ -20,11 +20,11 @@ namespace {
 // (SerialOpRing), not per operation: 8192 slots hold a backed-off drain's
 // 16 ms at a run every 2 us, 590 KB per interface. The shared ring carries
 // only region calls and interfaces without a ring of their own.
-constexpr std::size_t kSerialRingCapacity = 8192;
-constexpr std::size_t kSharedRingCapacity = 4096;
+constexpr std::size_t kSerialRingCapacity          = 8192;
+constexpr std::size_t kSharedRingCapacity          = 4096;
 constexpr predict::TimeNs kEmulatedDrainIntervalNs = 16'000'000;
 
-live::OpRecord op_record(const slim_core_op_desc_t &desc, predict::TimeNs t)
+live::OpRecord op_record(const slim_core_op_desc_t& desc, predict::TimeNs t)
 {
     live::OpRecord r;
     r.t_ns       = t;
@@ -37,7 +37,7 @@ live::OpRecord op_record(const slim_core_op_desc_t &desc, predict::TimeNs t)
     return r;
 }
 
-void clear_batch(slim_core_tally_t &tally) noexcept
+void clear_batch(slim_core_tally_t& tally) noexcept
 {
     tally.ops        = 0;
     tally.wire_bytes = 0;
@@ -48,24 +48,24 @@ void clear_batch(slim_core_tally_t &tally) noexcept
     tally.has_send   = 0;
 }
 
-} // namespace
+}  // namespace
 
-std::string trace_path(const Config &config)
+std::string trace_path(const Config& config)
 {
     if (config.trace_dir.empty()) {
         return {};
     }
-    const ProcessIdentity &who = this_process();
+    const ProcessIdentity& who = this_process();
     return config.trace_dir + "/" +
            (who.rank >= 0 ? "rank" + std::to_string(who.rank) : "pid" + std::to_string(who.pid)) +
            ".trace";
 }
 
-void Recording::start(const Config &config, ServiceAttachment &service) noexcept
+void Recording::start(const Config& config, ServiceAttachment& service) noexcept
 {
     try {
         start_loop(config, service);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         drain_.reset();
         log_.reset();
         live_.reset();
@@ -73,7 +73,7 @@ void Recording::start(const Config &config, ServiceAttachment &service) noexcept
     }
 }
 
-void Recording::start_loop(const Config &config, ServiceAttachment &service)
+void Recording::start_loop(const Config& config, ServiceAttachment& service)
 {
     live::LiveConfig lc;
     lc.policy                = config.predictor;
@@ -81,19 +81,19 @@ void Recording::start_loop(const Config &config, ServiceAttachment &service)
     lc.backend.exec_template = config.link_exec;
     // Injected waits belong on the sending thread (push()), not on the
     // drain thread that replays the traffic.
-    lc.backend.inject_delay  = false;
-    lc.backend.clock         = live::LiveDrain::replay_clock(replay_now_);
-    lc.trace_path            = trace_path(config);
+    lc.backend.inject_delay = false;
+    lc.backend.clock        = live::LiveDrain::replay_clock(replay_now_);
+    lc.trace_path           = trace_path(config);
     // Operations closer than the burst gap never start a burst: each
     // interface folds them into its totals instead of logging each.
     const predict::TimeNs coalesce_gap = lc.burst_gap_ns;
-    replay_now_ = link::steady_now_ns();
+    replay_now_                        = link::steady_now_ns();
     service.attach(config, lc);
     // A real port behind the service: the drain follows the loop's
     // deadlines so that the service hears of them in time.
     const bool emulated = service.port_emulated();
-    live_ = std::make_unique<live::LiveLoop>(std::move(lc));
-    trace_open_error_ = live_->trace_error();
+    live_               = std::make_unique<live::LiveLoop>(std::move(lc));
+    trace_open_error_   = live_->trace_error();
     if (!trace_open_error_.empty()) {
         // Said now and on stderr: without a report nobody would know.
         logger().error("UCX_SLIM_TRACE: {}; this process writes no trace", live_->trace_error());
@@ -116,11 +116,11 @@ void Recording::start_loop(const Config &config, ServiceAttachment &service)
     if (config.inject_delay) {
         options.publish_low = &inject_pending_;
     }
-    drain_ = std::make_unique<live::LiveDrain>(*log_, *live_, replay_now_,
-                                               link::steady_clock_ns(), options);
+    drain_ = std::make_unique<live::LiveDrain>(*log_, *live_, replay_now_, link::steady_clock_ns(),
+                                               options);
     try {
         drain_->start();
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         // No thread (std::system_error, or bad_alloc for its state): the
         // transport's progress drains instead. The loop
         // still works, at the cost of that work inside MPI calls.
@@ -131,7 +131,7 @@ void Recording::start_loop(const Config &config, ServiceAttachment &service)
     }
 }
 
-void Recording::push(const live::OpRecord &record) noexcept
+void Recording::push(const live::OpRecord& record) noexcept
 {
     log_->shared().push(record);
     inject_if_low();
@@ -156,7 +156,7 @@ Recorder *Recording::open_recorder(const slim_core_tally_t *tally) noexcept
         }
         add_serial_traffic(&recorder->counts, tally);
         return recorder;
-    } catch (const std::bad_alloc &) {
+    } catch (const std::bad_alloc&) {
         // The interface records through the shared ring instead.
         if (log_) {
             log_->close_serial(recorder->ring);
@@ -179,7 +179,7 @@ void Recording::close_recorder(Recorder *recorder) noexcept
     delete recorder;
 }
 
-void fold_counts(slim_core_tally_t &tally, TrafficMonitor &counts, bool serial) noexcept
+void fold_counts(slim_core_tally_t& tally, TrafficMonitor& counts, bool serial) noexcept
 {
     for (unsigned op = 0; op < SLIM_OP_COUNT; ++op) {
         for (unsigned dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
@@ -199,7 +199,7 @@ void fold_counts(slim_core_tally_t &tally, TrafficMonitor &counts, bool serial) 
     }
 }
 
-void Recording::flush(Recorder *recorder, slim_core_tally_t &tally) noexcept
+void Recording::flush(Recorder *recorder, slim_core_tally_t& tally) noexcept
 {
     if (recorder == nullptr) {
         // No serial ring: count in the process's totals, and log the
@@ -218,9 +218,8 @@ void Recording::flush(Recorder *recorder, slim_core_tally_t &tally) noexcept
     fold_counts(tally, recorder->counts, true);
     if (recorder->ring != nullptr) {
         live::OpBatch b;
-        b.first = op_record(tally.first, static_cast<predict::TimeNs>(log_->clock().now()));
-        b.first_send = op_record(tally.first.send ? tally.first : tally.first_send,
-                                 b.first.t_ns);
+        b.first      = op_record(tally.first, static_cast<predict::TimeNs>(log_->clock().now()));
+        b.first_send = op_record(tally.first.send ? tally.first : tally.first_send, b.first.t_ns);
         b.has_send   = tally.has_send != 0;
         b.ops        = tally.ops;
         b.orig       = tally.orig_bytes;
@@ -234,7 +233,7 @@ void Recording::flush(Recorder *recorder, slim_core_tally_t &tally) noexcept
     clear_batch(tally);
 }
 
-void Recording::on_traffic(const live::Traffic &traffic) noexcept
+void Recording::on_traffic(const live::Traffic& traffic) noexcept
 {
     if (!log_) {
         return;
@@ -258,7 +257,8 @@ void Recording::region_begin(double ratio) noexcept
         const std::lock_guard<std::mutex> lock(region_mutex_);
         if (region_depth_++ > 0) {
             logger().info("slim_region_begin inside a region (depth {}): the outer region "
-                          "keeps the link", region_depth_);
+                          "keeps the link",
+                          region_depth_);
             return;
         }
         if (log_) {
@@ -268,7 +268,7 @@ void Recording::region_begin(double ratio) noexcept
             r.ratio = static_cast<float>(ratio);
             push(r);
         }
-    } catch (const std::system_error &e) {
+    } catch (const std::system_error& e) {
         note_swallowed("slim_region_begin", e);
     }
 }
@@ -288,7 +288,7 @@ bool Recording::region_end() noexcept
             push(r);
         }
         return true;
-    } catch (const std::system_error &e) {
+    } catch (const std::system_error& e) {
         note_swallowed("slim_region_end", e);
         return false;
     }
@@ -298,7 +298,7 @@ void Recording::poll_slow() noexcept
 {
     try {
         drain_->drain();
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         note_swallowed("draining the live loop from the transport's progress", e);
     }
 }
@@ -309,12 +309,12 @@ void Recording::stop() noexcept
         if (drain_) {
             drain_->stop();
         }
-    } catch (const std::system_error &e) {
+    } catch (const std::system_error& e) {
         note_swallowed("stopping the live loop's drain thread", e);
     }
 }
 
-std::optional<live::LiveSummary> Recording::finish(const ServiceAttachment &service) noexcept
+std::optional<live::LiveSummary> Recording::finish(const ServiceAttachment& service) noexcept
 {
     if (!live_) {
         return std::nullopt;
@@ -326,9 +326,8 @@ std::optional<live::LiveSummary> Recording::finish(const ServiceAttachment &serv
             slim_core_poll_wanted = 0;
             // start() keeps the loop only together with its ring and drain.
             drain_->finish();
-            final_live_ = drain_->with_loop([](live::LiveLoop &loop) {
-                return loop.summary(true);
-            });
+            final_live_ =
+                    drain_->with_loop([](live::LiveLoop& loop) { return loop.summary(true); });
             final_live_->link_owner        = service.owner();
             final_live_->link_owner_detail = service.owner_detail();
             final_live_->drain             = drain_->stats();
@@ -336,10 +335,10 @@ std::optional<live::LiveSummary> Recording::finish(const ServiceAttachment &serv
             final_live_->ops_logged        = log_->logged();
         }
         return final_live_;
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
         note_swallowed("the live loop's final totals", e);
         return std::nullopt;
     }
 }
 
-} // namespace slim
+}  // namespace slim

@@ -33,43 +33,43 @@ static_assert(live::kActivityOpClass == SLIM_OP_COUNT,
 // counters and ring, written only by that interface's operations, which UCX
 // runs one at a time. So recording takes no locked instruction.
 struct Recorder {
-    TrafficMonitor      counts;
+    TrafficMonitor counts;
     live::SerialOpRing *ring = nullptr;  // null when the live loop did not start
 };
 
 // Moves a tally's counters into `counts` (serially written or shared) and
 // zeroes them.
-void fold_counts(slim_core_tally_t &tally, TrafficMonitor &counts, bool serial) noexcept;
+void fold_counts(slim_core_tally_t& tally, TrafficMonitor& counts, bool serial) noexcept;
 
 // Where this process's trace goes under UCX_SLIM_TRACE: rank<N>.trace, or
 // pid<N>.trace outside a launcher; empty when no trace is asked for.
-std::string trace_path(const Config &config);
+std::string trace_path(const Config& config);
 
 class Recording {
 public:
     // Starts the loop, its log and drain thread, attaching to the node
     // service through `service` first. When the loop cannot start, says why
     // and records nothing (the link stays at full width). Never throws.
-    void start(const Config &config, ServiceAttachment &service) noexcept;
+    void start(const Config& config, ServiceAttachment& service) noexcept;
 
     // The live loop: the send path records each operation in
     // a ring (no lock, no system call, no wake); the LiveDrain thread
     // replays the ring into the loop off that path. Safe from any thread,
     // never throws.
-    void on_traffic(const live::Traffic &traffic) noexcept;
+    void on_traffic(const live::Traffic& traffic) noexcept;
 
     // A recorder for one UCT interface, or nullptr when out of memory (the
     // interface then records through on_traffic()). Interface open/close
     // only: these lock.
     Recorder *open_recorder(const slim_core_tally_t *tally = nullptr) noexcept;
-    void      close_recorder(Recorder *recorder) noexcept;
+    void close_recorder(Recorder *recorder) noexcept;
 
     // One interface's tally (slim_core_tally_t: what it did since its last
     // progress round): folds its counts into `recorder`'s, stamps it now
     // and logs it for the live loop, and empties it. `recorder` null: the
     // process's shared counters and log. Called once per progress round
     // that has something to hand over, never per operation.
-    void flush(Recorder *recorder, slim_core_tally_t &tally) noexcept;
+    void flush(Recorder *recorder, slim_core_tally_t& tally) noexcept;
 
     // Transport progress: drains the ring only when the drain thread could
     // not start (slim_core_poll_wanted, which the transport reads itself).
@@ -92,15 +92,15 @@ public:
     // Final live totals (the link goes back to full width), naming `service`
     // as the link's owner; none when the loop could not start. Stops the
     // drain first; later calls return the first call's totals.
-    std::optional<live::LiveSummary> finish(const ServiceAttachment &service) noexcept;
+    std::optional<live::LiveSummary> finish(const ServiceAttachment& service) noexcept;
 
     // Why the trace could not be created (said at start), if so.
-    const std::string &trace_open_error() const noexcept { return trace_open_error_; }
+    const std::string& trace_open_error() const noexcept { return trace_open_error_; }
 
 private:
-    void start_loop(const Config &config, ServiceAttachment &service);
+    void start_loop(const Config& config, ServiceAttachment& service);
     void poll_slow() noexcept;
-    void push(const live::OpRecord &record) noexcept;
+    void push(const live::OpRecord& record) noexcept;
     // UCX_SLIM_INJECT_DELAY: the progress round that hands over the first
     // operations after the link went low really waits the reactivation
     // time, once per low-power period.
@@ -112,20 +112,20 @@ private:
     }
     void inject_now() noexcept;
 
-    std::unique_ptr<live::OpLog>     log_;
-    predict::TimeNs                  replay_now_ = 0;  // the loop's clock (LiveDrain)
-    std::unique_ptr<live::LiveLoop>  live_;
-    std::unique_ptr<live::LiveDrain> drain_;   // after live_: stops first
-    std::string                      trace_open_error_;
+    std::unique_ptr<live::OpLog> log_;
+    predict::TimeNs replay_now_ = 0;  // the loop's clock (LiveDrain)
+    std::unique_ptr<live::LiveLoop> live_;
+    std::unique_ptr<live::LiveDrain> drain_;  // after live_: stops first
+    std::string trace_open_error_;
     // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
     // next operation then really waits the reactivation time (once).
-    std::atomic<bool>                inject_pending_{false};
-    std::mutex                       region_mutex_;
-    int                              region_depth_ = 0;   // under region_mutex_
-    std::mutex                       finish_mutex_;
-    std::optional<live::LiveSummary> final_live_;         // under finish_mutex_
+    std::atomic<bool> inject_pending_{false};
+    std::mutex region_mutex_;
+    int region_depth_ = 0;  // under region_mutex_
+    std::mutex finish_mutex_;
+    std::optional<live::LiveSummary> final_live_;  // under finish_mutex_
 };
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -31,11 +31,11 @@ namespace {
 using FreeFn    = void (*)(void *);
 using ReallocFn = void *(*)(void *, std::size_t);
 
-std::atomic<FreeFn>    next_free{nullptr};
+std::atomic<FreeFn> next_free{nullptr};
 std::atomic<ReallocFn> next_realloc{nullptr};
 // Set while dlsym runs: a free() it makes meanwhile cannot be forwarded yet
 // and is leaked (a few bytes, once) rather than handed to the wrong allocator.
-std::atomic<bool>      resolving{false};
+std::atomic<bool> resolving{false};
 
 void resolve() noexcept
 {
@@ -54,7 +54,7 @@ void resolve() noexcept
 // The next definition (the C library's, usually), resolved on first use if
 // the constructor has not run yet; null only while dlsym itself runs.
 template <typename Fn>
-Fn next_of(const std::atomic<Fn> &slot) noexcept
+Fn next_of(const std::atomic<Fn>& slot) noexcept
 {
     const Fn next = slot.load(std::memory_order_relaxed);
     if (next != nullptr) {
@@ -77,7 +77,7 @@ void release_marks(void *ptr, const char *what) noexcept
 {
     slim::Engine *engine = slim::Engine::get();
     if (engine == nullptr || engine->regions().size() == 0) {
-        return;   // the common case: nothing marked at all
+        return;  // the common case: nothing marked at all
     }
     const std::size_t bytes = malloc_usable_size(ptr);
     // Lock-free first: the writer's mutex only when the block holds a mark.
@@ -88,7 +88,7 @@ void release_marks(void *ptr, const char *what) noexcept
     std::size_t dropped = 0;
     try {
         dropped = engine->regions().release(ptr, bytes, &label);
-    } catch (const std::bad_alloc &) {
+    } catch (const std::bad_alloc&) {
         // Out of memory in the registry: it is left as it was. Said below.
         dropped = static_cast<std::size_t>(-1);
     } catch (...) {
@@ -115,8 +115,8 @@ void release_marks(void *ptr, const char *what) noexcept
                 "{}() of memory still marked{}{}{} ({} region(s) in {} bytes at {}): the "
                 "marks are dropped so that data stored there later is never packed; call "
                 "slim_unmark() before releasing marked memory ({} such release(s) so far)",
-                what, label.empty() ? "" : " as '", label, label.empty() ? "" : "'",
-                dropped, bytes, ptr, n);
+                what, label.empty() ? "" : " as '", label, label.empty() ? "" : "'", dropped, bytes,
+                ptr, n);
     }
 }
 
@@ -133,7 +133,7 @@ void free(void *ptr)
     release_marks(ptr, "free");
     if (const FreeFn next = next_of(next_free)) {
         next(ptr);
-    }   // else leaked: see `resolving`
+    }  // else leaked: see `resolving`
 }
 
 void *realloc(void *ptr, std::size_t bytes)

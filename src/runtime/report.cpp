@@ -21,30 +21,30 @@ namespace slim {
 
 namespace {
 
-bool is_zero(const slim_counter_t &c) { return c.count == 0 && c.bytes == 0; }
+bool is_zero(const slim_counter_t& c) { return c.count == 0 && c.bytes == 0; }
 
-std::string text_row(const char *name, const slim_counter_t &sent, const slim_counter_t &recv)
+std::string text_row(const char *name, const slim_counter_t& sent, const slim_counter_t& recv)
 {
     std::array<char, 160> line{};
-    std::snprintf(line.data(), line.size(), "  %-10s %14" PRIu64 " %16" PRIu64 " %14" PRIu64
-                                            " %16" PRIu64 "\n",
-                  name, sent.count, sent.bytes, recv.count, recv.bytes);
+    std::snprintf(line.data(), line.size(),
+                  "  %-10s %14" PRIu64 " %16" PRIu64 " %14" PRIu64 " %16" PRIu64 "\n", name,
+                  sent.count, sent.bytes, recv.count, recv.bytes);
     return line.data();
 }
 
-ReportJson counter_json(const slim_counter_t &c)
+ReportJson counter_json(const slim_counter_t& c)
 {
     return {{"count", c.count}, {"bytes", c.bytes}};
 }
 
-ReportJson directions_json(const slim_counter_t &sent, const slim_counter_t &recv)
+ReportJson directions_json(const slim_counter_t& sent, const slim_counter_t& recv)
 {
     return {{"sent", counter_json(sent)}, {"received", counter_json(recv)}};
 }
 
 // One write() for the whole block; loops only on EINTR and short writes
 // (pipes), which do not happen for small blocks on terminals and files.
-void write_all(int fd, const std::string &data)
+void write_all(int fd, const std::string& data)
 {
     std::size_t done = 0;
     while (done < data.size()) {
@@ -63,8 +63,8 @@ void write_all(int fd, const std::string &data)
 class Fd {
 public:
     explicit Fd(int fd) noexcept : fd_(fd) {}
-    Fd(const Fd &)            = delete;
-    Fd &operator=(const Fd &) = delete;
+    Fd(const Fd&)            = delete;
+    Fd& operator=(const Fd&) = delete;
     ~Fd()
     {
         if (fd_ >= 0) {
@@ -77,7 +77,7 @@ private:
     int fd_;
 };
 
-} // namespace
+}  // namespace
 
 std::string format_fixed(double v, int decimals)
 {
@@ -104,12 +104,12 @@ ReportJson json_fixed(double v, int decimals)
     return std::stod(format_fixed(v, decimals));
 }
 
-ReportJson json_fixed(const std::optional<double> &v, int decimals)
+ReportJson json_fixed(const std::optional<double>& v, int decimals)
 {
     return v ? json_fixed(*v, decimals) : ReportJson(nullptr);
 }
 
-std::string json_line(const ReportJson &j)
+std::string json_line(const ReportJson& j)
 {
     // Host names and paths are bytes: invalid UTF-8 becomes U+FFFD rather
     // than an exception that would lose the report.
@@ -122,9 +122,9 @@ std::string text_error_bound(ErrorBound bound)
         return "-";
     }
     // Two digits, rounded up: a bound must not read smaller than it is.
-    const double v        = bound.relative();
-    int          exponent = static_cast<int>(std::floor(std::log10(v)));
-    double       mantissa = std::ceil(v / std::pow(10.0, exponent - 1)) / 10.0;
+    const double v  = bound.relative();
+    int exponent    = static_cast<int>(std::floor(std::log10(v)));
+    double mantissa = std::ceil(v / std::pow(10.0, exponent - 1)) / 10.0;
     if (mantissa >= 10.0) {
         mantissa /= 10.0;
         ++exponent;
@@ -140,7 +140,7 @@ namespace {
 std::string fixed(double v, int decimals) { return format_fixed(v, decimals); }
 
 // Wire bytes per original byte of the framed messages, as text ("0.52").
-std::string packing_ratio(const slim_packing_stats_t &p)
+std::string packing_ratio(const slim_packing_stats_t& p)
 {
     if (p.payload_bytes == 0) {
         return "-";
@@ -148,13 +148,13 @@ std::string packing_ratio(const slim_packing_stats_t &p)
     return fixed(static_cast<double>(p.wire_bytes) / static_cast<double>(p.payload_bytes), 3);
 }
 
-bool any_puts(const PackingMonitor::PutCounts &puts)
+bool any_puts(const PackingMonitor::PutCounts& puts)
 {
     return puts.puts_packed != 0 || puts.notices_rejected != 0 || puts.bounce_empty != 0;
 }
 
-std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound,
-                         const PackingMonitor::PutCounts &puts)
+std::string text_packing(const slim_packing_stats_t& p, ErrorBound bound,
+                         const PackingMonitor::PutCounts& puts)
 {
     if (p.marked_bytes == 0 && p.frames_sent == 0 && p.frames_received == 0 &&
         p.frames_rejected == 0) {
@@ -169,12 +169,13 @@ std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound,
                   ", missed %" PRIu64 "\n"
                   "           frames received %" PRIu64 ", rejected %" PRIu64 "\n",
                   p.frames_sent, p.payload_bytes, p.wire_bytes, packing_ratio(p).c_str(), saved,
-                  p.marked_bytes, p.packed_bytes, p.edge_bytes, p.missed_bytes,
-                  p.frames_received, p.frames_rejected);
+                  p.marked_bytes, p.packed_bytes, p.edge_bytes, p.missed_bytes, p.frames_received,
+                  p.frames_rejected);
     std::string out = block.data();
     if (any_puts(puts)) {
         std::snprintf(block.data(), block.size(),
-                      "           of those, puts packed %" PRIu64 "; expand notices rejected %" PRIu64
+                      "           of those, puts packed %" PRIu64
+                      "; expand notices rejected %" PRIu64
                       "; puts unpacked for want of a bounce buffer %" PRIu64 "\n"
                       "           bounce buffers %" PRIu64 " (%.1f MiB registered)\n",
                       puts.puts_packed, puts.notices_rejected, puts.bounce_empty,
@@ -188,15 +189,20 @@ std::string text_packing(const slim_packing_stats_t &p, ErrorBound bound,
     return out;
 }
 
-ReportJson packing_json(const slim_packing_stats_t &p, ErrorBound bound,
-                        const PackingMonitor::PutCounts &puts)
+ReportJson packing_json(const slim_packing_stats_t& p, ErrorBound bound,
+                        const PackingMonitor::PutCounts& puts)
 {
     ReportJson out = {
-            {"frames_sent", p.frames_sent},         {"payload_bytes", p.payload_bytes},
-            {"wire_bytes", p.wire_bytes},           {"marked_bytes", p.marked_bytes},
-            {"packed_bytes", p.packed_bytes},       {"edge_bytes", p.edge_bytes},
-            {"missed_bytes", p.missed_bytes},       {"frames_received", p.frames_received},
-            {"frames_rejected", p.frames_rejected}, {"max_rel_error_bound", json_error_bound(bound)},
+            {"frames_sent", p.frames_sent},
+            {"payload_bytes", p.payload_bytes},
+            {"wire_bytes", p.wire_bytes},
+            {"marked_bytes", p.marked_bytes},
+            {"packed_bytes", p.packed_bytes},
+            {"edge_bytes", p.edge_bytes},
+            {"missed_bytes", p.missed_bytes},
+            {"frames_received", p.frames_received},
+            {"frames_rejected", p.frames_rejected},
+            {"max_rel_error_bound", json_error_bound(bound)},
     };
     if (any_puts(puts)) {
         out["puts"] = {{"packed", puts.puts_packed},
@@ -227,21 +233,20 @@ std::string text_live(const live::LiveSummary *l)
     if (l->span_ns == 0) {
         return out + "no traffic to account\n";
     }
-    out += (l->energy_savings_pct
-                    ? "energy saved " + fixed(*l->energy_savings_pct, 1) + "% vs always on (" +
-                              fixed(l->energy_joules, 6) + " J of " +
-                              fixed(l->baseline_joules, 6) + " J over "
-                    : std::string("energy not measured by this backend (over ")) +
+    out += (l->energy_savings_pct ? "energy saved " + fixed(*l->energy_savings_pct, 1) +
+                                            "% vs always on (" + fixed(l->energy_joules, 6) +
+                                            " J of " + fixed(l->baseline_joules, 6) + " J over "
+                                  : std::string("energy not measured by this backend (over ")) +
            fixed(static_cast<double>(l->span_ns) * 1e-9, 3) + " s), time penalty " +
            fixed(l->time_penalty_pct.value_or(0.0), 2) + "%\n";
     out += "           " + std::to_string(l->events) + " events, " +
            std::to_string(l->predictions) + " low-power predictions, " + std::to_string(l->hits) +
            " hits (hit rate " +
-           (l->events > 0 ? fixed(100.0 * static_cast<double>(l->hits) /
-                                          static_cast<double>(l->events),
-                                  1) +
-                                    "%"
-                          : std::string("-")) +
+           (l->events > 0
+                    ? fixed(100.0 * static_cast<double>(l->hits) / static_cast<double>(l->events),
+                            1) +
+                              "%"
+                    : std::string("-")) +
            "), " + std::to_string(l->late_wakeups) + " late wake-ups (" +
            fixed(static_cast<double>(l->wakeup_delay_ns) * 1e-3, 1) + " us), GT " +
            (l->gt_ns ? fixed(static_cast<double>(*l->gt_ns) * 1e-3, 1) + " us" : std::string("-")) +
@@ -253,8 +258,8 @@ std::string text_live(const live::LiveSummary *l)
     if (l->widest_burst_gap_ns > live::kDefaultBurstGapNs) {
         out += "           burst gap widened to " +
                fixed(static_cast<double>(l->widest_burst_gap_ns) * 1e-3, 0) +
-               " us under dense traffic (" +
-               fixed(static_cast<double>(l->burst_gap_ns) * 1e-3, 0) + " us at the end)\n";
+               " us under dense traffic (" + fixed(static_cast<double>(l->burst_gap_ns) * 1e-3, 0) +
+               " us at the end)\n";
     }
     if (l->ops_dropped > 0) {
         out += "           " + std::to_string(l->ops_dropped) +
@@ -279,7 +284,7 @@ std::string text_live(const live::LiveSummary *l)
     return out;
 }
 
-ReportJson live_json(const live::LiveSummary &l)
+ReportJson live_json(const live::LiveSummary& l)
 {
     ReportJson widths = ReportJson::object();
     for (unsigned w = 1; w <= l.lanes && w < l.time_at_width_ns.size(); ++w) {
@@ -322,15 +327,15 @@ ReportJson live_json(const live::LiveSummary &l)
     };
 }
 
-} // namespace
+}  // namespace
 
-std::string format_text_report(const RankReportData &data)
+std::string format_text_report(const RankReportData& data)
 {
-    const ProcessIdentity &who     = data.who;
-    const slim_traffic_t  &traffic = data.traffic;
+    const ProcessIdentity& who    = data.who;
+    const slim_traffic_t& traffic = data.traffic;
     const std::string rank = who.rank >= 0 ? std::to_string(who.rank) : std::string("unknown");
-    std::string out = "slimlink report: rank " + rank + ", host " + who.host +
-                      ", pid " + std::to_string(who.pid) + "\n";
+    std::string out        = "slimlink report: rank " + rank + ", host " + who.host + ", pid " +
+                      std::to_string(who.pid) + "\n";
     std::array<char, 160> header{};
     std::snprintf(header.data(), header.size(), "  %-10s %14s %16s %14s %16s\n", "operation",
                   "sent count", "sent bytes", "recv count", "recv bytes");
@@ -338,8 +343,8 @@ std::string format_text_report(const RankReportData &data)
 
     bool any = false;
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
-        const slim_counter_t &sent = traffic.op[op][SLIM_DIR_SEND];
-        const slim_counter_t &recv = traffic.op[op][SLIM_DIR_RECV];
+        const slim_counter_t& sent = traffic.op[op][SLIM_DIR_SEND];
+        const slim_counter_t& recv = traffic.op[op][SLIM_DIR_RECV];
         if (is_zero(sent) && is_zero(recv)) {
             continue;
         }
@@ -359,11 +364,11 @@ std::string format_text_report(const RankReportData &data)
     return out;
 }
 
-std::string format_json_report(const RankReportData &data)
+std::string format_json_report(const RankReportData& data)
 {
-    const ProcessIdentity &who     = data.who;
-    const slim_traffic_t  &traffic = data.traffic;
-    ReportJson operations = ReportJson::object();
+    const ProcessIdentity& who    = data.who;
+    const slim_traffic_t& traffic = data.traffic;
+    ReportJson operations         = ReportJson::object();
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
         operations[slim_op_name(static_cast<slim_op_t>(op))] =
                 directions_json(traffic.op[op][SLIM_DIR_SEND], traffic.op[op][SLIM_DIR_RECV]);
@@ -374,7 +379,8 @@ std::string format_json_report(const RankReportData &data)
             {"host", who.host},
             {"pid", who.pid},
             {"traffic", operations},
-            {"totals", directions_json(total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV))},
+            {"totals",
+             directions_json(total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV))},
             {"packing", packing_json(data.packing, data.bound, data.puts)},
             {"link", data.live != nullptr ? live_json(*data.live) : ReportJson(nullptr)},
     };
@@ -387,9 +393,9 @@ std::string format_json_report(const RankReportData &data)
 
 namespace {
 
-RankReportData rank_data(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                         const slim_packing_stats_t &packing, const live::LiveSummary *live,
-                         ErrorBound bound, const PackingMonitor::PutCounts &puts)
+RankReportData rank_data(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                         const slim_packing_stats_t& packing, const live::LiveSummary *live,
+                         ErrorBound bound, const PackingMonitor::PutCounts& puts)
 {
     RankReportData data;
     data.who     = who;
@@ -401,29 +407,26 @@ RankReportData rank_data(const ProcessIdentity &who, const slim_traffic_t &traff
     return data;
 }
 
-} // namespace
+}  // namespace
 
-std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live, ErrorBound bound,
-                               const PackingMonitor::PutCounts &puts)
+std::string format_text_report(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                               const slim_packing_stats_t& packing, const live::LiveSummary *live,
+                               ErrorBound bound, const PackingMonitor::PutCounts& puts)
 {
     return format_text_report(rank_data(who, traffic, packing, live, bound, puts));
 }
 
-std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing,
-                               const live::LiveSummary *live, ErrorBound bound,
-                               const PackingMonitor::PutCounts &puts)
+std::string format_json_report(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                               const slim_packing_stats_t& packing, const live::LiveSummary *live,
+                               ErrorBound bound, const PackingMonitor::PutCounts& puts)
 {
     return format_json_report(rank_data(who, traffic, packing, live, bound, puts));
 }
 
-void write_report(const ReportTarget &target, const RankReportData &data)
+void write_report(const ReportTarget& target, const RankReportData& data)
 {
     switch (target.kind) {
-    case ReportTarget::Kind::none:
-        return;
+    case ReportTarget::Kind::none: return;
     case ReportTarget::Kind::stdout_text:
         write_report_content(target, format_text_report(data));
         return;
@@ -433,19 +436,18 @@ void write_report(const ReportTarget &target, const RankReportData &data)
     }
 }
 
-void write_report(const ReportTarget &target, const ProcessIdentity &who,
-                  const slim_traffic_t &traffic, const slim_packing_stats_t &packing,
+void write_report(const ReportTarget& target, const ProcessIdentity& who,
+                  const slim_traffic_t& traffic, const slim_packing_stats_t& packing,
                   const live::LiveSummary *live, ErrorBound bound,
-                  const PackingMonitor::PutCounts &puts)
+                  const PackingMonitor::PutCounts& puts)
 {
     write_report(target, rank_data(who, traffic, packing, live, bound, puts));
 }
 
-void write_report_content(const ReportTarget &target, const std::string &content)
+void write_report_content(const ReportTarget& target, const std::string& content)
 {
     switch (target.kind) {
-    case ReportTarget::Kind::none:
-        return;
+    case ReportTarget::Kind::none: return;
     case ReportTarget::Kind::stdout_text: {
         // The application's buffered output comes first.
         std::fflush(stdout);
@@ -463,4 +465,4 @@ void write_report_content(const ReportTarget &target, const std::string &content
     }
 }
 
-} // namespace slim
+}  // namespace slim

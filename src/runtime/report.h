@@ -22,19 +22,19 @@ inline constexpr const char *report_schema = "slimlink.report.v1";
 // A new report field is a member here, its line in the text and JSON
 // formatters below, and its place in report.schema.json.
 struct RankReportData {
-    ProcessIdentity           who;
-    slim_traffic_t            traffic{};
-    slim_packing_stats_t      packing{};
-    const live::LiveSummary  *live = nullptr;   // none: the live loop did not run
-    ErrorBound                bound;
+    ProcessIdentity who;
+    slim_traffic_t traffic{};
+    slim_packing_stats_t packing{};
+    const live::LiveSummary *live = nullptr;  // none: the live loop did not run
+    ErrorBound bound;
     PackingMonitor::PutCounts puts;
     // Errors that could not be passed on (base/error.h); shown when non-zero.
-    std::uint64_t             errors_swallowed = 0;
+    std::uint64_t errors_swallowed = 0;
 };
 
-std::string format_text_report(const RankReportData &data);
-std::string format_json_report(const RankReportData &data);
-void        write_report(const ReportTarget &target, const RankReportData &data);
+std::string format_text_report(const RankReportData& data);
+std::string format_json_report(const RankReportData& data);
+void write_report(const ReportTarget& target, const RankReportData& data);
 
 // The same, field by field (the tests build reports this way).
 
@@ -44,18 +44,18 @@ void        write_report(const ReportTarget &target, const RankReportData &data)
 // it ends with the bound on the relative error packing introduced, when
 // anything was packed. `puts` (packed puts, rejected expand notices, puts
 // unpacked for want of a bounce buffer) adds a line when any is non-zero.
-std::string format_text_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing = {},
+std::string format_text_report(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                               const slim_packing_stats_t& packing = {},
                                const live::LiveSummary *live = nullptr, ErrorBound bound = {},
-                               const PackingMonitor::PutCounts &puts = {});
+                               const PackingMonitor::PutCounts& puts = {});
 
 // One JSON Lines record (schema slimlink.report.v1, documented in slimlink(7)),
 // terminated by '\n'. Every operation kind is present, zero or not; the
 // packing object has a `puts` object only when `puts` has a non-zero count.
-std::string format_json_report(const ProcessIdentity &who, const slim_traffic_t &traffic,
-                               const slim_packing_stats_t &packing = {},
+std::string format_json_report(const ProcessIdentity& who, const slim_traffic_t& traffic,
+                               const slim_packing_stats_t& packing = {},
                                const live::LiveSummary *live = nullptr, ErrorBound bound = {},
-                               const PackingMonitor::PutCounts &puts = {});
+                               const PackingMonitor::PutCounts& puts = {});
 
 // `v` with `decimals` decimals ("12.50"); a rounding-level negative prints
 // as zero, not "-0.0".
@@ -66,15 +66,15 @@ std::string text_error_bound(ErrorBound bound);
 
 // Writes the report to its target: stdout (text) or appends to the JSON file
 // (O_APPEND, created 0644). Throws std::system_error on I/O errors.
-void write_report(const ReportTarget &target, const ProcessIdentity &who,
-                  const slim_traffic_t &traffic, const slim_packing_stats_t &packing = {},
+void write_report(const ReportTarget& target, const ProcessIdentity& who,
+                  const slim_traffic_t& traffic, const slim_packing_stats_t& packing = {},
                   const live::LiveSummary *live = nullptr, ErrorBound bound = {},
-                  const PackingMonitor::PutCounts &puts = {});
+                  const PackingMonitor::PutCounts& puts = {});
 
 // Writes already formatted text (stdout target) or JSON lines (JSON target)
 // with one write(), as write_report does; nothing for none.
-void write_report_content(const ReportTarget &target, const std::string &content);
+void write_report_content(const ReportTarget& target, const std::string& content);
 
-} // namespace slim
+}  // namespace slim
 
 #endif

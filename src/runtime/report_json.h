@@ -22,12 +22,12 @@ ReportJson json_error_bound(ErrorBound bound);
 // `v` rounded to `decimals` decimals as format_fixed rounds it (no -0); the
 // optional one is null when empty.
 ReportJson json_fixed(double v, int decimals);
-ReportJson json_fixed(const std::optional<double> &v, int decimals);
+ReportJson json_fixed(const std::optional<double>& v, int decimals);
 
 // `j` as one line of JSON, '\n' included. Bytes that are not UTF-8 (a host
 // name, a path) become U+FFFD instead of failing the report.
-std::string json_line(const ReportJson &j);
+std::string json_line(const ReportJson& j);
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -14,7 +14,7 @@
 
 namespace slim {
 
-std::string service_port_name(const Config &config)
+std::string service_port_name(const Config& config)
 {
     if (config.link == LinkBackendKind::emulated) {
         return "emulated";
@@ -24,13 +24,13 @@ std::string service_port_name(const Config &config)
     if (first.empty() || first == "all") {
         return "default";
     }
-    for (char &c : first) {
+    for (char& c : first) {
         c = c == ':' ? '-' : c;
     }
     return link::service_port_name(first);
 }
 
-void ServiceAttachment::in_process(const Config &config, const std::string &why)
+void ServiceAttachment::in_process(const Config& config, const std::string& why)
 {
     owner_detail_ = why;
     if (config.link != LinkBackendKind::emulated) {
@@ -43,14 +43,14 @@ void ServiceAttachment::in_process(const Config &config, const std::string &why)
     }
 }
 
-void ServiceAttachment::attach(const Config &config, live::LiveConfig &lc)
+void ServiceAttachment::attach(const Config& config, live::LiveConfig& lc)
 {
     // Real backends run only in the service (the one owner of a port).
     lc.backend_name = "emulated";
     if (config.service.kind == ServiceChoice::Kind::off) {
         return in_process(config, std::string(Config::service_var) + "=off");
     }
-    const ProcessIdentity &who = this_process();
+    const ProcessIdentity& who = this_process();
     link::service::AttachRequest request;
     request.full_width = lc.backend.link.lanes;
     request.rank       = who.rank;
@@ -67,25 +67,25 @@ void ServiceAttachment::attach(const Config &config, live::LiveConfig &lc)
         std::unique_ptr<link::ServiceClient> client;
         if (config.service.kind == ServiceChoice::Kind::path) {
             // A socket that root owns is a system instance: trusted as one.
-            struct stat st{};
-            const bool system = ::stat(config.service.path.c_str(), &st) == 0 &&
-                                st.st_uid == 0 && ::geteuid() != 0;
+            struct stat st {};
+            const bool system = ::stat(config.service.path.c_str(), &st) == 0 && st.st_uid == 0 &&
+                                ::geteuid() != 0;
             client = link::ServiceClient::connect(config.service.path, system, request);
         } else {
             client = link::ServiceClient::connect_any(port, request);
         }
         client_ = std::shared_ptr<link::ServiceClient>(std::move(client));
-    } catch (const link::ServiceError &e) {
+    } catch (const link::ServiceError& e) {
         return in_process(config, e.what());
     }
-    const link::service::AttachReply &info = client_->info();
-    lc.backend.link.lanes      = info.full_width;
-    lc.backend.link.low_width  = info.low_width;
-    lc.backend.link.tau_ns     = info.tau_ns;
-    lc.backend.link.lane_watts = info.lane_watts;
+    const link::service::AttachReply& info = client_->info();
+    lc.backend.link.lanes                  = info.full_width;
+    lc.backend.link.low_width              = info.low_width;
+    lc.backend.link.tau_ns                 = info.tau_ns;
+    lc.backend.link.lane_watts             = info.lane_watts;
     // The port is the service's; the rank also models its own demand
     // alone (link/tee_backend.h), which its trace replays to.
-    lc.backend_factory = [client = client_](const link::BackendConfig &c) {
+    lc.backend_factory = [client = client_](const link::BackendConfig& c) {
         std::unique_ptr<link::LinkBackend> demand = link::make_emulated_backend(c).backend;
         return std::make_unique<link::TeeBackend>(link::make_service_backend(client, c.clock),
                                                   std::move(demand));
@@ -95,4 +95,4 @@ void ServiceAttachment::attach(const Config &config, live::LiveConfig &lc)
     logger().debug("link driven by slimlinkd: {}", owner_detail_);
 }
 
-} // namespace slim
+}  // namespace slim

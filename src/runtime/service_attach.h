@@ -20,17 +20,17 @@ namespace slim {
 // an HCA port); for a real one, the first UCX_NET_DEVICES entry
 // ("mlx5_0:1" -> "mlx5_0-1"), the name an administrator gives the system
 // instance of that port (slimlinkd --port).
-std::string service_port_name(const Config &config);
+std::string service_port_name(const Config& config);
 
 class ServiceAttachment {
 public:
     // Attaches to the node's slimlinkd as `config` asks and points the
     // loop's backend (`lc`) at it; otherwise logs why the process keeps its
     // own emulated link. Throws only bad_alloc.
-    void attach(const Config &config, live::LiveConfig &lc);
+    void attach(const Config& config, live::LiveConfig& lc);
 
     // The service driving the port; null: the in-process emulated link.
-    const std::shared_ptr<link::ServiceClient> &client() const noexcept { return client_; }
+    const std::shared_ptr<link::ServiceClient>& client() const noexcept { return client_; }
     explicit operator bool() const noexcept { return client_ != nullptr; }
 
     // The link a rank's drain paces itself by: a real port behind the
@@ -39,8 +39,8 @@ public:
 
     // For the reports: who drove the link, and the port and socket or why
     // no service.
-    const char        *owner() const noexcept { return client_ ? "slimlinkd" : "in-process"; }
-    const std::string &owner_detail() const noexcept { return owner_detail_; }
+    const char *owner() const noexcept { return client_ ? "slimlinkd" : "in-process"; }
+    const std::string& owner_detail() const noexcept { return owner_detail_; }
 
     // Leaves the service, if attached. Never throws.
     void detach() noexcept
@@ -51,12 +51,12 @@ public:
     }
 
 private:
-    void in_process(const Config &config, const std::string &why);
+    void in_process(const Config& config, const std::string& why);
 
     std::shared_ptr<link::ServiceClient> client_;
-    std::string                          owner_detail_;
+    std::string owner_detail_;
 };
 
-} // namespace slim
+}  // namespace slim
 
 #endif

@@ -21,26 +21,26 @@
 extern "C" {
 #endif
 
-#define SLIM_CONFIG_ENV_PREFIX   "UCX_"
+#define SLIM_CONFIG_ENV_PREFIX "UCX_"
 #define SLIM_CONFIG_TABLE_PREFIX "SLIM_"
 
 typedef struct slim_config {
-    char     *inner;        /* UCX_SLIM_INNER: checked transport name */
-    char     *report;       /* UCX_SLIM_REPORT: none, stdout or PATH.json */
-    double    report_wait;  /* UCX_SLIM_REPORT_WAIT: seconds (UCX time) */
-    unsigned  log_level;    /* UCX_SLIM_LOG_LEVEL: slim_config_log_levels */
-    unsigned  link;         /* UCX_SLIM_LINK: slim_config_links */
-    char     *link_exec;    /* UCX_SLIM_LINK_EXEC: checked command template */
-    int       inject_delay; /* UCX_SLIM_INJECT_DELAY: UCX bool */
-    int       forward_only; /* UCX_SLIM_FORWARD_ONLY: UCX bool */
-    void     *policy;       /* UCX_SLIM_POLICY: a parsed policy (configuration.cpp) */
-    unsigned  packing;      /* UCX_SLIM_PACKING: slim_config_packing_modes */
-    unsigned  predictor;    /* UCX_SLIM_PREDICTOR: slim_config_predictors */
-    char     *trace;        /* UCX_SLIM_TRACE: directory, "" for none */
-    char     *service;      /* UCX_SLIM_SERVICE: auto, off or a socket path */
-    size_t    bounce_size;  /* UCX_SLIM_BOUNCE_SIZE: UCX memunits */
-    unsigned  bounce_count; /* UCX_SLIM_BOUNCE_COUNT */
-    unsigned  bounce_grow;  /* UCX_SLIM_BOUNCE_GROW */
+    char *inner;           /* UCX_SLIM_INNER: checked transport name */
+    char *report;          /* UCX_SLIM_REPORT: none, stdout or PATH.json */
+    double report_wait;    /* UCX_SLIM_REPORT_WAIT: seconds (UCX time) */
+    unsigned log_level;    /* UCX_SLIM_LOG_LEVEL: slim_config_log_levels */
+    unsigned link;         /* UCX_SLIM_LINK: slim_config_links */
+    char *link_exec;       /* UCX_SLIM_LINK_EXEC: checked command template */
+    int inject_delay;      /* UCX_SLIM_INJECT_DELAY: UCX bool */
+    int forward_only;      /* UCX_SLIM_FORWARD_ONLY: UCX bool */
+    void *policy;          /* UCX_SLIM_POLICY: a parsed policy (configuration.cpp) */
+    unsigned packing;      /* UCX_SLIM_PACKING: slim_config_packing_modes */
+    unsigned predictor;    /* UCX_SLIM_PREDICTOR: slim_config_predictors */
+    char *trace;           /* UCX_SLIM_TRACE: directory, "" for none */
+    char *service;         /* UCX_SLIM_SERVICE: auto, off or a socket path */
+    size_t bounce_size;    /* UCX_SLIM_BOUNCE_SIZE: UCX memunits */
+    unsigned bounce_count; /* UCX_SLIM_BOUNCE_COUNT */
+    unsigned bounce_grow;  /* UCX_SLIM_BOUNCE_GROW */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the
@@ -65,7 +65,7 @@ int slim_config_ucs_loaded(void);
 /* ucs_config_parser_fill_opts(config, slim_config_table, "UCX_", "SLIM_", 0)
  * and ucs_config_parser_release_opts(); UCS_ERR_UNSUPPORTED without libucs. */
 ucs_status_t slim_config_fill(slim_config_t *config);
-void         slim_config_release(slim_config_t *config);
+void slim_config_release(slim_config_t *config);
 
 /* ucs_config_sscanf_string(), for a checked string that passed its check. */
 int slim_config_store_string(const char *buf, void *dest);
@@ -73,9 +73,9 @@ int slim_config_store_string(const char *buf, void *dest);
 /* Custom value types (configuration.cpp). A read() that refuses a value
  * keeps the full message ("VAR='value': accepted values are ...") for the
  * core's report of every bad variable. */
-int  slim_config_read_checked(const char *buf, void *dest, const void *arg);
-int  slim_config_read_policy(const char *buf, void *dest, const void *arg);
-int  slim_config_write_policy(char *buf, size_t max, const void *src, const void *arg);
+int slim_config_read_checked(const char *buf, void *dest, const void *arg);
+int slim_config_read_policy(const char *buf, void *dest, const void *arg);
+int slim_config_write_policy(char *buf, size_t max, const void *src, const void *arg);
 ucs_status_t slim_config_clone_policy(const void *src, void *dest, const void *arg);
 void slim_config_release_policy(void *ptr, const void *arg);
 void slim_config_help_checked(char *buf, size_t max, const void *arg);

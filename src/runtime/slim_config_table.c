@@ -10,26 +10,23 @@
 
 /* ---- UCX's value parsers, from the libucs.so.0 the process loaded ------ */
 
-typedef int  (*slim_read_fn)(const char *buf, void *dest, const void *arg);
-typedef int  (*slim_write_fn)(char *buf, size_t max, const void *src, const void *arg);
+typedef int (*slim_read_fn)(const char *buf, void *dest, const void *arg);
+typedef int (*slim_write_fn)(char *buf, size_t max, const void *src, const void *arg);
 typedef ucs_status_t (*slim_clone_fn)(const void *src, void *dest, const void *arg);
 typedef void (*slim_release_fn)(void *ptr, const void *arg);
 typedef void (*slim_help_fn)(char *buf, size_t max, const void *arg);
 
 static struct {
-    slim_read_fn    sscanf_string, sscanf_time, sscanf_enum, sscanf_bool,
-                    sscanf_uint, sscanf_memunits;
-    slim_write_fn   sprintf_string, sprintf_time, sprintf_enum, sprintf_bool,
-                    sprintf_uint, sprintf_memunits;
-    slim_clone_fn   clone_string, clone_double, clone_uint, clone_int,
-                    clone_ulong;
+    slim_read_fn sscanf_string, sscanf_time, sscanf_enum, sscanf_bool, sscanf_uint, sscanf_memunits;
+    slim_write_fn sprintf_string, sprintf_time, sprintf_enum, sprintf_bool, sprintf_uint,
+            sprintf_memunits;
+    slim_clone_fn clone_string, clone_double, clone_uint, clone_int, clone_ulong;
     slim_release_fn release_string, release_nop;
-    slim_help_fn    help_generic, help_enum;
-    ucs_status_t    (*fill_opts)(void *opts, ucs_config_field_t *fields,
-                                 const char *env_prefix, const char *table_prefix,
-                                 int ignore_errors);
-    void            (*release_opts)(void *opts, ucs_config_field_t *fields);
-    int             loaded;
+    slim_help_fn help_generic, help_enum;
+    ucs_status_t (*fill_opts)(void *opts, ucs_config_field_t *fields, const char *env_prefix,
+                              const char *table_prefix, int ignore_errors);
+    void (*release_opts)(void *opts, ucs_config_field_t *fields);
+    int loaded;
 } slim_ucs;
 
 static pthread_once_t slim_ucs_once = PTHREAD_ONCE_INIT;
@@ -42,7 +39,7 @@ static pthread_once_t slim_ucs_once = PTHREAD_ONCE_INIT;
 static void slim_ucs_resolve(void)
 {
     void *ucs = dlopen("libucs.so.0", RTLD_LAZY | RTLD_NOLOAD);
-    int   all = 1;
+    int all   = 1;
 
     if (ucs == NULL) {
         ucs = dlopen("libucs.so.0", RTLD_LAZY | RTLD_LOCAL);
@@ -52,32 +49,32 @@ static void slim_ucs_resolve(void)
     }
 #define SLIM_UCS_SYM(_field, _name) \
     do { \
-        *(void**)&slim_ucs._field = dlsym(ucs, _name); \
-        all = all && (slim_ucs._field != NULL); \
+        *(void **)&slim_ucs._field = dlsym(ucs, _name); \
+        all                        = all && (slim_ucs._field != NULL); \
     } while (0)
-    SLIM_UCS_SYM(sscanf_string,  "ucs_config_sscanf_string");
-    SLIM_UCS_SYM(sscanf_time,    "ucs_config_sscanf_time");
-    SLIM_UCS_SYM(sscanf_enum,    "ucs_config_sscanf_enum");
-    SLIM_UCS_SYM(sscanf_bool,    "ucs_config_sscanf_bool");
-    SLIM_UCS_SYM(sscanf_uint,    "ucs_config_sscanf_uint");
+    SLIM_UCS_SYM(sscanf_string, "ucs_config_sscanf_string");
+    SLIM_UCS_SYM(sscanf_time, "ucs_config_sscanf_time");
+    SLIM_UCS_SYM(sscanf_enum, "ucs_config_sscanf_enum");
+    SLIM_UCS_SYM(sscanf_bool, "ucs_config_sscanf_bool");
+    SLIM_UCS_SYM(sscanf_uint, "ucs_config_sscanf_uint");
     SLIM_UCS_SYM(sscanf_memunits, "ucs_config_sscanf_memunits");
     SLIM_UCS_SYM(sprintf_string, "ucs_config_sprintf_string");
-    SLIM_UCS_SYM(sprintf_time,   "ucs_config_sprintf_time");
-    SLIM_UCS_SYM(sprintf_enum,   "ucs_config_sprintf_enum");
-    SLIM_UCS_SYM(sprintf_bool,   "ucs_config_sprintf_bool");
-    SLIM_UCS_SYM(sprintf_uint,   "ucs_config_sprintf_uint");
+    SLIM_UCS_SYM(sprintf_time, "ucs_config_sprintf_time");
+    SLIM_UCS_SYM(sprintf_enum, "ucs_config_sprintf_enum");
+    SLIM_UCS_SYM(sprintf_bool, "ucs_config_sprintf_bool");
+    SLIM_UCS_SYM(sprintf_uint, "ucs_config_sprintf_uint");
     SLIM_UCS_SYM(sprintf_memunits, "ucs_config_sprintf_memunits");
-    SLIM_UCS_SYM(clone_string,   "ucs_config_clone_string");
-    SLIM_UCS_SYM(clone_double,   "ucs_config_clone_double");
-    SLIM_UCS_SYM(clone_uint,     "ucs_config_clone_uint");
-    SLIM_UCS_SYM(clone_int,      "ucs_config_clone_int");
-    SLIM_UCS_SYM(clone_ulong,    "ucs_config_clone_ulong");
+    SLIM_UCS_SYM(clone_string, "ucs_config_clone_string");
+    SLIM_UCS_SYM(clone_double, "ucs_config_clone_double");
+    SLIM_UCS_SYM(clone_uint, "ucs_config_clone_uint");
+    SLIM_UCS_SYM(clone_int, "ucs_config_clone_int");
+    SLIM_UCS_SYM(clone_ulong, "ucs_config_clone_ulong");
     SLIM_UCS_SYM(release_string, "ucs_config_release_string");
-    SLIM_UCS_SYM(release_nop,    "ucs_config_release_nop");
-    SLIM_UCS_SYM(help_generic,   "ucs_config_help_generic");
-    SLIM_UCS_SYM(help_enum,      "ucs_config_help_enum");
-    SLIM_UCS_SYM(fill_opts,      "ucs_config_parser_fill_opts");
-    SLIM_UCS_SYM(release_opts,   "ucs_config_parser_release_opts");
+    SLIM_UCS_SYM(release_nop, "ucs_config_release_nop");
+    SLIM_UCS_SYM(help_generic, "ucs_config_help_generic");
+    SLIM_UCS_SYM(help_enum, "ucs_config_help_enum");
+    SLIM_UCS_SYM(fill_opts, "ucs_config_parser_fill_opts");
+    SLIM_UCS_SYM(release_opts, "ucs_config_parser_release_opts");
 #undef SLIM_UCS_SYM
     /* The handle stays open: libucs outlives every use of these. */
     slim_ucs.loaded = all;
@@ -98,16 +95,16 @@ int slim_config_ucs_loaded(void)
         return slim_ucs._field _args; \
     }
 
-SLIM_UCS_FORWARD(int, slim_sscanf_string, sscanf_string,
-                 (const char *b, void *d, const void *a), (b, d, a))
-SLIM_UCS_FORWARD(int, slim_sscanf_time, sscanf_time,
-                 (const char *b, void *d, const void *a), (b, d, a))
-SLIM_UCS_FORWARD(int, slim_sscanf_enum, sscanf_enum,
-                 (const char *b, void *d, const void *a), (b, d, a))
-SLIM_UCS_FORWARD(int, slim_sscanf_bool, sscanf_bool,
-                 (const char *b, void *d, const void *a), (b, d, a))
-SLIM_UCS_FORWARD(int, slim_sscanf_uint, sscanf_uint,
-                 (const char *b, void *d, const void *a), (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_string, sscanf_string, (const char *b, void *d, const void *a),
+                 (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_time, sscanf_time, (const char *b, void *d, const void *a),
+                 (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_enum, sscanf_enum, (const char *b, void *d, const void *a),
+                 (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_bool, sscanf_bool, (const char *b, void *d, const void *a),
+                 (b, d, a))
+SLIM_UCS_FORWARD(int, slim_sscanf_uint, sscanf_uint, (const char *b, void *d, const void *a),
+                 (b, d, a))
 SLIM_UCS_FORWARD(int, slim_sscanf_memunits, sscanf_memunits,
                  (const char *b, void *d, const void *a), (b, d, a))
 SLIM_UCS_FORWARD(int, slim_sprintf_uint, sprintf_uint,
@@ -126,10 +123,10 @@ SLIM_UCS_FORWARD(ucs_status_t, slim_clone_string, clone_string,
                  (const void *s, void *d, const void *a), (s, d, a))
 SLIM_UCS_FORWARD(ucs_status_t, slim_clone_double, clone_double,
                  (const void *s, void *d, const void *a), (s, d, a))
-SLIM_UCS_FORWARD(ucs_status_t, slim_clone_uint, clone_uint,
-                 (const void *s, void *d, const void *a), (s, d, a))
-SLIM_UCS_FORWARD(ucs_status_t, slim_clone_int, clone_int,
-                 (const void *s, void *d, const void *a), (s, d, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_uint, clone_uint, (const void *s, void *d, const void *a),
+                 (s, d, a))
+SLIM_UCS_FORWARD(ucs_status_t, slim_clone_int, clone_int, (const void *s, void *d, const void *a),
+                 (s, d, a))
 SLIM_UCS_FORWARD(ucs_status_t, slim_clone_ulong, clone_ulong,
                  (const void *s, void *d, const void *a), (s, d, a))
 

@@ -56,8 +56,8 @@ const char *slim_core_inner_name(void);
  * am_id: the AM id (0 for RMA and atomics); wire_bytes: what crossed the
  * link; orig_bytes: its size before packing; peer: identifies the endpoint
  * (0 when unknown). Never blocks for long, never throws. */
-void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id,
-                       size_t wire_bytes, size_t orig_bytes, uintptr_t peer);
+void slim_core_traffic(slim_op_t op, slim_dir_t dir, unsigned am_id, size_t wire_bytes,
+                       size_t orig_bytes, uintptr_t peer);
 
 /* 1 with UCX_SLIM_FORWARD_ONLY=y: the transport only forwards (it opens no
  * recorder and packs nothing). 0 before a successful slim_core_init(). */
@@ -80,28 +80,28 @@ int slim_core_forward_only(void);
  * SLIM_OP_COUNT for an activity mark). */
 typedef struct slim_core_op_desc {
     uintptr_t peer;
-    uint32_t  wire_bytes;
-    uint32_t  orig_bytes;
-    uint8_t   op;
-    uint8_t   am_id;
-    uint8_t   send;
+    uint32_t wire_bytes;
+    uint32_t orig_bytes;
+    uint8_t op;
+    uint8_t am_id;
+    uint8_t send;
 } slim_core_op_desc_t;
 
 typedef struct slim_core_tally {
-    uint64_t            ops;        /* operations and activity marks */
-    uint64_t            wire_bytes;
-    uint64_t            orig_bytes;
-    uint32_t            began;      /* zero-copy operations now in flight */
-    uint32_t            ended;      /* completions of such operations */
-    uint32_t            activity;   /* of the ops, activity marks */
-    int                 has_send;   /* a send was tallied: the first one
+    uint64_t ops; /* operations and activity marks */
+    uint64_t wire_bytes;
+    uint64_t orig_bytes;
+    uint32_t began;                 /* zero-copy operations now in flight */
+    uint32_t ended;                 /* completions of such operations */
+    uint32_t activity;              /* of the ops, activity marks */
+    int has_send;                   /* a send was tallied: the first one
                                        is `first` when that is a send,
                                        else `first_send` */
     slim_core_op_desc_t first;      /* the tally's first operation */
     slim_core_op_desc_t first_send; /* and its first send */
     /* The report's counters, per operation kind and direction. */
-    uint64_t            count[SLIM_OP_COUNT][SLIM_DIR_COUNT];
-    uint64_t            bytes[SLIM_OP_COUNT][SLIM_DIR_COUNT];
+    uint64_t count[SLIM_OP_COUNT][SLIM_DIR_COUNT];
+    uint64_t bytes[SLIM_OP_COUNT][SLIM_DIR_COUNT];
 } slim_core_tally_t;
 
 static inline uint32_t slim_core_clamp32(size_t bytes)
@@ -109,9 +109,8 @@ static inline uint32_t slim_core_clamp32(size_t bytes)
     return (bytes > UINT32_MAX) ? UINT32_MAX : (uint32_t)bytes;
 }
 
-static inline void slim_core_op_desc_set(slim_core_op_desc_t *desc,
-                                         unsigned op, int send, unsigned am_id,
-                                         size_t wire_bytes, size_t orig_bytes,
+static inline void slim_core_op_desc_set(slim_core_op_desc_t *desc, unsigned op, int send,
+                                         unsigned am_id, size_t wire_bytes, size_t orig_bytes,
                                          uintptr_t peer)
 {
     desc->peer       = peer;
@@ -124,45 +123,37 @@ static inline void slim_core_op_desc_set(slim_core_op_desc_t *desc,
 
 /* One operation the inner transport accepted or delivered. `op` and `dir`
  * are constants at every call site, so the counters are fixed addresses. */
-static inline void slim_core_tally_op(slim_core_tally_t *tally, slim_op_t op,
-                                      slim_dir_t dir, unsigned am_id,
-                                      size_t wire_bytes, size_t orig_bytes,
+static inline void slim_core_tally_op(slim_core_tally_t *tally, slim_op_t op, slim_dir_t dir,
+                                      unsigned am_id, size_t wire_bytes, size_t orig_bytes,
                                       uintptr_t peer)
 {
     const int send = (dir == SLIM_DIR_SEND);
 
     if (tally->ops == 0) {
-        slim_core_op_desc_set(&tally->first, op, send, am_id, wire_bytes,
-                              orig_bytes, peer);
+        slim_core_op_desc_set(&tally->first, op, send, am_id, wire_bytes, orig_bytes, peer);
         tally->has_send = send;
     } else if (send && !tally->has_send) {
-        slim_core_op_desc_set(&tally->first_send, op, send, am_id, wire_bytes,
-                              orig_bytes, peer);
+        slim_core_op_desc_set(&tally->first_send, op, send, am_id, wire_bytes, orig_bytes, peer);
         tally->has_send = 1;
     }
     ++tally->ops;
-    tally->wire_bytes       += wire_bytes;
-    tally->orig_bytes       += orig_bytes;
+    tally->wire_bytes += wire_bytes;
+    tally->orig_bytes += orig_bytes;
     ++tally->count[op][dir];
-    tally->bytes[op][dir]   += wire_bytes;
+    tally->bytes[op][dir] += wire_bytes;
 }
 
 /* A zero-copy operation the inner transport accepted with UCS_INPROGRESS:
  * its data is on the wire until slim_core_tally_completed(), and its burst
  * does not end before. */
-static inline void slim_core_tally_in_flight(slim_core_tally_t *tally,
-                                             slim_op_t op, slim_dir_t dir,
-                                             unsigned am_id, size_t bytes,
-                                             uintptr_t peer)
+static inline void slim_core_tally_in_flight(slim_core_tally_t *tally, slim_op_t op, slim_dir_t dir,
+                                             unsigned am_id, size_t bytes, uintptr_t peer)
 {
     slim_core_tally_op(tally, op, dir, am_id, bytes, bytes, peer);
     ++tally->began;
 }
 
-static inline void slim_core_tally_completed(slim_core_tally_t *tally)
-{
-    ++tally->ended;
-}
+static inline void slim_core_tally_completed(slim_core_tally_t *tally) { ++tally->ended; }
 
 /* The inner transport's progress did work that no operation slim saw
  * stands for (tcp receiving a put's data or sending bytes it had queued, a
@@ -200,8 +191,7 @@ void slim_core_recorder_close(slim_core_recorder_t *recorder);
 /* Stamps the tally now, hands it to the live loop and the report's
  * counters through `recorder` (NULL: the process's shared log), and empties
  * it. Call it where the rank waits: at the start of a progress round. */
-void slim_core_tally_flush(slim_core_recorder_t *recorder,
-                           slim_core_tally_t *tally);
+void slim_core_tally_flush(slim_core_recorder_t *recorder, slim_core_tally_t *tally);
 
 /* The live loop's timer, called from the transport's progress when
  * slim_core_poll_wanted is set: closes a burst whose gap has passed, wakes
@@ -246,25 +236,25 @@ const size_t *slim_core_marked_regions(void);
 
 typedef struct slim_frame_piece {
     const void *data;
-    size_t      length;
+    size_t length;
 } slim_frame_piece_t;
 
 /* An active message as UCT's send calls describe it: the payload is the
  * concatenation of the pieces (am_short: one; am_zcopy/am_short_iov: the
  * iov). */
 typedef struct slim_frame_request {
-    uint8_t                   am_id;
-    const void               *header;        /* may be NULL when length 0 */
-    size_t                    header_length;
+    uint8_t am_id;
+    const void *header; /* may be NULL when length 0 */
+    size_t header_length;
     const slim_frame_piece_t *pieces;
-    size_t                    piece_count;
+    size_t piece_count;
 } slim_frame_request_t;
 
 typedef struct slim_frame_info {
-    size_t frame_length;    /* bytes of frame written (SLIM_FRAME_READY) */
-    size_t payload_length;  /* original bytes: header + payload */
-    size_t marked_bytes;    /* payload bytes inside marked regions */
-    size_t packed_bytes;    /* of those, sent packed */
+    size_t frame_length;   /* bytes of frame written (SLIM_FRAME_READY) */
+    size_t payload_length; /* original bytes: header + payload */
+    size_t marked_bytes;   /* payload bytes inside marked regions */
+    size_t packed_bytes;   /* of those, sent packed */
 } slim_frame_info_t;
 
 typedef enum slim_frame_result {
@@ -289,13 +279,12 @@ typedef void *(*slim_frame_alloc_cb_t)(void *arg, size_t size);
  * SLIM_FRAME_UNFRAMED (used for puts, which are never framed). O(1) when
  * nothing is marked in the process. Never throws, never logs per message. */
 slim_frame_result_t slim_core_frame_build(const slim_frame_request_t *request,
-                                          slim_frame_alloc_cb_t alloc,
-                                          void *alloc_arg, void **frame_p,
-                                          slim_frame_info_t *info);
+                                          slim_frame_alloc_cb_t alloc, void *alloc_arg,
+                                          void **frame_p, slim_frame_info_t *info);
 
 /* Accounting, called once the inner transport accepted the send. */
-void slim_core_frame_sent(const slim_frame_info_t *info);    /* a frame */
-void slim_core_frame_unsent(const slim_frame_info_t *info);  /* UNFRAMED */
+void slim_core_frame_sent(const slim_frame_info_t *info);      /* a frame */
+void slim_core_frame_unsent(const slim_frame_info_t *info);    /* UNFRAMED */
 void slim_core_frame_edge_sent(const slim_frame_info_t *info); /* EDGE_ONLY */
 /* A marked put that went unpacked because the bounce pool was empty: its
  * marked bytes count as missed, and the event as a bounce shortage. */
@@ -309,8 +298,8 @@ void slim_core_bounce_added(size_t bytes);
  * written (call again with a buffer that large). Returns -1 for a frame that
  * must be dropped: it did not validate, is a put, or names SLIM_FRAME_AM_ID
  * or an id >= 64 (logged, rate-limited, and counted). */
-int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out,
-                               size_t capacity, uint8_t *am_id);
+int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out, size_t capacity,
+                               uint8_t *am_id);
 
 /* ---- lossy packing: packed puts and expand notices ----------------------
  *
@@ -333,19 +322,19 @@ int64_t slim_core_frame_unpack(const void *frame, size_t length, void *out,
 void slim_core_bounce_config(size_t *buffer_size, unsigned *count, unsigned *grow);
 
 typedef struct slim_put_request {
-    const slim_frame_piece_t *pieces;      /* the put's source (its iov) */
-    size_t                    piece_count;
-    uint64_t                  remote_addr; /* where the put writes */
-    uint64_t                  stream;      /* the sending endpoint's token */
-    uint64_t                  seq;         /* 1, 2, ... per stream */
+    const slim_frame_piece_t *pieces; /* the put's source (its iov) */
+    size_t piece_count;
+    uint64_t remote_addr; /* where the put writes */
+    uint64_t stream;      /* the sending endpoint's token */
+    uint64_t seq;         /* 1, 2, ... per stream */
 } slim_put_request_t;
 
 typedef struct slim_put_info {
-    slim_frame_info_t frame;       /* frame_length: packed bytes to put
+    slim_frame_info_t frame; /* frame_length: packed bytes to put
                                       (SLIM_FRAME_READY); payload_length:
                                       the put's bytes; marked/packed bytes */
-    size_t            wire_offset; /* where in `wire` the packed bytes start */
-    size_t            notice_length; /* bytes of notice written */
+    size_t wire_offset;      /* where in `wire` the packed bytes start */
+    size_t notice_length;    /* bytes of notice written */
 } slim_put_info_t;
 
 /* Largest notice slim_core_put_pack() writes (bytes). */
@@ -367,9 +356,8 @@ typedef struct slim_put_info {
  * notice would cost a round trip for nothing). Never throws, never logs per message. Accounting as for
  * frames: slim_core_frame_sent(&info->frame) once the put was accepted. */
 #define SLIM_PUT_SLACK 2048
-slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request,
-                                       void *wire, size_t wire_capacity,
-                                       void *notice, slim_put_info_t *info);
+slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *wire,
+                                       size_t wire_capacity, void *notice, slim_put_info_t *info);
 
 /* 1 when a message received on SLIM_FRAME_AM_ID is an expand notice (its
  * first byte), 0 when it is (or claims to be) a packing frame. */
@@ -378,8 +366,7 @@ int slim_core_expand_is_notice(const void *data, size_t length);
 /* Answers whether [address, address + length) lies inside memory this
  * process registered through slim's memory domain for remote puts, and
  * still registered. Called with the range a notice names. */
-typedef int (*slim_expand_registered_cb_t)(void *arg, uint64_t address,
-                                           size_t length);
+typedef int (*slim_expand_registered_cb_t)(void *arg, uint64_t address, size_t length);
 
 /* Per-interface receive state of expand notices: which notice each sending
  * endpoint (stream) may send next. Calls on one expander must not overlap.
@@ -397,9 +384,8 @@ void slim_core_expander_close(slim_core_expander_t *expander);
  * differ from those the notice carries (a length or a put that does not
  * match). Returns 0 when expanded (counted as a frame received), -1 when
  * rejected. */
-int slim_core_expand(slim_core_expander_t *expander, const void *notice,
-                     size_t length, slim_expand_registered_cb_t registered,
-                     void *arg);
+int slim_core_expand(slim_core_expander_t *expander, const void *notice, size_t length,
+                     slim_expand_registered_cb_t registered, void *arg);
 
 #ifdef __cplusplus
 }

@@ -15,18 +15,18 @@ namespace {
 TrafficMonitor g_process_traffic;
 
 struct SerialMonitor {
-    const TrafficMonitor    *monitor;
+    const TrafficMonitor *monitor;
     const slim_core_tally_t *pending;  // may be null
 };
 
 struct SerialMonitors {
-    std::mutex                 mutex;
+    std::mutex mutex;
     std::vector<SerialMonitor> live;
 };
 
 // What `tally` counted and has not handed over yet. Its interface's thread
 // writes it with plain stores; aligned words read whole.
-void accumulate_pending(slim_traffic_t &sum, const slim_core_tally_t &tally) noexcept
+void accumulate_pending(slim_traffic_t& sum, const slim_core_tally_t& tally) noexcept
 {
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
         for (int dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
@@ -37,13 +37,13 @@ void accumulate_pending(slim_traffic_t &sum, const slim_core_tally_t &tally) noe
 }
 
 // Never destroyed: UCX may close an interface after static destructors.
-SerialMonitors &serial_monitors()
+SerialMonitors& serial_monitors()
 {
     static NoDestructor<SerialMonitors> monitors;
     return *monitors;
 }
 
-void accumulate(slim_traffic_t &sum, const slim_traffic_t &part) noexcept
+void accumulate(slim_traffic_t& sum, const slim_traffic_t& part) noexcept
 {
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
         for (int dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
@@ -52,13 +52,13 @@ void accumulate(slim_traffic_t &sum, const slim_traffic_t &part) noexcept
         }
     }
 }
-} // namespace
+}  // namespace
 
-void TrafficMonitor::add(const TrafficMonitor &other) noexcept
+void TrafficMonitor::add(const TrafficMonitor& other) noexcept
 {
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
         for (int dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
-            const Cell &from = other.cells_[op][dir];
+            const Cell& from = other.cells_[op][dir];
             cells_[op][dir].count.fetch_add(from.count.load(std::memory_order_relaxed),
                                             std::memory_order_relaxed);
             cells_[op][dir].bytes.fetch_add(from.bytes.load(std::memory_order_relaxed),
@@ -69,17 +69,18 @@ void TrafficMonitor::add(const TrafficMonitor &other) noexcept
 
 void add_serial_traffic(const TrafficMonitor *monitor, const slim_core_tally_t *pending)
 {
-    SerialMonitors &m = serial_monitors();
+    SerialMonitors& m = serial_monitors();
     const std::lock_guard<std::mutex> lock(m.mutex);
     m.live.push_back(SerialMonitor{monitor, pending});
 }
 
 void remove_serial_traffic(const TrafficMonitor *monitor) noexcept
 {
-    SerialMonitors &m = serial_monitors();
+    SerialMonitors& m = serial_monitors();
     const std::lock_guard<std::mutex> lock(m.mutex);
-    const auto it = std::find_if(m.live.begin(), m.live.end(),
-                                 [monitor](const SerialMonitor &s) { return s.monitor == monitor; });
+    const auto it = std::find_if(m.live.begin(), m.live.end(), [monitor](const SerialMonitor& s) {
+        return s.monitor == monitor;
+    });
     if (it != m.live.end()) {
         // Under the lock, so a snapshot counts it exactly once.
         g_process_traffic.add(*monitor);
@@ -89,10 +90,10 @@ void remove_serial_traffic(const TrafficMonitor *monitor) noexcept
 
 slim_traffic_t process_traffic_snapshot() noexcept
 {
-    SerialMonitors &m = serial_monitors();
+    SerialMonitors& m = serial_monitors();
     const std::lock_guard<std::mutex> lock(m.mutex);
     slim_traffic_t sum = g_process_traffic.snapshot();
-    for (const SerialMonitor &s : m.live) {
+    for (const SerialMonitor& s : m.live) {
         accumulate(sum, s.monitor->snapshot());
         if (s.pending != nullptr) {
             accumulate_pending(sum, *s.pending);
@@ -115,17 +116,17 @@ slim_traffic_t TrafficMonitor::snapshot() const noexcept
 
 void TrafficMonitor::reset() noexcept
 {
-    for (auto &per_op : cells_) {
-        for (Cell &cell : per_op) {
+    for (auto& per_op : cells_) {
+        for (Cell& cell : per_op) {
             cell.count.store(0, std::memory_order_relaxed);
             cell.bytes.store(0, std::memory_order_relaxed);
         }
     }
 }
 
-TrafficMonitor &process_traffic() noexcept { return g_process_traffic; }
+TrafficMonitor& process_traffic() noexcept { return g_process_traffic; }
 
-slim_counter_t total(const slim_traffic_t &traffic, slim_dir_t dir) noexcept
+slim_counter_t total(const slim_traffic_t& traffic, slim_dir_t dir) noexcept
 {
     slim_counter_t sum{};
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
@@ -135,4 +136,4 @@ slim_counter_t total(const slim_traffic_t &traffic, slim_dir_t dir) noexcept
     return sum;
 }
 
-} // namespace slim
+}  // namespace slim

@@ -22,8 +22,8 @@ public:
     // that run before this library's dynamic initialization.
     constexpr TrafficMonitor() noexcept = default;
 
-    TrafficMonitor(const TrafficMonitor &)            = delete;
-    TrafficMonitor &operator=(const TrafficMonitor &) = delete;
+    TrafficMonitor(const TrafficMonitor&)            = delete;
+    TrafficMonitor& operator=(const TrafficMonitor&) = delete;
 
     // Out-of-range kinds or directions are ignored: the data path never fails.
     void record(slim_op_t op, slim_dir_t dir, std::uint64_t bytes) noexcept
@@ -31,14 +31,13 @@ public:
         record_n(op, dir, 1, bytes);
     }
     // record() of `count` operations of `bytes` in all.
-    void record_n(slim_op_t op, slim_dir_t dir, std::uint64_t count,
-                  std::uint64_t bytes) noexcept
+    void record_n(slim_op_t op, slim_dir_t dir, std::uint64_t count, std::uint64_t bytes) noexcept
     {
         if (static_cast<unsigned>(op) >= SLIM_OP_COUNT ||
             static_cast<unsigned>(dir) >= SLIM_DIR_COUNT) {
             return;
         }
-        Cell &cell = cells_[op][dir];
+        Cell& cell = cells_[op][dir];
         cell.count.fetch_add(count, std::memory_order_relaxed);
         cell.bytes.fetch_add(bytes, std::memory_order_relaxed);
     }
@@ -59,7 +58,7 @@ public:
             static_cast<unsigned>(dir) >= SLIM_DIR_COUNT) {
             return;
         }
-        Cell &cell = cells_[op][dir];
+        Cell& cell = cells_[op][dir];
         cell.count.store(cell.count.load(std::memory_order_relaxed) + count,
                          std::memory_order_relaxed);
         cell.bytes.store(cell.bytes.load(std::memory_order_relaxed) + bytes,
@@ -67,10 +66,10 @@ public:
     }
 
     // Adds `other`'s counts to this one's (atomically per counter).
-    void add(const TrafficMonitor &other) noexcept;
+    void add(const TrafficMonitor& other) noexcept;
 
     slim_traffic_t snapshot() const noexcept;
-    void           reset() noexcept;
+    void reset() noexcept;
 
 private:
     struct Cell {
@@ -84,7 +83,7 @@ private:
 static_assert(std::is_trivially_destructible_v<TrafficMonitor>);
 
 // The process-wide counters that slim_core_traffic() feeds.
-TrafficMonitor &process_traffic() noexcept;
+TrafficMonitor& process_traffic() noexcept;
 
 // Serially written monitors (one per UCT interface) count towards the
 // process's totals from add_serial_traffic() on; remove_serial_traffic()
@@ -96,16 +95,15 @@ TrafficMonitor &process_traffic() noexcept;
 // by another thread while the interface hands it over may count a round's
 // operations twice or not at all; one taken by the interface's own thread
 // (the application's, between MPI calls) or after it closed is exact.
-void add_serial_traffic(const TrafficMonitor *monitor,
-                        const slim_core_tally_t *pending = nullptr);
+void add_serial_traffic(const TrafficMonitor *monitor, const slim_core_tally_t *pending = nullptr);
 void remove_serial_traffic(const TrafficMonitor *monitor) noexcept;
 
 // The process's totals: process_traffic() and every serial monitor.
 slim_traffic_t process_traffic_snapshot() noexcept;
 
 // Sum over operation kinds for one direction.
-slim_counter_t total(const slim_traffic_t &traffic, slim_dir_t dir) noexcept;
+slim_counter_t total(const slim_traffic_t& traffic, slim_dir_t dir) noexcept;
 
-} // namespace slim
+}  // namespace slim
 
 #endif

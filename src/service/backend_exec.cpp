@@ -33,7 +33,7 @@
 #include <thread>
 #include <unistd.h>
 
-extern char** environ;
+extern char **environ;
 
 namespace slim::link {
 
@@ -60,8 +60,8 @@ bool valid_device(const std::string& device)
 
 // Replaces {device}, {port} and {width}; any other {...} is an error (the
 // configuration checks this too, but the backend may be made directly).
-bool substitute(const std::string& word, const std::string& device, unsigned port,
-                unsigned width, std::string& out)
+bool substitute(const std::string& word, const std::string& device, unsigned port, unsigned width,
+                std::string& out)
 {
     out.clear();
     for (std::size_t i = 0; i < word.size();) {
@@ -91,7 +91,7 @@ bool substitute(const std::string& word, const std::string& device, unsigned por
 std::vector<std::string> split_words(const std::string& text)
 {
     std::vector<std::string> words;
-    std::string              word;
+    std::string word;
     for (const char c : text) {
         if (c == ' ' || c == '\t') {
             if (!word.empty()) {
@@ -110,8 +110,9 @@ std::vector<std::string> split_words(const std::string& text)
 
 bool executable_file(const std::string& path)
 {
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(path.c_str(), X_OK) == 0;
 }
 
 // Absolute path of `program` (searched in PATH when it has no '/'), or "".
@@ -120,12 +121,12 @@ std::string resolve_program(const std::string& program)
     if (program.find('/') != std::string::npos) {
         return executable_file(program) ? program : std::string();
     }
-    const char* path = std::getenv("PATH");
-    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    const char *path  = std::getenv("PATH");
+    std::string dirs  = path ? path : "/usr/local/bin:/usr/bin:/bin";
     std::size_t start = 0;
     while (start <= dirs.size()) {
-        const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-        const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+        const std::size_t end       = std::min(dirs.find(':', start), dirs.size());
+        const std::string dir       = end > start ? dirs.substr(start, end - start) : ".";
         const std::string candidate = dir + "/" + program;
         if (executable_file(candidate)) {
             return candidate;
@@ -149,7 +150,7 @@ std::string describe_wait_status(int status)
 // Argument vector with stable char* pointers (execve wants char* const[]).
 struct Argv {
     std::vector<std::string> words;
-    std::vector<char*>       pointers;
+    std::vector<char *> pointers;
 
     void seal()
     {
@@ -174,24 +175,18 @@ struct Argv {
 void kill_and_reap(pid_t pid) noexcept
 {
     ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);   // in case it left its group
+    ::kill(pid, SIGKILL);  // in case it left its group
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
 }
 
 class ExecBackend final : public LinkBackend {
 public:
     ExecBackend(const BackendConfig& config, std::string program, bool shell)
-        : template_(config.exec_template),
-          program_(std::move(program)),
-          shell_(shell),
-          device_(config.device),
-          port_(config.port),
-          lanes_(config.link.lanes),
+        : template_(config.exec_template), program_(std::move(program)), shell_(shell),
+          device_(config.device), port_(config.port), lanes_(config.link.lanes),
           timeout_(config.exec_timeout)
-    {
-    }
+    {}
 
     ~ExecBackend() override { (void)drain(); }
 
@@ -207,7 +202,7 @@ public:
     {
         Status status = poll();
         if (inflight_pid_.load() > 0) {
-            pending_width_ = width; // merged: the last request wins
+            pending_width_ = width;  // merged: the last request wins
             return status;
         }
         if (!status) {
@@ -222,8 +217,8 @@ public:
         if (pid <= 0) {
             return start_pending();
         }
-        int         wait_status = 0;
-        const pid_t r           = ::waitpid(pid, &wait_status, WNOHANG);
+        int wait_status = 0;
+        const pid_t r   = ::waitpid(pid, &wait_status, WNOHANG);
         if (r == 0) {
             if (SteadyClock::now() - started_ < timeout_) {
                 return Status::success();
@@ -273,7 +268,7 @@ public:
 
     Status restore_full_width() override
     {
-        Status status = poll();   // the outcome of a command that has ended
+        Status status = poll();  // the outcome of a command that has ended
         // Already there only if a command said so: the last one started for
         // full width may have failed (a restore being retried), and a
         // service stopping then must try once more, not report success and
@@ -284,10 +279,10 @@ public:
         }
         const pid_t inflight = inflight_pid_.exchange(0);
         if (inflight > 0) {
-            kill_and_reap(inflight);   // a lower width, now moot: never raced
+            kill_and_reap(inflight);  // a lower width, now moot: never raced
             confirmed_.width = 0;
         }
-        pending_width_ = 0;
+        pending_width_       = 0;
         const Status spawned = spawn(lanes_);
         if (!spawned) {
             return spawned;
@@ -354,9 +349,9 @@ private:
         posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-        pid_t     pid = 0;
-        const int rc  = ::posix_spawn(&pid, argv.pointers[0], &files, &attr,
-                                      argv.pointers.data(), environ);
+        pid_t pid = 0;
+        const int rc =
+                ::posix_spawn(&pid, argv.pointers[0], &files, &attr, argv.pointers.data(), environ);
         posix_spawn_file_actions_destroy(&files);
         posix_spawnattr_destroy(&attr);
         if (rc != 0) {
@@ -369,22 +364,22 @@ private:
         return Status::success();
     }
 
-    std::string               template_;
-    std::string               program_;
-    bool                      shell_;
-    std::string               device_;
-    unsigned                  port_;
-    unsigned                  lanes_;
+    std::string template_;
+    std::string program_;
+    bool shell_;
+    std::string device_;
+    unsigned port_;
+    unsigned lanes_;
     std::chrono::milliseconds timeout_;
 
-    std::atomic<pid_t>     inflight_pid_{0};
-    std::string            inflight_text_;
+    std::atomic<pid_t> inflight_pid_{0};
+    std::string inflight_text_;
     SteadyClock::time_point started_{};
-    unsigned               pending_width_ = 0; // 0: none
-    unsigned               last_width_    = 0; // of the last command started; 0: none yet
+    unsigned pending_width_ = 0;  // 0: none
+    unsigned last_width_    = 0;  // of the last command started; 0: none yet
     // Only commands that exited 0: one that hung or failed applied nothing
     // we know of.
-    Confirmed              confirmed_;
+    Confirmed confirmed_;
 };
 
 }  // namespace
@@ -392,7 +387,7 @@ private:
 BackendResult make_exec_backend(const BackendConfig& config)
 {
     const std::string& text = config.exec_template;
-    auto fail = [](const std::string& why) {
+    auto fail               = [](const std::string              &why) {
         return BackendResult{nullptr, Status::error("exec link backend: " + why)};
     };
     if (text.find("{width}") == std::string::npos) {
@@ -411,9 +406,10 @@ BackendResult make_exec_backend(const BackendConfig& config)
                     "command instead");
     }
     if (!valid_device(config.device)) {
-        return fail("device name '" + config.device + "' has characters other than A-Z a-z 0-9 _ . : -");
+        return fail("device name '" + config.device +
+                    "' has characters other than A-Z a-z 0-9 _ . : -");
     }
-    const bool shell = needs_shell(text);
+    const bool shell                     = needs_shell(text);
     const std::vector<std::string> words = split_words(text);
     if (words.empty()) {
         return fail("UCX_SLIM_LINK_EXEC is empty");

@@ -37,10 +37,10 @@ namespace ib {
 std::uint8_t width_bit(unsigned lanes)
 {
     switch (lanes) {
-    case 1:  return 1;
-    case 2:  return 16; // 2x was added in IBA 1.3 as bit 4
-    case 4:  return 2;
-    case 8:  return 4;
+    case 1: return 1;
+    case 2: return 16;  // 2x was added in IBA 1.3 as bit 4
+    case 4: return 2;
+    case 8: return 4;
     case 12: return 8;
     default: return 0;
     }
@@ -56,13 +56,22 @@ unsigned widest(std::uint8_t mask)
     return 0;
 }
 
-void set_link_width_enabled(std::uint8_t* portinfo, std::uint8_t value)
+void set_link_width_enabled(std::uint8_t *portinfo, std::uint8_t value)
 {
     portinfo[kLinkWidthEnabledByte] = value;
 }
-std::uint8_t link_width_enabled(const std::uint8_t* portinfo) { return portinfo[kLinkWidthEnabledByte]; }
-std::uint8_t link_width_supported(const std::uint8_t* portinfo) { return portinfo[kLinkWidthSupportedByte]; }
-std::uint8_t link_width_active(const std::uint8_t* portinfo) { return portinfo[kLinkWidthActiveByte]; }
+std::uint8_t link_width_enabled(const std::uint8_t *portinfo)
+{
+    return portinfo[kLinkWidthEnabledByte];
+}
+std::uint8_t link_width_supported(const std::uint8_t *portinfo)
+{
+    return portinfo[kLinkWidthSupportedByte];
+}
+std::uint8_t link_width_active(const std::uint8_t *portinfo)
+{
+    return portinfo[kLinkWidthActiveByte];
+}
 
 }  // namespace ib
 
@@ -70,8 +79,9 @@ std::uint8_t link_width_active(const std::uint8_t* portinfo) { return portinfo[k
 
 BackendResult make_ibmad_backend(const BackendConfig& /*config*/)
 {
-    return {nullptr, Status::error("ibmad link backend: not built with libibmad (install the Debian "
-                                   "packages libibmad-dev libibumad-dev and rerun configure)")};
+    return {nullptr,
+            Status::error("ibmad link backend: not built with libibmad (install the Debian "
+                          "packages libibmad-dev libibumad-dev and rerun configure)")};
 }
 
 #else
@@ -82,7 +92,7 @@ constexpr unsigned kTimeoutMs = 100;
 
 // RAII for the umad port that libibmad opens.
 struct MadPortCloser {
-    void operator()(ibmad_port* p) const { mad_rpc_close_port(p); }
+    void operator()(ibmad_port *p) const { mad_rpc_close_port(p); }
 };
 using MadPort = std::unique_ptr<ibmad_port, MadPortCloser>;
 
@@ -92,10 +102,8 @@ public:
                  const std::array<std::uint8_t, IB_SMP_DATA_SIZE>& portinfo)
         : port_(std::move(port)), device_(std::move(device)), port_num_(port_num),
           original_enabled_(ib::link_width_enabled(portinfo.data())),
-          supported_(ib::link_width_supported(portinfo.data())),
-          full_(ib::widest(supported_))
-    {
-    }
+          supported_(ib::link_width_supported(portinfo.data())), full_(ib::widest(supported_))
+    {}
 
     std::string name() const override { return "ibmad"; }
     unsigned full_width() const override { return full_; }
@@ -110,15 +118,14 @@ public:
     Status set_width(unsigned width) override
     {
         // Full width restores what the port had enabled before us.
-        const std::uint8_t value =
-                width >= full_ ? original_enabled_ : ib::width_bit(width);
+        const std::uint8_t value = width >= full_ ? original_enabled_ : ib::width_bit(width);
         if (value == 0 || (value != original_enabled_ && !(value & supported_))) {
             return Status::error("ibmad link backend: width " + std::to_string(width) +
                                  "x is not supported by " + device_ + " port " +
                                  std::to_string(port_num_));
         }
         std::array<std::uint8_t, IB_SMP_DATA_SIZE> data{};
-        ib_portid_t self{}; // lid 0, empty path: directed route to ourselves
+        ib_portid_t self{};  // lid 0, empty path: directed route to ourselves
         if (!smp_query_via(data.data(), &self, IB_ATTR_PORT_INFO, port_num_, kTimeoutMs,
                            port_.get())) {
             return Status::error("ibmad link backend: PortInfo query on " + device_ + " failed");
@@ -136,12 +143,12 @@ public:
     }
 
 private:
-    MadPort      port_;
-    std::string  device_;
-    unsigned     port_num_;
+    MadPort port_;
+    std::string device_;
+    unsigned port_num_;
     std::uint8_t original_enabled_;
     std::uint8_t supported_;
-    unsigned     full_;
+    unsigned full_;
 };
 
 }  // namespace
@@ -160,22 +167,22 @@ BackendResult make_ibmad_backend(const BackendConfig& config)
     if (umad_init() < 0) {
         return fail("umad_init failed (is the ib_umad kernel module loaded?)");
     }
-    char      names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
+    char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
     const int count = umad_get_cas_names(names, UMAD_MAX_DEVICES);
     if (count <= 0) {
         return fail("no InfiniBand device found (umad lists none)");
     }
     std::string device = config.device;
     if (const auto colon = device.find(':'); colon != std::string::npos) {
-        device.resize(colon); // UCX names devices "mlx5_0:1"
+        device.resize(colon);  // UCX names devices "mlx5_0:1"
     }
     if (device.empty()) {
         device = names[0];
     }
     madrpc_show_errors(0);
     const int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS};
-    MadPort   port(mad_rpc_open_port(device.data(), static_cast<int>(config.port),
-                                     const_cast<int*>(classes), 2));
+    MadPort port(mad_rpc_open_port(device.data(), static_cast<int>(config.port),
+                                   const_cast<int *>(classes), 2));
     if (!port) {
         return fail("cannot open " + device + " port " + std::to_string(config.port) +
                     " (needs read/write access to /dev/infiniband/umad*)");

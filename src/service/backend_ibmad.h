@@ -9,10 +9,10 @@
 namespace slim::link::ib {
 
 // Byte offsets inside the 64-byte PortInfo attribute (SMP data).
-constexpr unsigned kPortInfoSize                   = 64;
-constexpr unsigned kLinkWidthEnabledByte           = 29;
-constexpr unsigned kLinkWidthSupportedByte         = 30;
-constexpr unsigned kLinkWidthActiveByte            = 31;
+constexpr unsigned kPortInfoSize           = 64;
+constexpr unsigned kLinkWidthEnabledByte   = 29;
+constexpr unsigned kLinkWidthSupportedByte = 30;
+constexpr unsigned kLinkWidthActiveByte    = 31;
 // LinkWidthEnabled specials: 0 = no state change, 255 = as supported.
 constexpr std::uint8_t kWidthNoChange    = 0;
 constexpr std::uint8_t kWidthAsSupported = 255;
@@ -22,9 +22,9 @@ std::uint8_t width_bit(unsigned lanes);
 // Widest width whose bit is set in `mask` (0 when none).
 unsigned widest(std::uint8_t mask);
 
-void         set_link_width_enabled(std::uint8_t* portinfo, std::uint8_t value);
-std::uint8_t link_width_enabled(const std::uint8_t* portinfo);
-std::uint8_t link_width_supported(const std::uint8_t* portinfo);
-std::uint8_t link_width_active(const std::uint8_t* portinfo);
+void set_link_width_enabled(std::uint8_t *portinfo, std::uint8_t value);
+std::uint8_t link_width_enabled(const std::uint8_t *portinfo);
+std::uint8_t link_width_supported(const std::uint8_t *portinfo);
+std::uint8_t link_width_active(const std::uint8_t *portinfo);
 
 }  // namespace slim::link::ib

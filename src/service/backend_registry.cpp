@@ -16,7 +16,7 @@ namespace {
 using BackendFactory = BackendResult (*)(const BackendConfig&);
 
 struct Entry {
-    const char*    name;
+    const char *name;
     BackendFactory make;
 };
 
@@ -31,7 +31,7 @@ constexpr Entry kBackends[] = {
 BackendResult make_backend(const std::string& name, const BackendConfig& config)
 {
     BackendFactory factory = nullptr;
-    std::string    known;
+    std::string known;
     for (const Entry& e : kBackends) {
         known.append(known.empty() ? "" : ", ").append(e.name);
         if (name == e.name) {
@@ -39,8 +39,8 @@ BackendResult make_backend(const std::string& name, const BackendConfig& config)
         }
     }
     if (!factory) {
-        return {nullptr, Status::error("link backend '" + name + "' is unknown (known: " +
-                                       known + ")")};
+        return {nullptr,
+                Status::error("link backend '" + name + "' is unknown (known: " + known + ")")};
     }
     try {
         BackendResult result = factory(config);
@@ -70,8 +70,8 @@ std::unique_ptr<LinkBackend> make_backend_or_emulated(const std::string& name,
     if (result.status) {
         return std::move(result.backend);
     }
-    const std::string message = result.status.message() +
-                                "; the link stays at full width (emulated accounting only)";
+    const std::string message =
+            result.status.message() + "; the link stays at full width (emulated accounting only)";
     if (report) {
         report(message);
     } else {

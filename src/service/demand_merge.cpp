@@ -111,7 +111,7 @@ void PortService::note_stalls(std::optional<TimeNs> h)
 {
     for (auto& [id, client] : clients_) {
         const bool counts = !client->dropped && !client->overflow_requested && !client->deposited;
-        TimeNs complete = client->through_ns;
+        TimeNs complete   = client->through_ns;
         if (client->has_record) {
             complete = std::max(complete, client->last_t);
         }
@@ -148,9 +148,9 @@ TimeNs PortService::advance()
 
 void PortService::apply_until(std::optional<TimeNs> h)
 {
-    std::vector<std::pair<Client*, unsigned>> traffic;
-    std::vector<std::uint32_t>                batch;
-    std::vector<std::uint32_t>                gone;
+    std::vector<std::pair<Client *, unsigned>> traffic;
+    std::vector<std::uint32_t> batch;
+    std::vector<std::uint32_t> gone;
     while (!schedule_.empty()) {
         const TimeNs t = schedule_.begin()->first;
         if (h && t >= *h) {
@@ -199,9 +199,9 @@ void PortService::apply_until(std::optional<TimeNs> h)
 }
 
 void PortService::apply_client_at(Client& client, TimeNs t, TimeNs at,
-                                  std::vector<std::pair<Client*, unsigned>>& traffic)
+                                  std::vector<std::pair<Client *, unsigned>>& traffic)
 {
-    Job* job = job_of(client);
+    Job *job = job_of(client);
     if (!client.joined && client.attach_ns == t) {
         client.joined = true;
         client.width  = full_;
@@ -218,8 +218,8 @@ void PortService::apply_client_at(Client& client, TimeNs t, TimeNs at,
         }
         client.width       = p.record.width;
         client.applied_seq = p.seq;
-        client.expiry_ns   = p.record.until_ns != 0 ? std::optional<TimeNs>(p.record.until_ns)
-                                                    : std::nullopt;
+        client.expiry_ns =
+                p.record.until_ns != 0 ? std::optional<TimeNs>(p.record.until_ns) : std::nullopt;
         if (t < at) {
             ++late_records_;
             ++client.late_records;
@@ -283,9 +283,9 @@ std::optional<TimeNs> PortService::act_on_deadlines(TimeNs now)
         // Polled until the backend confirms or fails it (exec: within its
         // own 2 s timeout).
         constexpr TimeNs kRestorePoll = 10'000'000;
-        next = now + kRestorePoll;
+        next                          = now + kRestorePoll;
     }
-    bool                  raise = false;
+    bool raise = false;
     for (auto& [id, client] : clients_) {
         if (client->dropped || client->overflow_requested || client->latest_seq == 0) {
             continue;

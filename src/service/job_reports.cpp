@@ -24,7 +24,7 @@ PortService::Snapshot PortService::take_snapshot(TimeNs t)
     s.stalls       = stalls_;
     s.stalled_now  = stalled_now_;
     if (has_stats_) {
-        if (const LinkStats* stats = backend_->stats()) {
+        if (const LinkStats *stats = backend_->stats()) {
             s.stats = *stats;
         }
     }
@@ -35,7 +35,7 @@ TimeNs PortService::job_end(const Job& job) const
 {
     TimeNs end = 0;
     for (const std::uint32_t id : job.members) {
-        const Client* client = find(id);
+        const Client *client = find(id);
         if (!client) {
             continue;
         }
@@ -51,7 +51,7 @@ TimeNs PortService::job_end(const Job& job) const
 void PortService::snapshot_job_ends(std::optional<TimeNs> before)
 {
     // In time order, since the port's accounting only goes forward.
-    std::vector<std::pair<TimeNs, Job*>> due;
+    std::vector<std::pair<TimeNs, Job *>> due;
     const bool everything = !before || *before == kNever;
     for (auto& [key, job] : jobs_) {
         // A member still publishing may move the end.
@@ -77,14 +77,14 @@ void PortService::snapshot_job_ends(std::optional<TimeNs> before)
 bool PortService::deposit(std::uint32_t id, std::uint32_t record_version,
                           std::vector<std::uint8_t> record, TimeNs now, TimeNs wait_ns)
 {
-    Client* client = find(id);
+    Client *client = find(id);
     if (!client || client->dropped) {
         return false;
     }
     client->deposited      = true;
     client->record_version = record_version;
     client->record         = std::move(record);
-    Job* job = job_of(*client);
+    Job *job               = job_of(*client);
     if (!job) {
         return false;
     }
@@ -102,7 +102,7 @@ bool PortService::deposit(std::uint32_t id, std::uint32_t record_version,
 bool PortService::job_open(const Job& job) const
 {
     for (const std::uint32_t id : job.members) {
-        const Client* c = find(id);
+        const Client *c = find(id);
         if (c && !c->dropped && !c->deposited) {
             return true;
         }
@@ -117,7 +117,7 @@ TimeNs PortService::job_start(const Job& job) const
     }
     TimeNs first = kNever;
     for (const std::uint32_t id : job.members) {
-        if (const Client* c = find(id)) {
+        if (const Client *c = find(id)) {
             first = std::min(first, c->attach_ns);
         }
     }
@@ -129,7 +129,7 @@ bool PortService::job_complete(const Job& job) const
     const auto done = [](const Client& c) { return c.deposited || c.dropped; };
     if (job.local_size <= 0) {
         for (const std::uint32_t id : job.members) {
-            const Client* c = find(id);
+            const Client *c = find(id);
             if (c && !done(*c)) {
                 return false;
             }
@@ -139,7 +139,7 @@ bool PortService::job_complete(const Job& job) const
     for (std::int32_t rank = 0; rank < job.local_size; ++rank) {
         bool found = false;
         for (const std::uint32_t id : job.members) {
-            const Client* c = find(id);
+            const Client *c = find(id);
             if (c && c->info.local_rank == rank && done(*c)) {
                 found = true;
                 break;
@@ -158,12 +158,12 @@ std::vector<std::pair<std::uint32_t, JobReport>> PortService::ready_reports(Time
     advance();
     const std::optional<TimeNs> h = horizon();
     std::vector<std::pair<std::uint32_t, JobReport>> ready;
-    std::vector<std::string>                         forget;
+    std::vector<std::string> forget;
     for (auto& [key, job] : jobs_) {
-        const Client* reporter = job->reporter ? find(*job->reporter) : nullptr;
-        bool          anyone_attached = false;
+        const Client *reporter = job->reporter ? find(*job->reporter) : nullptr;
+        bool anyone_attached   = false;
         for (const std::uint32_t id : job->members) {
-            const Client* c = find(id);
+            const Client *c = find(id);
             anyone_attached = anyone_attached || (c && !c->dropped);
         }
         const bool complete = job_complete(*job);
@@ -220,15 +220,15 @@ JobReport PortService::make_report(Job& job)
 {
     JobReport report;
     service::PortSection& port = report.port;
-    const auto copy_name = [](char* to, const std::string& from) {
+    const auto copy_name       = [](char *to, const std::string      &from) {
         const std::size_t n = std::min(from.size(), service::kNameBytes - 1);
         from.copy(to, n);
         to[n] = '\0';
     };
     copy_name(port.backend, backend_->name());
     copy_name(port.port, options_.port_name);
-    port.lanes      = full_;
-    port.has_energy = has_stats_ ? 1 : 0;
+    port.lanes          = full_;
+    port.has_energy     = has_stats_ ? 1 : 0;
     port.backend_failed = failed_ ? 1 : 0;
     port.width_unknown  = width_unknown_ ? 1 : 0;
     {
@@ -251,7 +251,7 @@ JobReport PortService::make_report(Job& job)
         // The end as far as the horizon allows (port_service.h, ready_reports).
         if (!job.end || job.end->at != end) {
             const std::optional<TimeNs> h = horizon();
-            TimeNs cut = end;
+            TimeNs cut                    = end;
             if (h && *h < cut) {
                 cut = *h;
             }
@@ -277,8 +277,8 @@ JobReport PortService::make_report(Job& job)
             port.time_at_width_ns[w] = b.stats.time_at_width_ns[w] - a.stats.time_at_width_ns[w];
         }
         LinkConfig config;
-        config.lanes      = full_;
-        config.lane_watts = options_.lane_watts;
+        config.lanes         = full_;
+        config.lane_watts    = options_.lane_watts;
         port.baseline_joules = LinkModel(config).always_on_joules(port.span_ns);
     }
 
@@ -297,16 +297,16 @@ JobReport PortService::make_report(Job& job)
 
     const auto entry_of = [&report](const Client& c) {
         JobReport::Entry e;
-        e.entry.rank            = c.info.rank;
-        e.entry.local_rank      = c.info.local_rank;
-        e.entry.pid             = c.info.pid;
-        e.entry.late_wakeups    = c.late_wakeups;
-        e.entry.wakeup_delay_ns = c.delay_ns;
+        e.entry.rank              = c.info.rank;
+        e.entry.local_rank        = c.info.local_rank;
+        e.entry.pid               = c.info.pid;
+        e.entry.late_wakeups      = c.late_wakeups;
+        e.entry.wakeup_delay_ns   = c.delay_ns;
         service::EntryState state = service::EntryState::timed_out;
         if (c.deposited) {
-            state               = service::EntryState::reported;
-            e.record            = c.record;
-            e.entry.record_bytes = static_cast<std::uint32_t>(c.record.size());
+            state                 = service::EntryState::reported;
+            e.record              = c.record;
+            e.entry.record_bytes  = static_cast<std::uint32_t>(c.record.size());
             report.record_version = c.record_version;
         } else if (c.dropped) {
             state = service::EntryState::died;
@@ -316,18 +316,18 @@ JobReport PortService::make_report(Job& job)
     };
     // Members sorted by local rank; a local rank attached twice shows its
     // latest client.
-    std::vector<const Client*> members;
+    std::vector<const Client *> members;
     for (const std::uint32_t id : job.members) {
-        if (const Client* c = find(id)) {
+        if (const Client *c = find(id)) {
             members.push_back(c);
         }
     }
-    std::stable_sort(members.begin(), members.end(), [](const Client* x, const Client* y) {
+    std::stable_sort(members.begin(), members.end(), [](const Client *x, const Client *y) {
         return x->info.local_rank < y->info.local_rank;
     });
     for (std::int32_t rank = 0; rank < job.local_size; ++rank) {
-        const Client* latest = nullptr;
-        for (const Client* c : members) {
+        const Client *latest = nullptr;
+        for (const Client *c : members) {
             if (c->info.local_rank == rank) {
                 latest = c;
             }
@@ -341,14 +341,14 @@ JobReport PortService::make_report(Job& job)
         e.entry.state      = static_cast<std::uint32_t>(service::EntryState::never_started);
         report.entries.push_back(std::move(e));
     }
-    for (const Client* c : members) {
+    for (const Client *c : members) {
         if (job.local_size > 0 && c->info.local_rank >= 0 && c->info.local_rank < job.local_size) {
             continue;  // listed above
         }
         report.entries.push_back(entry_of(*c));
     }
     if (job.reporter) {
-        if (const Client* r = find(*job.reporter)) {
+        if (const Client *r = find(*job.reporter)) {
             report.record_version = r->record_version;
         }
     }
@@ -362,7 +362,7 @@ void PortService::forget_job(const std::string& key)
         return;
     }
     for (const std::uint32_t id : it->second->members) {
-        const Client* c = find(id);
+        const Client *c = find(id);
         if (c && c->left) {
             clients_.erase(id);
         }
@@ -378,16 +378,15 @@ void PortService::prune_history()
     TimeNs oldest = kNever;
     for (const auto& [key, job] : jobs_) {
         for (const std::uint32_t id : job->members) {
-            if (const Client* c = find(id)) {
+            if (const Client *c = find(id)) {
                 oldest = std::min(oldest, c->attach_ns);
             }
         }
     }
-    history_.erase(std::remove_if(history_.begin(), history_.end(),
-                                  [oldest](const Interval& i) {
-                                      return i.to != kNever && i.to < oldest;
-                                  }),
-                   history_.end());
+    history_.erase(
+            std::remove_if(history_.begin(), history_.end(),
+                           [oldest](const Interval& i) { return i.to != kNever && i.to < oldest; }),
+            history_.end());
 }
 
 }  // namespace slim::link

@@ -17,7 +17,7 @@ namespace slim::link {
 // the disk or spin the loop on logging.
 class LogThrottle {
 public:
-    bool allow(const char* kind, TimeNs now)
+    bool allow(const char *kind, TimeNs now)
     {
         State& s = kinds_[kind];
         roll(kind, s, now);
@@ -37,11 +37,11 @@ public:
     }
 
 private:
-    static constexpr unsigned kBurst    = 10;
-    static constexpr TimeNs   kWindowNs = 10'000'000'000;
+    static constexpr unsigned kBurst  = 10;
+    static constexpr TimeNs kWindowNs = 10'000'000'000;
     struct State {
-        TimeNs        start      = 0;
-        unsigned      lines      = 0;
+        TimeNs start             = 0;
+        unsigned lines           = 0;
         std::uint64_t suppressed = 0;
     };
     // Starts a new window for `kind` once its window has passed, saying

@@ -89,7 +89,7 @@ void PortService::check_restored()
     retry_at_.reset();
     retry_wait_      = kRestoreRetryFirstNs;
     restore_retries_ = 0;
-    width_unknown_ = false;
+    width_unknown_   = false;
     width_note_.clear();
     state_origin_.clear();
     // A failed backend drives the port no more: nothing is narrow now.
@@ -203,7 +203,8 @@ void PortService::use_state_file(const std::string& path)
     logger().warn("slimlinkd: port {} ({}): the previous slimlinkd left it possibly not at full "
                   "width ({}); restoring full width",
                   options_.port_name, backend_->name(), *left);
-    const std::string previous = "a previous slimlinkd left the port possibly narrow (" + *left + ")";
+    const std::string previous =
+            "a previous slimlinkd left the port possibly narrow (" + *left + ")";
     if (failed_) {
         // start()'s full-width command failed already (fail() logged it).
         width_unknown_ = true;

@@ -40,8 +40,7 @@ PortService::PortService(std::unique_ptr<LinkBackend> backend, PortServiceOption
 PortService::PortService(std::shared_ptr<TimeNs> replay_now, std::unique_ptr<LinkBackend> backend,
                          PortServiceOptions options)
     : backend_(std::move(backend)), options_(std::move(options)), replay_now_(std::move(replay_now))
-{
-}
+{}
 
 void PortService::start()
 {
@@ -92,7 +91,7 @@ Clock PortService::replay_clock()
 
 unsigned PortService::full_width() const { return full_; }
 
-PortService::Client* PortService::find(std::uint32_t client) const
+PortService::Client *PortService::find(std::uint32_t client) const
 {
     const auto it = clients_.find(client);
     return it == clients_.end() ? nullptr : it->second.get();
@@ -113,7 +112,7 @@ std::string job_id(const ClientInfo& info)
 
 }  // namespace
 
-PortService::Job* PortService::job_of(const Client& client) const
+PortService::Job *PortService::job_of(const Client& client) const
 {
     const auto it = jobs_.find(job_id(client.info));
     if (it == jobs_.end() || it->second->serial != client.job_serial) {
@@ -122,7 +121,7 @@ PortService::Job* PortService::job_of(const Client& client) const
     return it->second.get();
 }
 
-std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::string* why)
+std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::string *why)
 {
     const std::string id = job_id(info);
     if (const auto it = jobs_.find(id); it != jobs_.end() && info.local_rank >= 0) {
@@ -130,7 +129,7 @@ std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::strin
         // the report (only the latest is listed): the second is refused.
         // A rank that died or left may come back (a fresh connection).
         for (const std::uint32_t member : it->second->members) {
-            const Client* other = find(member);
+            const Client *other = find(member);
             if (other && !other->dropped && other->info.local_rank == info.local_rank) {
                 if (why) {
                     *why = "local rank " + std::to_string(info.local_rank) + " of job '" +
@@ -158,7 +157,7 @@ std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::strin
     }
     job->members.push_back(client->id);
     ++job->bounding;
-    job->local_size  = std::max(job->local_size, info.local_size);
+    job->local_size    = std::max(job->local_size, info.local_size);
     client->job_serial = job->serial;
 
     history_.push_back(Interval{job->serial, client->id, now, kNever});
@@ -168,8 +167,8 @@ std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::strin
     return c.id;
 }
 
-bool PortService::publish(std::uint32_t id, const service::DemandRecord* records, std::size_t count,
-                          TimeNs through_ns, std::string* why, bool* queue_full)
+bool PortService::publish(std::uint32_t id, const service::DemandRecord *records, std::size_t count,
+                          TimeNs through_ns, std::string *why, bool *queue_full)
 {
     if (queue_full) {
         *queue_full = false;
@@ -180,7 +179,7 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
         }
         return false;
     };
-    Client* client = find(id);
+    Client *client = find(id);
     if (!client || client->dropped) {
         return refuse("client " + std::to_string(id) + " is not attached");
     }
@@ -198,8 +197,8 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
     // Everything is checked before anything is taken: a client that sends
     // garbage is dropped, and its good records before the garbage must not
     // have moved the port.
-    bool   has_last = client->has_record;
-    TimeNs last_t   = client->last_t;
+    bool has_last = client->has_record;
+    TimeNs last_t = client->last_t;
     for (std::size_t i = 0; i < count; ++i) {
         const service::DemandRecord& r = records[i];
         // Built only for a refusal: a busy client publishes thousands of
@@ -238,8 +237,8 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
         }
         return refuse(std::to_string(client->queue.size() + count) +
                       " records waiting for the merge horizon (at " +
-                      std::to_string(horizon().value_or(*replay_now_)) +
-                      " ns), more than the " + std::to_string(kMaxQueuedRecords) +
+                      std::to_string(horizon().value_or(*replay_now_)) + " ns), more than the " +
+                      std::to_string(kMaxQueuedRecords) +
                       " a client may queue ahead of the other clients");
     }
 
@@ -250,10 +249,10 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
     }
     for (std::size_t i = 0; i < count; ++i) {
         const std::uint64_t seq = client->next_seq++;
-        client->has_record   = true;
-        client->last_t       = records[i].t_ns;
-        client->latest_until = records[i].until_ns;
-        client->latest_seq   = seq;
+        client->has_record      = true;
+        client->last_t          = records[i].t_ns;
+        client->latest_until    = records[i].until_ns;
+        client->latest_seq      = seq;
         if (!client->overflow_requested) {
             client->queue.push_back(Client::Pending{records[i], seq});
         }
@@ -265,12 +264,12 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord* records
 
 void PortService::overflowed(std::uint32_t id)
 {
-    Client* client = find(id);
+    Client *client = find(id);
     if (!client || client->dropped || client->overflow_requested) {
         return;
     }
     client->overflow_requested = true;
-    if (Job* job = job_of(*client)) {
+    if (Job *job = job_of(*client)) {
         --job->bounding;
     }
     TimeNs at = std::max(client->attach_ns, *replay_now_);
@@ -284,7 +283,7 @@ void PortService::overflowed(std::uint32_t id)
 void PortService::drop(std::uint32_t id, TimeNs now, bool died)
 {
     see(now);
-    Client* client = find(id);
+    Client *client = find(id);
     if (!client || client->dropped) {
         return;
     }
@@ -293,15 +292,15 @@ void PortService::drop(std::uint32_t id, TimeNs now, bool died)
     // will never deposit.
     (void)died;
     client->dropped = true;
-    if (Job* job = job_of(*client); job && !client->overflow_requested) {
+    if (Job *job = job_of(*client); job && !client->overflow_requested) {
         --job->bounding;
     }
     TimeNs end = client->through_ns;
     if (client->has_record) {
         end = std::max(end, client->last_t);
     }
-    TimeNs leave = std::min(end, now);
-    leave        = std::max({leave, client->attach_ns, *replay_now_});
+    TimeNs leave     = std::min(end, now);
+    leave            = std::max({leave, client->attach_ns, *replay_now_});
     client->leave_at = leave;
     client->leave_ns = leave;
     while (!client->queue.empty() && client->queue.back().record.t_ns > leave) {
@@ -324,7 +323,7 @@ void PortService::drop(std::uint32_t id, TimeNs now, bool died)
 
 unsigned PortService::demand(std::uint32_t id) const
 {
-    const Client* client = find(id);
+    const Client *client = find(id);
     if (!client || client->left) {
         return 0;
     }
@@ -341,10 +340,10 @@ std::size_t PortService::live_clients() const
 }
 
 std::vector<service::StatusClient> PortService::clients(std::optional<std::int32_t> of_uid,
-                                                        std::size_t* others) const
+                                                        std::size_t *others) const
 {
     std::vector<service::StatusClient> list;
-    std::size_t                        hidden = 0;
+    std::size_t hidden = 0;
     for (const auto& [id, client] : clients_) {
         if (client->dropped) {
             continue;
@@ -369,13 +368,13 @@ std::vector<service::StatusClient> PortService::clients(std::optional<std::int32
 
 std::size_t PortService::queued(std::uint32_t id) const
 {
-    const Client* client = find(id);
+    const Client *client = find(id);
     return client ? client->queue.size() : 0;
 }
 
 std::uint64_t PortService::late_wakeups(std::uint32_t id) const
 {
-    const Client* client = find(id);
+    const Client *client = find(id);
     return client ? client->late_wakeups : 0;
 }
 

@@ -73,7 +73,7 @@ struct ClientInfo {
     std::int32_t local_size = 0;
     std::int64_t pid        = 0;
     std::int32_t uid        = -1;
-    std::string  job_key;
+    std::string job_key;
 };
 
 // A job's node report, ready for the reporting client (the server turns it
@@ -84,7 +84,7 @@ struct JobReport {
         service::NodeReportEntry entry;
         std::vector<std::uint8_t> record;  // opaque, as deposited
     };
-    std::vector<Entry> entries;            // local-rank order
+    std::vector<Entry> entries;  // local-rank order
     std::uint32_t record_version = 0;
 };
 
@@ -107,7 +107,7 @@ public:
     // own clock, test doubles). Owned; starts it at full width.
     PortService(std::unique_ptr<LinkBackend> backend, PortServiceOptions options = {});
     ~PortService();  // restores full width
-    PortService(const PortService&) = delete;
+    PortService(const PortService&)            = delete;
     PortService& operator=(const PortService&) = delete;
 
     // The clock the backend reads (the one given to the BackendMaker): it
@@ -119,7 +119,7 @@ public:
     // or 0 (with the reason in `why`) when another live client of its job
     // holds the same local rank. A job is its key and its uid together: a
     // client never joins a job of another uid, whatever key it names.
-    std::uint32_t attach(const ClientInfo& info, TimeNs now, std::string* why = nullptr);
+    std::uint32_t attach(const ClientInfo& info, TimeNs now, std::string *why = nullptr);
 
     // Records the client published (copied out of its ring), and its new
     // through_ns. Returns false (and takes nothing) for garbage: a width
@@ -129,8 +129,8 @@ public:
     // Also false when the client's records waiting for the horizon would
     // exceed kMaxQueuedRecords (`queue_full` then says so): the caller drops
     // it as well.
-    bool publish(std::uint32_t client, const service::DemandRecord* records, std::size_t count,
-                 TimeNs through_ns, std::string* why = nullptr, bool* queue_full = nullptr);
+    bool publish(std::uint32_t client, const service::DemandRecord *records, std::size_t count,
+                 TimeNs through_ns, std::string *why = nullptr, bool *queue_full = nullptr);
 
     // Records one client may have waiting for the merge horizon. A busy
     // rank publishes a few records per idle interval it forms (a width, a
@@ -226,7 +226,7 @@ public:
     // ranks, never another user's); the others are counted in `others`.
     // None: every client (root, the service's own user).
     std::vector<service::StatusClient> clients(std::optional<std::int32_t> of_uid = std::nullopt,
-                                               std::size_t* others = nullptr) const;
+                                               std::size_t *others                = nullptr) const;
     LinkBackend& backend() { return *backend_; }
     const std::string& port_name() const { return options_.port_name; }
     std::uint64_t backend_errors() const { return backend_errors_; }
@@ -248,7 +248,7 @@ private:
     void note_stalls(std::optional<TimeNs> horizon);
     void apply_until(std::optional<TimeNs> horizon);
     void apply_client_at(Client& client, TimeNs t, TimeNs at,
-                         std::vector<std::pair<Client*, unsigned>>& traffic);
+                         std::vector<std::pair<Client *, unsigned>>& traffic);
     void set_port(unsigned width, TimeNs t);
     Status command(unsigned width, std::optional<TimeNs> at);
     std::uint64_t confirmed_changes() const;
@@ -260,8 +260,8 @@ private:
     void recount(Client& client);
     void reschedule(Client& client);
     std::optional<TimeNs> next_event(const Client& client) const;
-    Client* find(std::uint32_t client) const;
-    Job* job_of(const Client& client) const;
+    Client *find(std::uint32_t client) const;
+    Job *job_of(const Client& client) const;
     TimeNs job_end(const Job& job) const;
     void snapshot_job_ends(std::optional<TimeNs> before);
     Snapshot take_snapshot(TimeNs t);
@@ -275,44 +275,44 @@ private:
     std::unique_ptr<LinkBackend> backend_;
     PortServiceOptions options_;
     std::shared_ptr<TimeNs> replay_now_;  // read by replay_clock()
-    unsigned full_ = 0;
-    unsigned applied_ = 0;
-    bool has_stats_ = false;      // the backend accounts energy (emulated)
-    std::uint64_t commands_ = 0;  // widths sent to the backend
+    unsigned full_          = 0;
+    unsigned applied_       = 0;
+    bool has_stats_         = false;  // the backend accounts energy (emulated)
+    std::uint64_t commands_ = 0;      // widths sent to the backend
     // Width changes that returned success, for backends that confirm on
     // return (LinkBackend::confirmed() is nullopt).
-    std::uint64_t sync_changes_ = 0;
+    std::uint64_t sync_changes_   = 0;
     std::uint64_t backend_errors_ = 0;
-    bool failed_ = false;  // a backend error: the service stops driving the port
-    std::string failure_;  // the first backend error
+    bool failed_                  = false;  // a backend error: the service stops driving the port
+    std::string failure_;                   // the first backend error
     // The full-width command after a failure or at start, polled (not
     // waited for) until the backend confirms it or fails.
     bool restore_pending_ = false;
-    bool width_unknown_ = false;
-    std::string width_note_;     // why the width is unknown
-    std::string state_origin_;   // what the state file of a previous service said
+    bool width_unknown_   = false;
+    std::string width_note_;    // why the width is unknown
+    std::string state_origin_;  // what the state file of a previous service said
     StateFile state_;
     void restore_failed(const Status& status);
     // The restore is failing (restore_failed()) and not retried yet.
     bool restore_failing_ = false;
-    std::string restore_failure_;        // its last reason, logged once
-    std::optional<TimeNs> retry_at_;     // the next retry (set by retry_restore)
-    TimeNs retry_wait_ = kRestoreRetryFirstNs;
+    std::string restore_failure_;     // its last reason, logged once
+    std::optional<TimeNs> retry_at_;  // the next retry (set by retry_restore)
+    TimeNs retry_wait_             = kRestoreRetryFirstNs;
     std::uint64_t restore_retries_ = 0;
     // Retries the restore when due; returns when the next retry is due.
     std::optional<TimeNs> retry_restore(TimeNs now);
-    TimeNs now_ = 0;             // the latest now given to any call
-    TimeNs floor_ = 0;           // every event before it has been applied
+    TimeNs now_                 = 0;  // the latest now given to any call
+    TimeNs floor_               = 0;  // every event before it has been applied
     std::uint64_t late_records_ = 0;
-    std::uint64_t stalls_ = 0;   // clients that fell kMaxHorizonLag behind, ever
-    std::uint32_t stalled_now_ = 0;
+    std::uint64_t stalls_       = 0;  // clients that fell kMaxHorizonLag behind, ever
+    std::uint32_t stalled_now_  = 0;
     void raise_ahead(Client& client, const service::DemandRecord& latest);
     std::map<std::uint32_t, std::unique_ptr<Client>> clients_;
     std::map<std::string, std::unique_ptr<Job>> jobs_;
-    std::set<Key> schedule_;      // clients with a pending event
+    std::set<Key> schedule_;                                 // clients with a pending event
     std::array<std::size_t, kMaxLanes + 1> demand_count_{};  // counted clients per width
     std::vector<Interval> history_;  // clients' lifetimes, for reports' other jobs
-    std::uint32_t next_id_ = 1;
+    std::uint32_t next_id_         = 1;
     std::uint64_t next_job_serial_ = 1;
 };
 

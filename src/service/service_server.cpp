@@ -69,7 +69,7 @@ rlim_t raise_descriptor_limit()
         return 1024;
     }
     if (rl.rlim_cur < rl.rlim_max) {
-        rlimit raised = rl;
+        rlimit raised   = rl;
         raised.rlim_cur = rl.rlim_max;
         if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
             rl = raised;
@@ -82,39 +82,39 @@ rlim_t raise_descriptor_limit()
 
 struct ServiceServer::Impl {
     struct Conn {
-        int           fd  = -1;
-        std::int32_t  uid = -1;
-        std::int64_t  pid = 0;
-        bool          attached = false;
+        int fd                 = -1;
+        std::int32_t uid       = -1;
+        std::int64_t pid       = 0;
+        bool attached          = false;
         std::uint32_t id       = 0;
-        svc::DemandRing* ring  = nullptr;  // our mapping of the memfd we made
+        svc::DemandRing *ring  = nullptr;  // our mapping of the memfd we made
         std::uint64_t consumed = 0;        // records taken from the ring
-        TimeNs        through  = 0;        // last through_ns passed on
-        bool          overflow_seen = false;
-        std::int32_t  rank = -1;
-        TimeNs        accepted_ns = 0;
+        TimeNs through         = 0;        // last through_ns passed on
+        bool overflow_seen     = false;
+        std::int32_t rank      = -1;
+        TimeNs accepted_ns     = 0;
     };
 
-    PortService&         service;
+    PortService& service;
     const ServerOptions& options;
-    int                  listen_fd = -1;
-    int                  epoll_fd  = -1;
-    int                  timer_fd  = -1;
-    int                  lock_fd   = -1;
-    bool                 bound     = false;
-    std::map<int, Conn>  conns;         // by socket
-    std::map<std::uint32_t, int> by_id; // client id -> socket
-    std::uint64_t        dropped = 0;   // refused or dropped for bad input
+    int listen_fd = -1;
+    int epoll_fd  = -1;
+    int timer_fd  = -1;
+    int lock_fd   = -1;
+    bool bound    = false;
+    std::map<int, Conn> conns;                   // by socket
+    std::map<std::uint32_t, int> by_id;          // client id -> socket
+    std::uint64_t dropped                  = 0;  // refused or dropped for bad input
     std::vector<svc::DemandRecord> scratch = std::vector<svc::DemandRecord>(svc::kRingCapacity);
-    std::vector<std::uint8_t>      buffer  = std::vector<std::uint8_t>(kReceiveBytes);
-    bool                 ever_attached = false;
-    TimeNs               started_ns    = 0;
-    TimeNs               last_left_ns  = 0;
+    std::vector<std::uint8_t> buffer       = std::vector<std::uint8_t>(kReceiveBytes);
+    bool ever_attached                     = false;
+    TimeNs started_ns                      = 0;
+    TimeNs last_left_ns                    = 0;
     std::map<std::int32_t, unsigned> per_uid;  // open connections by uid
-    unsigned             max_per_uid   = 0;
+    unsigned max_per_uid = 0;
     std::optional<TimeNs> accept_paused_until;  // out of descriptors
-    LogThrottle          throttle;
-    bool                 trim_pending = false;  // a long queue was let go
+    LogThrottle throttle;
+    bool trim_pending = false;  // a long queue was let go
 
     // Memory a dropped client's queue held goes back to the system, not
     // only to malloc: the service may run for months.
@@ -132,31 +132,30 @@ struct ServiceServer::Impl {
     Impl(PortService& s, const ServerOptions& o) : service(s), options(o) {}
     ~Impl();
 
-    void        bind_socket();
+    void bind_socket();
     std::size_t attached_count() const;
-    void        accept_all(TimeNs now);
-    void        pause_accepting(int err, TimeNs now);
+    void accept_all(TimeNs now);
+    void pause_accepting(int err, TimeNs now);
     // Resumes accepting after a pause; closes connections that never
     // attached in time. Returns the next time either is due.
     std::optional<TimeNs> expire(TimeNs now);
-    void        on_readable(int fd, TimeNs now);
-    void        handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t* payload,
-                       TimeNs now);
-    void        attach(Conn& c, const std::uint8_t* payload, std::size_t bytes, TimeNs now);
-    void        status(Conn& c);
-    void        deposit(Conn& c, const std::uint8_t* payload, std::size_t bytes, TimeNs now);
+    void on_readable(int fd, TimeNs now);
+    void handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t *payload, TimeNs now);
+    void attach(Conn& c, const std::uint8_t *payload, std::size_t bytes, TimeNs now);
+    void status(Conn& c);
+    void deposit(Conn& c, const std::uint8_t *payload, std::size_t bytes, TimeNs now);
     // False: the client was dropped for what its ring holds.
-    bool        consume(Conn& c, TimeNs now);
-    void        consume_all(TimeNs now);
-    void        publish_widths();
-    void        send_reports(TimeNs now);
+    bool consume(Conn& c, TimeNs now);
+    void consume_all(TimeNs now);
+    void publish_widths();
+    void send_reports(TimeNs now);
     // Refuses (with `reason`, sent and logged), drops, closes.
-    void        refuse(Conn& c, const std::string& reason, TimeNs now);
-    void        close_conn(int fd, bool died, TimeNs now);
+    void refuse(Conn& c, const std::string& reason, TimeNs now);
+    void close_conn(int fd, bool died, TimeNs now);
     // The peer closed (or its socket failed) without a detach: its last
     // records count, then its demand is dropped at once.
-    void        hang_up(int fd, TimeNs now);
-    void        arm_timer(std::optional<TimeNs> at);
+    void hang_up(int fd, TimeNs now);
+    void arm_timer(std::optional<TimeNs> at);
     std::string who(const Conn& c) const;
 };
 
@@ -183,7 +182,7 @@ ServiceServer::Impl::~Impl()
 void ServiceServer::Impl::bind_socket()
 {
     const std::string& path = options.socket_path;
-    const sockaddr_un  addr = socket_address(path);
+    const sockaddr_un addr  = socket_address(path);
     prepare_socket_folder(folder_of(path), options.system);
 
     // Two services starting at once both find no listener: the lock, held
@@ -191,14 +190,13 @@ void ServiceServer::Impl::bind_socket()
     const std::string lock_path = path + ".lock";
     lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd < 0) {
-        throw ServiceError("cannot open the lock " + lock_path + ": " +
-                           errno_text(errno));
+        throw ServiceError("cannot open the lock " + lock_path + ": " + errno_text(errno));
     }
     if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        throw ServiceError("another slimlinkd is listening on " + path + " (it holds " +
-                           lock_path + ")");
+        throw ServiceError("another slimlinkd is listening on " + path + " (it holds " + lock_path +
+                           ")");
     }
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
             throw ServiceError(path +
@@ -215,12 +213,12 @@ void ServiceServer::Impl::bind_socket()
     if (listen_fd < 0) {
         throw ServiceError("socket(): " + errno_text(errno));
     }
-    if (::bind(listen_fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    if (::bind(listen_fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) != 0) {
         const int err = errno;
         throw ServiceError(err == EADDRINUSE ? "another slimlinkd is listening on " + path
                                              : "bind " + path + ": " + errno_text(err));
     }
-    bound = true;
+    bound             = true;
     const mode_t mode = options.system ? 0666 : 0600;
     if (::chmod(path.c_str(), mode) != 0) {
         throw ServiceError("chmod " + io::mode_string(mode) + " " + path + ": " +
@@ -254,7 +252,8 @@ void ServiceServer::Impl::bind_socket()
     if (max_per_uid < options.max_connections_per_uid) {
         logger().warn("slimlinkd: at most {} connections per uid, not {}: the descriptor limit is "
                       "{} (raise it, e.g. LimitNOFILE= in the systemd unit)",
-                      max_per_uid, options.max_connections_per_uid, static_cast<std::uint64_t>(limit));
+                      max_per_uid, options.max_connections_per_uid,
+                      static_cast<std::uint64_t>(limit));
     }
 }
 
@@ -273,8 +272,8 @@ std::string ServiceServer::Impl::who(const Conn& c) const
 
 std::size_t ServiceServer::Impl::attached_count() const
 {
-    return static_cast<std::size_t>(
-            std::count_if(conns.begin(), conns.end(), [](const auto& e) { return e.second.attached; }));
+    return static_cast<std::size_t>(std::count_if(conns.begin(), conns.end(),
+                                                  [](const auto& e) { return e.second.attached; }));
 }
 
 void ServiceServer::Impl::accept_all(TimeNs now)
@@ -297,7 +296,7 @@ void ServiceServer::Impl::accept_all(TimeNs now)
             }
             return;
         }
-        ucred     cred{};
+        ucred cred{};
         socklen_t len = sizeof cred;
         if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
             if (throttle.allow("accept", now)) {
@@ -321,8 +320,8 @@ void ServiceServer::Impl::accept_all(TimeNs now)
             ::close(fd);
             continue;
         }
-        Conn&          added = conns.emplace(fd, c).first->second;
-        const unsigned held  = ++per_uid[c.uid];
+        Conn& added         = conns.emplace(fd, c).first->second;
+        const unsigned held = ++per_uid[c.uid];
         if (!options.system && cred.uid != ::geteuid()) {
             refuse(added,
                    "this slimlinkd serves uid " + std::to_string(::geteuid()) +
@@ -467,7 +466,7 @@ void ServiceServer::Impl::on_readable(int fd, TimeNs now)
         if (it == conns.end()) {
             return;  // closed while handling a message
         }
-        Conn&              c = it->second;
+        Conn& c              = it->second;
         const io::Received r = io::receive(fd, buffer.data(), buffer.size());
         if (r.fd >= 0) {
             ::close(r.fd);  // clients send no descriptors
@@ -485,10 +484,9 @@ void ServiceServer::Impl::on_readable(int fd, TimeNs now)
             return;
         }
         svc::MessageHeader h;
-        std::string        bad = r.truncated ? "a message larger than " +
-                                                  std::to_string(kReceiveBytes) + " bytes"
-                                            : io::check_header(buffer.data(),
-                                                               static_cast<std::size_t>(r.bytes), h);
+        std::string bad =
+                r.truncated ? "a message larger than " + std::to_string(kReceiveBytes) + " bytes"
+                            : io::check_header(buffer.data(), static_cast<std::size_t>(r.bytes), h);
         if (bad.empty() && r.fd >= 0) {
             bad = "a descriptor sent with message type " + std::to_string(h.type);
         }
@@ -500,7 +498,7 @@ void ServiceServer::Impl::on_readable(int fd, TimeNs now)
     }
 }
 
-void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t* payload,
+void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t *payload,
                                  TimeNs now)
 {
     using T = svc::MessageType;
@@ -552,11 +550,11 @@ void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std
     }
 }
 
-void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size_t bytes,
+void ServiceServer::Impl::attach(Conn& c, const std::uint8_t *payload, std::size_t bytes,
                                  TimeNs now)
 {
     svc::AttachRequest req;
-    const unsigned     full = service.full_width();
+    const unsigned full = service.full_width();
     if (std::string bad = io::check_attach(payload, bytes, full, service.port_name(), req);
         !bad.empty()) {
         return refuse(c, bad, now);
@@ -570,10 +568,11 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
         logger().error("slimlinkd: memfd_create: {}", errno_text(errno));
         return refuse(c, "the service could not create a ring: " + errno_text(errno), now);
     }
-    void* mem = MAP_FAILED;
+    void *mem = MAP_FAILED;
     if (::ftruncate(memfd, sizeof(svc::DemandRing)) == 0 &&
         ::fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) {
-        mem = ::mmap(nullptr, sizeof(svc::DemandRing), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+        mem = ::mmap(nullptr, sizeof(svc::DemandRing), PROT_READ | PROT_WRITE, MAP_SHARED, memfd,
+                     0);
     }
     if (mem == MAP_FAILED) {
         const int err = errno;
@@ -581,7 +580,7 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
         logger().error("slimlinkd: ring for {}: {}", who(c), errno_text(err));
         return refuse(c, "the service could not create a ring: " + errno_text(err), now);
     }
-    auto* ring       = new (mem) svc::DemandRing();
+    auto *ring       = new (mem) svc::DemandRing();
     ring->full_width = full;
     // The service counts the client's timeline complete from its attach:
     // a ring's through_ns starts there, not at 0, which would go back.
@@ -604,12 +603,12 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t* payload, std::size
         ::close(memfd);
         return refuse(c, why, now);
     }
-    c.attached      = true;
-    c.ring          = ring;
-    c.rank          = req.rank;
-    c.through       = now;
-    by_id[c.id]     = c.fd;
-    ever_attached   = true;
+    c.attached    = true;
+    c.ring        = ring;
+    c.rank        = req.rank;
+    c.through     = now;
+    by_id[c.id]   = c.fd;
+    ever_attached = true;
 
     svc::AttachReply reply;
     reply.client_id     = c.id;
@@ -652,10 +651,10 @@ void ServiceServer::Impl::status(Conn& c)
     // how many clients other users have. The port's facts are everyone's:
     // they describe the hardware all of them share.
     const bool sees_all = c.uid == 0 || static_cast<uid_t>(c.uid) == ::geteuid();
-    std::size_t                    others  = 0;
+    std::size_t others  = 0;
     std::vector<svc::StatusClient> clients =
             service.clients(sees_all ? std::nullopt : std::optional<std::int32_t>(c.uid), &others);
-    s.other_users_clients = static_cast<std::uint32_t>(others);
+    s.other_users_clients  = static_cast<std::uint32_t>(others);
     const std::size_t room = (svc::kMaxMessageBytes - sizeof s) / sizeof(svc::StatusClient);
     if (clients.size() > room) {
         clients.resize(room);
@@ -664,7 +663,7 @@ void ServiceServer::Impl::status(Conn& c)
                           clients.size() * sizeof(svc::StatusClient), kSendTimeout);
 }
 
-void ServiceServer::Impl::deposit(Conn& c, const std::uint8_t* payload, std::size_t bytes,
+void ServiceServer::Impl::deposit(Conn& c, const std::uint8_t *payload, std::size_t bytes,
                                   TimeNs now)
 {
     svc::Deposit d;
@@ -677,7 +676,8 @@ void ServiceServer::Impl::deposit(Conn& c, const std::uint8_t* payload, std::siz
     }
     std::vector<std::uint8_t> record(payload + sizeof d, payload + bytes);
     svc::DepositAck ack;
-    ack.reporter = service.deposit(c.id, d.record_version, std::move(record), now, d.wait_ns) ? 1 : 0;
+    ack.reporter =
+            service.deposit(c.id, d.record_version, std::move(record), now, d.wait_ns) ? 1 : 0;
     const int err = io::send_message_wait(c.fd, svc::MessageType::deposit_ack, &ack, sizeof ack,
                                           nullptr, 0, kSendTimeout);
     if (err != 0) {
@@ -691,8 +691,8 @@ bool ServiceServer::Impl::consume(Conn& c, TimeNs now)
     // through_ns before head: every record published before the client
     // set this through_ns is then within head, so the service never sees
     // a through_ns ahead of records it has not read yet.
-    const TimeNs        through = ring.through_ns.load(std::memory_order_acquire);
-    const std::uint64_t head    = ring.head.load(std::memory_order_acquire);
+    const TimeNs through     = ring.through_ns.load(std::memory_order_acquire);
+    const std::uint64_t head = ring.head.load(std::memory_order_acquire);
     if (ring.overflowed.load(std::memory_order_acquire) != 0 && !c.overflow_seen) {
         c.overflow_seen = true;
         logger().warn("slimlinkd: {} filled its ring: held at full width from now on", who(c));
@@ -718,7 +718,7 @@ bool ServiceServer::Impl::consume(Conn& c, TimeNs now)
     std::memcpy(scratch.data(), &ring.records[first], part * sizeof(svc::DemandRecord));
     std::memcpy(scratch.data() + part, &ring.records[0], (n - part) * sizeof(svc::DemandRecord));
     std::string why;
-    bool        queue_full = false;
+    bool queue_full = false;
     if (!service.publish(c.id, scratch.data(), n, through, &why, &queue_full)) {
         refuse(c, queue_full ? why : "garbage in the ring: " + why, now);
         return false;
@@ -760,7 +760,8 @@ void ServiceServer::Impl::send_reports(TimeNs now)
     for (auto& [client, report] : service.ready_reports(now)) {
         const auto id = by_id.find(client);
         if (id == by_id.end()) {
-            logger().warn("slimlinkd: the node report for client {} is dropped: it is gone", client);
+            logger().warn("slimlinkd: the node report for client {} is dropped: it is gone",
+                          client);
             continue;
         }
         Conn& c = conns.at(id->second);
@@ -768,10 +769,10 @@ void ServiceServer::Impl::send_reports(TimeNs now)
         h.port           = report.port;
         h.record_version = report.record_version;
         std::vector<std::uint8_t> body;
-        std::size_t               cut = 0;
+        std::size_t cut = 0;
         for (JobReport::Entry& e : report.entries) {
             svc::NodeReportEntry entry = e.entry;
-            const std::size_t    room  = svc::kMaxMessageBytes - sizeof h - body.size();
+            const std::size_t room     = svc::kMaxMessageBytes - sizeof h - body.size();
             if (room < sizeof entry) {
                 ++cut;
                 continue;
@@ -780,7 +781,7 @@ void ServiceServer::Impl::send_reports(TimeNs now)
                                          ? static_cast<std::uint32_t>(e.record.size())
                                          : 0;
             cut += entry.record_bytes != e.record.size() ? 1 : 0;
-            const auto* p = reinterpret_cast<const std::uint8_t*>(&entry);
+            const auto *p = reinterpret_cast<const std::uint8_t *>(&entry);
             body.insert(body.end(), p, p + sizeof entry);
             body.insert(body.end(), e.record.begin(), e.record.begin() + entry.record_bytes);
             ++h.entries;
@@ -813,7 +814,8 @@ void ServiceServer::Impl::arm_timer(std::optional<TimeNs> at)
 // ------------------------------------------------------------ ServiceServer
 
 ServiceServer::ServiceServer(PortService& service, ServerOptions options)
-    : service_(service), options_(std::move(options)), impl_(std::make_unique<Impl>(service_, options_))
+    : service_(service), options_(std::move(options)),
+      impl_(std::make_unique<Impl>(service_, options_))
 {
     impl_->bind_socket();
     logger().info("slimlinkd: listening on {} ({} service; port {}, {} lanes, backend {})",
@@ -825,13 +827,14 @@ ServiceServer::~ServiceServer() = default;
 
 int ServiceServer::run(const std::atomic<bool>& stop)
 {
-    Impl&        s = *impl_;
+    Impl& s = *impl_;
     const TimeNs grace_ns =
             std::chrono::duration_cast<std::chrono::nanoseconds>(options_.grace).count();
     const TimeNs first_ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(options_.first_client_wait).count();
-    const bool   deadlines = service_.backend().stats() == nullptr;
-    s.started_ns           = steady_now_ns();
+            std::chrono::duration_cast<std::chrono::nanoseconds>(options_.first_client_wait)
+                    .count();
+    const bool deadlines = service_.backend().stats() == nullptr;
+    s.started_ns         = steady_now_ns();
     epoll_event events[64];
 
     while (!stop.load(std::memory_order_relaxed)) {
@@ -858,8 +861,7 @@ int ServiceServer::run(const std::atomic<bool>& stop)
             earliest(now + kTickNs);
         } else if (s.ever_attached && grace_ns > 0) {
             if (now - s.last_left_ns >= grace_ns) {
-                logger().info("slimlinkd: no client for {} ms: exiting",
-                              options_.grace.count());
+                logger().info("slimlinkd: no client for {} ms: exiting", options_.grace.count());
                 return 0;
             }
             earliest(s.last_left_ns + grace_ns);
@@ -889,7 +891,8 @@ int ServiceServer::run(const std::atomic<bool>& stop)
                 s.accept_all(now);
             } else if (fd == s.timer_fd) {
                 std::uint64_t expirations = 0;
-                [[maybe_unused]] const ssize_t r = ::read(s.timer_fd, &expirations, sizeof expirations);
+                [[maybe_unused]] const ssize_t r =
+                        ::read(s.timer_fd, &expirations, sizeof expirations);
             } else {
                 // Readable, or hung up: on_readable reads what is left, then
                 // the end of file drops the client (SIGKILL included).

@@ -13,20 +13,20 @@
 namespace slim::link {
 
 struct ServerOptions {
-    std::string socket_path;       // created; its folder too (0700, or 0755 for system)
-    bool        system = false;    // accept every uid (root's system instance)
+    std::string socket_path;  // created; its folder too (0700, or 0755 for system)
+    bool system = false;      // accept every uid (root's system instance)
     // Exit this long after the last client left; also when no client came
     // at all within `first_client_wait`. Zero: never exit by itself.
     std::chrono::milliseconds grace{5000};
     std::chrono::milliseconds first_client_wait{60000};
     // The port's model as told to clients in AttachReply (low width, tau,
     // watts per lane); its lanes are the service's full width.
-    LinkConfig  link;
+    LinkConfig link;
     // Connections one uid may hold at once (ranks, status queries): a
     // system instance's descriptors are shared by every user, and one user
     // must not take them all. Capped at start to what the descriptor limit
     // allows (a quarter of it for a system instance).
-    unsigned    max_connections_per_uid = kDefaultMaxConnectionsPerUid;
+    unsigned max_connections_per_uid = kDefaultMaxConnectionsPerUid;
     // A connection that has not attached within this time is closed (a
     // status query is answered at once; ranks attach at once).
     std::chrono::milliseconds attach_timeout{5000};
@@ -42,7 +42,7 @@ public:
     // when another service is listening). Throws ServiceError.
     ServiceServer(PortService& service, ServerOptions options);
     ~ServiceServer();  // closes every client, removes the socket
-    ServiceServer(const ServiceServer&) = delete;
+    ServiceServer(const ServiceServer&)            = delete;
     ServiceServer& operator=(const ServiceServer&) = delete;
 
     // Runs until `stop` is set or the grace period ends. Returns 0, or 1
@@ -53,7 +53,7 @@ public:
 
 private:
     struct Impl;
-    PortService&  service_;
+    PortService& service_;
     ServerOptions options_;
     std::unique_ptr<Impl> impl_;
 };

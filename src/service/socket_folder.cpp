@@ -25,10 +25,9 @@ void prepare_socket_folder(const std::string& folder, bool system)
                                errno_text(errno));
         }
     } else if (errno != EEXIST) {
-        throw ServiceError("cannot create the socket folder " + folder + ": " +
-                           errno_text(errno));
+        throw ServiceError("cannot create the socket folder " + folder + ": " + errno_text(errno));
     }
-    struct stat st{};
+    struct stat st {};
     if (::lstat(folder.c_str(), &st) != 0) {
         throw ServiceError("socket folder " + folder + ": " + errno_text(errno));
     }
@@ -58,9 +57,9 @@ sockaddr_un socket_address(const std::string& path)
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.empty() || path.size() >= sizeof addr.sun_path) {
-        throw ServiceError("socket path '" + path + "' is " +
-                           std::to_string(path.size()) + " bytes; 1 to " +
-                           std::to_string(sizeof addr.sun_path - 1) + " are accepted");
+        throw ServiceError("socket path '" + path + "' is " + std::to_string(path.size()) +
+                           " bytes; 1 to " + std::to_string(sizeof addr.sun_path - 1) +
+                           " are accepted");
     }
     path.copy(addr.sun_path, path.size());
     return addr;
@@ -72,7 +71,7 @@ bool someone_listens(const sockaddr_un& addr)
     if (fd < 0) {
         return false;
     }
-    const int rc  = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    const int rc  = ::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr);
     const int err = errno;
     ::close(fd);
     // EAGAIN: a full backlog, which only a live listener has.

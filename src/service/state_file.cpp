@@ -27,7 +27,7 @@ std::optional<std::string> read_state_file(const std::string& path)
         }
         return std::nullopt;
     }
-    struct stat st{};
+    struct stat st {};
     std::string text;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
         logger().warn("slimlinkd: state file {} is not a regular file of uid {}; ignored", path,
@@ -58,10 +58,10 @@ void StateFile::write(const std::string& text)
         return;
     }
     try {
-        const int fd = base::open_output_file(path_, base::ExistingFile::truncate, 0600);
+        const int fd           = base::open_output_file(path_, base::ExistingFile::truncate, 0600);
         const std::string line = text + "\n";
-        const ssize_t n = ::write(fd, line.data(), line.size());
-        const int err = n < 0 ? errno : 0;
+        const ssize_t n        = ::write(fd, line.data(), line.size());
+        const int err          = n < 0 ? errno : 0;
         ::close(fd);
         if (n != static_cast<ssize_t>(line.size())) {
             logger().warn("slimlinkd: writing state file {}: {}", path_,

@@ -13,7 +13,7 @@
 namespace slim::link {
 
 // The port's state file is the socket's path with this suffix.
-inline constexpr const char* kStateFileSuffix = ".state";
+inline constexpr const char *kStateFileSuffix = ".state";
 
 // A state file's text, nullopt when there is none or it is not a regular
 // file of this user (never follows a link, never blocks on a FIFO).
@@ -35,7 +35,7 @@ public:
 
 private:
     std::string path_;
-    bool        written_ = false;
+    bool written_ = false;
 };
 
 }  // namespace slim::link

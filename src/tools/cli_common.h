@@ -20,14 +20,14 @@ public:
     using Error::Error;
 };
 
-inline constexpr const char* link_forms =
+inline constexpr const char *link_forms =
         "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
         "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
         "duration), e.g. L=4,P=0.5,low=1,tau=10us";
 
 // CLI11 takes the argument after an option as its value even when it is
 // another option ("--socket --status" forgot the path): refused, naming it.
-inline const std::string& value_of(const char* option, const char* type, const std::string& v)
+inline const std::string& value_of(const char *option, const char *type, const std::string& v)
 {
     if (v.rfind("--", 0) == 0) {
         throw UsageError(std::string(option) + ": 1 required " + type + " missing ('" + v +
@@ -40,7 +40,7 @@ inline const std::string& value_of(const char* option, const char* type, const s
 // to `help` and true is returned. A parse error, an unknown option or a
 // stray argument throws UsageError naming it (`stray_hint` is added to the
 // stray argument's message).
-inline bool parse_command_line(CLI::App& app, int argc, char** argv, std::string& help,
+inline bool parse_command_line(CLI::App& app, int argc, char **argv, std::string& help,
                                const std::string& stray_hint = {})
 {
     try {

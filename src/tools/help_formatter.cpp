@@ -48,20 +48,20 @@ std::string wrap(const std::string& text, std::size_t width)
 
 HelpFormatter::HelpFormatter() { column_width(help_column); }
 
-std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
-                                 CLI::AppFormatMode mode) const
+std::string HelpFormatter::make_help(const CLI::App *app, std::string name,
+                                     CLI::AppFormatMode mode) const
 {
     return make_usage(app, name) + "\n" + wrap(app->get_description(), help_width) + "\n" +
            make_groups(app, mode) + "\n" + wrap(app->get_footer(), help_width) + "\n";
 }
 
-std::string HelpFormatter::make_usage(const CLI::App* app, std::string name) const
+std::string HelpFormatter::make_usage(const CLI::App *app, std::string name) const
 {
-    const std::string head   = "usage: " + name;
+    const std::string head = "usage: " + name;
     const std::string indent(head.size(), ' ');
-    std::string       out    = head;
-    std::size_t       line   = head.size();
-    for (const CLI::Option* opt : app->get_options()) {
+    std::string out  = head;
+    std::size_t line = head.size();
+    for (const CLI::Option *opt : app->get_options()) {
         if (opt == app->get_help_ptr() || !opt->nonpositional()) {
             continue;
         }
@@ -79,13 +79,13 @@ std::string HelpFormatter::make_usage(const CLI::App* app, std::string name) con
     return out + "\n";
 }
 
-std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const
+std::string HelpFormatter::make_option_opts(const CLI::Option *opt) const
 {
     // A flag has no type name.
     return opt->get_type_name().empty() ? std::string() : " " + opt->get_type_name();
 }
 
-std::string HelpFormatter::make_option_desc(const CLI::Option* opt) const
+std::string HelpFormatter::make_option_desc(const CLI::Option *opt) const
 {
     return wrap(opt->get_description(), help_width - help_column);
 }

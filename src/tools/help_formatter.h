@@ -21,13 +21,14 @@ class HelpFormatter : public CLI::Formatter {
 public:
     HelpFormatter();
 
-    std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override;
+    std::string make_help(const CLI::App *app, std::string name,
+                          CLI::AppFormatMode mode) const override;
     // "usage: slim-replay --events FILE [--policy POLICY] ...": required
     // options bare, the others in brackets, in the order they are defined.
-    std::string make_usage(const CLI::App* app, std::string name) const override;
+    std::string make_usage(const CLI::App *app, std::string name) const override;
     // Only the value's name: defaults and ranges are in each option's text.
-    std::string make_option_opts(const CLI::Option* opt) const override;
-    std::string make_option_desc(const CLI::Option* opt) const override;
+    std::string make_option_opts(const CLI::Option *opt) const override;
+    std::string make_option_desc(const CLI::Option *opt) const override;
 };
 
 }  // namespace slim::tools

@@ -55,7 +55,7 @@ class Otf2Messages {
 public:
     Otf2Messages() { previous_ = OTF2_Error_RegisterCallback(&Otf2Messages::on_error, this); }
     ~Otf2Messages() { OTF2_Error_RegisterCallback(previous_, nullptr); }
-    Otf2Messages(const Otf2Messages&) = delete;
+    Otf2Messages(const Otf2Messages&)            = delete;
     Otf2Messages& operator=(const Otf2Messages&) = delete;
 
     // ": MESSAGE" or "" when OTF2 said nothing.
@@ -77,10 +77,10 @@ public:
     void clear() { first_.clear(); }
 
 private:
-    static OTF2_ErrorCode on_error(void* self, const char*, uint64_t, const char*,
-                                   OTF2_ErrorCode code, const char* format, va_list args)
+    static OTF2_ErrorCode on_error(void *self, const char *, uint64_t, const char *,
+                                   OTF2_ErrorCode code, const char *format, va_list args)
     {
-        auto& messages = *static_cast<Otf2Messages*>(self);
+        auto& messages = *static_cast<Otf2Messages *>(self);
         if (code == OTF2_ERROR_MEM_ALLOC_FAILED || code == OTF2_ERROR_ENOMEM) {
             messages.allocation_failed_ = true;
         }
@@ -89,16 +89,16 @@ private:
             std::vsnprintf(text, sizeof text, format, args);
             // The description says why ("No such file or directory" for
             // "POSIX: 'traces.def'").
-            const char* const why = OTF2_Error_GetDescription(code);
-            messages.first_ = text[0] == '\0' ? why : std::string(text) + " (" + why + ")";
+            const char *const why = OTF2_Error_GetDescription(code);
+            messages.first_       = text[0] == '\0' ? why : std::string(text) + " (" + why + ")";
         }
         return code;
     }
 
     OTF2_ErrorCallback previous_ = nullptr;
-    std::string        first_;
-    std::uint64_t      budget_            = 0;
-    bool               allocation_failed_ = false;
+    std::string first_;
+    std::uint64_t budget_   = 0;
+    bool allocation_failed_ = false;
 };
 
 // libotf2 allocates by counts it reads from the archive before it can check
@@ -117,18 +117,18 @@ public:
         if (in_use == 0 || ::getrlimit(RLIMIT_AS, &previous_) != 0) return;
         const std::uint64_t cap = in_use + budget;
         if (previous_.rlim_cur != RLIM_INFINITY && previous_.rlim_cur <= cap) return;
-        rlimit lowered = previous_;
+        rlimit lowered   = previous_;
         lowered.rlim_cur = cap;
-        active_ = ::setrlimit(RLIMIT_AS, &lowered) == 0;
+        active_          = ::setrlimit(RLIMIT_AS, &lowered) == 0;
     }
     ~AddressSpaceCap()
     {
         if (active_) ::setrlimit(RLIMIT_AS, &previous_);
     }
-    AddressSpaceCap(const AddressSpaceCap&) = delete;
+    AddressSpaceCap(const AddressSpaceCap&)            = delete;
     AddressSpaceCap& operator=(const AddressSpaceCap&) = delete;
 
-    bool          active() const { return active_; }
+    bool active() const { return active_; }
     std::uint64_t budget() const { return budget_; }
 
 private:
@@ -144,8 +144,8 @@ private:
     }
 
     std::uint64_t budget_;
-    rlimit        previous_{};
-    bool          active_ = false;
+    rlimit previous_{};
+    bool active_ = false;
 };
 
 // Bytes of the archive whose anchor file is `anchor` (DIR/NAME.otf2): the
@@ -154,13 +154,13 @@ std::uint64_t archive_bytes(const std::string& anchor)
 {
     namespace fs = std::filesystem;
     const fs::path path(anchor);
-    const fs::path stem  = path.parent_path() / path.stem();
-    std::uint64_t  total = 0;
+    const fs::path stem = path.parent_path() / path.stem();
+    std::uint64_t total = 0;
     // A file that cannot be sized (gone, unreadable) adds nothing and does
     // not end the walk: the walk has its own error code.
     const auto add = [&total](const fs::path& file) {
         std::error_code ec;
-        const auto      size = fs::file_size(file, ec);
+        const auto size = fs::file_size(file, ec);
         if (!ec) total += size;
     };
     add(path);
@@ -187,7 +187,7 @@ std::uint64_t read_budget(std::uint64_t archive)
 }
 
 struct ReaderCloser {
-    void operator()(OTF2_Reader* reader) const { OTF2_Reader_Close(reader); }
+    void operator()(OTF2_Reader *reader) const { OTF2_Reader_Close(reader); }
 };
 using ReaderHandle = std::unique_ptr<OTF2_Reader, ReaderCloser>;
 
@@ -200,22 +200,22 @@ enum class RegionKind {
 
 struct RegionDef {
     OTF2_StringRef name = OTF2_UNDEFINED_STRING;
-    RegionKind     kind = RegionKind::other;
+    RegionKind kind     = RegionKind::other;
 };
 
 struct LocationDef {
-    OTF2_LocationRef      id    = 0;
-    OTF2_StringRef        name  = OTF2_UNDEFINED_STRING;
+    OTF2_LocationRef id         = 0;
+    OTF2_StringRef name         = OTF2_UNDEFINED_STRING;
     OTF2_LocationGroupRef group = OTF2_UNDEFINED_LOCATION_GROUP;
 };
 
 struct GlobalDefs {
-    std::unordered_map<OTF2_StringRef, std::string>               strings;
-    std::unordered_map<OTF2_RegionRef, RegionDef>                 regions;
-    std::unordered_map<OTF2_LocationGroupRef, OTF2_StringRef>     groups;
-    std::vector<LocationDef>                                      locations;
-    std::vector<std::uint64_t>                                    mpi_locations;
-    std::uint64_t timer_resolution = 0;   // ticks per second; 0: no ClockProperties
+    std::unordered_map<OTF2_StringRef, std::string> strings;
+    std::unordered_map<OTF2_RegionRef, RegionDef> regions;
+    std::unordered_map<OTF2_LocationGroupRef, OTF2_StringRef> groups;
+    std::vector<LocationDef> locations;
+    std::vector<std::uint64_t> mpi_locations;
+    std::uint64_t timer_resolution = 0;  // ticks per second; 0: no ClockProperties
     std::uint64_t global_offset    = 0;
 
     std::string string(OTF2_StringRef ref) const
@@ -237,17 +237,15 @@ RegionKind region_kind(OTF2_Paradigm paradigm, OTF2_RegionRole role, const std::
     case OTF2_REGION_ROLE_COLL_ALL2ALL:
     case OTF2_REGION_ROLE_COLL_OTHER:
     case OTF2_REGION_ROLE_BARRIER:
-    case OTF2_REGION_ROLE_IMPLICIT_BARRIER:
-        return RegionKind::communication;
-    default:
-        break;
+    case OTF2_REGION_ROLE_IMPLICIT_BARRIER: return RegionKind::communication;
+    default: break;
     }
-    for (const char* wait : {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"}) {
+    for (const char *wait : {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"}) {
         if (name == wait) {
             return RegionKind::wait;
         }
     }
-    for (const char* test : {"MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}) {
+    for (const char *test : {"MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}) {
         if (name == test) {
             return RegionKind::test;
         }
@@ -262,56 +260,56 @@ RegionKind region_kind(OTF2_Paradigm paradigm, OTF2_RegionRole role, const std::
 struct RawRegion {
     OTF2_StringRef name;
     OTF2_RegionRole role;
-    OTF2_Paradigm  paradigm;
+    OTF2_Paradigm paradigm;
 };
 
 struct DefsReading {
-    GlobalDefs                                     defs;
-    std::unordered_map<OTF2_RegionRef, RawRegion>  raw_regions;
+    GlobalDefs defs;
+    std::unordered_map<OTF2_RegionRef, RawRegion> raw_regions;
 };
 
-OTF2_CallbackCode on_clock(void* data, uint64_t resolution, uint64_t offset, uint64_t, uint64_t)
+OTF2_CallbackCode on_clock(void *data, uint64_t resolution, uint64_t offset, uint64_t, uint64_t)
 {
-    auto& defs            = static_cast<DefsReading*>(data)->defs;
+    auto& defs            = static_cast<DefsReading *>(data)->defs;
     defs.timer_resolution = resolution;
     defs.global_offset    = offset;
     return OTF2_CALLBACK_SUCCESS;
 }
 
-OTF2_CallbackCode on_string(void* data, OTF2_StringRef self, const char* text)
+OTF2_CallbackCode on_string(void *data, OTF2_StringRef self, const char *text)
 {
-    static_cast<DefsReading*>(data)->defs.strings[self] = text != nullptr ? text : "";
+    static_cast<DefsReading *>(data)->defs.strings[self] = text != nullptr ? text : "";
     return OTF2_CALLBACK_SUCCESS;
 }
 
-OTF2_CallbackCode on_region(void* data, OTF2_RegionRef self, OTF2_StringRef name, OTF2_StringRef,
+OTF2_CallbackCode on_region(void *data, OTF2_RegionRef self, OTF2_StringRef name, OTF2_StringRef,
                             OTF2_StringRef, OTF2_RegionRole role, OTF2_Paradigm paradigm,
                             OTF2_RegionFlag, OTF2_StringRef, uint32_t, uint32_t)
 {
-    static_cast<DefsReading*>(data)->raw_regions[self] = {name, role, paradigm};
+    static_cast<DefsReading *>(data)->raw_regions[self] = {name, role, paradigm};
     return OTF2_CALLBACK_SUCCESS;
 }
 
-OTF2_CallbackCode on_location_group(void* data, OTF2_LocationGroupRef self, OTF2_StringRef name,
+OTF2_CallbackCode on_location_group(void *data, OTF2_LocationGroupRef self, OTF2_StringRef name,
                                     OTF2_LocationGroupType, OTF2_SystemTreeNodeRef,
                                     OTF2_LocationGroupRef)
 {
-    static_cast<DefsReading*>(data)->defs.groups[self] = name;
+    static_cast<DefsReading *>(data)->defs.groups[self] = name;
     return OTF2_CALLBACK_SUCCESS;
 }
 
-OTF2_CallbackCode on_location(void* data, OTF2_LocationRef self, OTF2_StringRef name,
+OTF2_CallbackCode on_location(void *data, OTF2_LocationRef self, OTF2_StringRef name,
                               OTF2_LocationType, uint64_t, OTF2_LocationGroupRef group)
 {
-    static_cast<DefsReading*>(data)->defs.locations.push_back({self, name, group});
+    static_cast<DefsReading *>(data)->defs.locations.push_back({self, name, group});
     return OTF2_CALLBACK_SUCCESS;
 }
 
-OTF2_CallbackCode on_group(void* data, OTF2_GroupRef, OTF2_StringRef, OTF2_GroupType type,
+OTF2_CallbackCode on_group(void *data, OTF2_GroupRef, OTF2_StringRef, OTF2_GroupType type,
                            OTF2_Paradigm paradigm, OTF2_GroupFlag, uint32_t members,
-                           const uint64_t* member)
+                           const uint64_t *member)
 {
-    auto& defs = static_cast<DefsReading*>(data)->defs;
+    auto& defs = static_cast<DefsReading *>(data)->defs;
     if (type == OTF2_GROUP_TYPE_COMM_LOCATIONS && paradigm == OTF2_PARADIGM_MPI &&
         defs.mpi_locations.empty()) {
         defs.mpi_locations.assign(member, member + members);
@@ -319,12 +317,12 @@ OTF2_CallbackCode on_group(void* data, OTF2_GroupRef, OTF2_StringRef, OTF2_Group
     return OTF2_CALLBACK_SUCCESS;
 }
 
-GlobalDefs read_global_defs(OTF2_Reader* reader, const std::string& anchor,
+GlobalDefs read_global_defs(OTF2_Reader *reader, const std::string& anchor,
                             const Otf2Messages& messages)
 {
-    DefsReading                     reading;
-    OTF2_GlobalDefReader* const     defs = OTF2_Reader_GetGlobalDefReader(reader);
-    OTF2_GlobalDefReaderCallbacks*  cb   = OTF2_GlobalDefReaderCallbacks_New();
+    DefsReading reading;
+    OTF2_GlobalDefReader *const defs  = OTF2_Reader_GetGlobalDefReader(reader);
+    OTF2_GlobalDefReaderCallbacks *cb = OTF2_GlobalDefReaderCallbacks_New();
     if (defs == nullptr || cb == nullptr) {
         OTF2_GlobalDefReaderCallbacks_Delete(cb);
         throw TraceError(anchor, 0, "cannot read the archive's definitions" + messages.detail());
@@ -337,7 +335,7 @@ GlobalDefs read_global_defs(OTF2_Reader* reader, const std::string& anchor,
     OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, on_group);
     OTF2_Reader_RegisterGlobalDefCallbacks(reader, defs, cb, &reading);
     OTF2_GlobalDefReaderCallbacks_Delete(cb);
-    uint64_t          read   = 0;
+    uint64_t read               = 0;
     const OTF2_ErrorCode status = OTF2_Reader_ReadAllGlobalDefinitions(reader, defs, &read);
     OTF2_Reader_CloseGlobalDefReader(reader, defs);
     if (status != OTF2_SUCCESS) {
@@ -365,8 +363,8 @@ std::vector<Otf2Location> describe_locations(const GlobalDefs& defs)
     std::vector<Otf2Location> out;
     for (const LocationDef& l : defs.locations) {
         const auto group = defs.groups.find(l.group);
-        const bool mpi   = std::find(defs.mpi_locations.begin(), defs.mpi_locations.end(),
-                                     l.id) != defs.mpi_locations.end();
+        const bool mpi   = std::find(defs.mpi_locations.begin(), defs.mpi_locations.end(), l.id) !=
+                         defs.mpi_locations.end();
         out.push_back({l.id, defs.string(l.name),
                        group != defs.groups.end() ? defs.string(group->second) : std::string(),
                        mpi});
@@ -378,7 +376,7 @@ std::vector<Otf2Location> describe_locations(const GlobalDefs& defs)
 std::string location_list(const std::vector<Otf2Location>& locations)
 {
     constexpr std::size_t max_listed = 16;
-    std::string           out;
+    std::string out;
     for (std::size_t i = 0; i < locations.size() && i < max_listed; ++i) {
         const Otf2Location& l = locations[i];
         out.append(i == 0 ? "" : ", ").append(std::to_string(l.id));
@@ -417,16 +415,18 @@ const Otf2Location& choose_location(const std::vector<Otf2Location>& locations,
         }
         return locations.front();
     }
-    const bool digits = !wanted.empty() && wanted.size() <= 20 &&
-                        std::all_of(wanted.begin(), wanted.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; });
-    errno = 0;
+    const bool digits =
+            !wanted.empty() && wanted.size() <= 20 &&
+            std::all_of(wanted.begin(), wanted.end(), [](char c) { return c >= '0' && c <= '9'; });
+    errno                       = 0;
     const unsigned long long id = digits ? std::strtoull(wanted.c_str(), nullptr, 10) : 0;
-    const auto it = digits && errno == 0 ? find(id) : locations.end();
+    const auto it               = digits && errno == 0 ? find(id) : locations.end();
     if (it == locations.end()) {
         throw TraceError(anchor, 0,
-                         "--location '" + shown(wanted) + "' is not a location of this archive; "
-                         "its locations (OTF2 location ids): " + location_list(locations));
+                         "--location '" + shown(wanted) +
+                                 "' is not a location of this archive; "
+                                 "its locations (OTF2 location ids): " +
+                                 location_list(locations));
     }
     return *it;
 }
@@ -441,8 +441,7 @@ class EventBuilder {
 public:
     EventBuilder(const GlobalDefs& defs, OTF2_LocationRef location)
         : defs_(defs), location_(location)
-    {
-    }
+    {}
 
     void enter(OTF2_TimeStamp time, OTF2_RegionRef region)
     {
@@ -462,10 +461,10 @@ public:
         if (stack_.empty() || stack_.back() != region) {
             throw Interrupt("location " + std::to_string(location_) + ": Leave of region '" +
                             shown(region_name(region)) + "' at tick " + std::to_string(time) +
-                            (stack_.empty() ? " without an Enter"
-                                            : " while region '" +
-                                                      shown(region_name(stack_.back())) +
-                                                      "' is open"));
+                            (stack_.empty()
+                                     ? " without an Enter"
+                                     : " while region '" + shown(region_name(stack_.back())) +
+                                               "' is open"));
         }
         stack_.pop_back();
         if (!open_ || stack_.size() != open_->depth) {
@@ -524,13 +523,13 @@ public:
 
 private:
     struct Open {
-        std::size_t          depth;   // its index in stack_
-        RegionKind           kind;
-        OTF2_RegionRef       region;
-        TimeNs               start_ns;
-        std::uint64_t        bytes;
+        std::size_t depth;  // its index in stack_
+        RegionKind kind;
+        OTF2_RegionRef region;
+        TimeNs start_ns;
+        std::uint64_t bytes;
         std::vector<Partner> partners;
-        bool                 completed;   // a request completed in it
+        bool completed;  // a request completed in it
     };
 
     std::string region_name(OTF2_RegionRef region) const
@@ -576,26 +575,26 @@ private:
         return it->second;
     }
 
-    const GlobalDefs&                          defs_;
-    OTF2_LocationRef                           location_;
-    std::vector<OTF2_RegionRef>                stack_;
-    std::optional<Open>                        open_;
-    std::unordered_map<std::uint64_t, Partner> requests_;   // MpiIsend request -> partner
-    std::unordered_map<std::string, EventId>   ids_;
-    EventId                                    next_id_ = 1;
-    std::vector<Event>                         events_;
+    const GlobalDefs& defs_;
+    OTF2_LocationRef location_;
+    std::vector<OTF2_RegionRef> stack_;
+    std::optional<Open> open_;
+    std::unordered_map<std::uint64_t, Partner> requests_;  // MpiIsend request -> partner
+    std::unordered_map<std::string, EventId> ids_;
+    EventId next_id_ = 1;
+    std::vector<Event> events_;
 };
 
 struct EventsReading {
-    EventBuilder       builder;
+    EventBuilder builder;
     std::exception_ptr error;
 };
 
 // Calls `f` on the builder; an exception becomes OTF2_CALLBACK_INTERRUPT.
 template <typename F>
-OTF2_CallbackCode guarded(void* data, F&& f)
+OTF2_CallbackCode guarded(void *data, F&& f)
 {
-    auto& reading = *static_cast<EventsReading*>(data);
+    auto& reading = *static_cast<EventsReading *>(data);
     try {
         f(reading.builder);
         return OTF2_CALLBACK_SUCCESS;
@@ -605,71 +604,69 @@ OTF2_CallbackCode guarded(void* data, F&& f)
     }
 }
 
-OTF2_CallbackCode on_enter(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t, void* data,
-                           OTF2_AttributeList*, OTF2_RegionRef region)
+OTF2_CallbackCode on_enter(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t, void *data,
+                           OTF2_AttributeList *, OTF2_RegionRef region)
 {
     return guarded(data, [&](EventBuilder& b) { b.enter(time, region); });
 }
 
-OTF2_CallbackCode on_leave(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t, void* data,
-                           OTF2_AttributeList*, OTF2_RegionRef region)
+OTF2_CallbackCode on_leave(OTF2_LocationRef, OTF2_TimeStamp time, uint64_t, void *data,
+                           OTF2_AttributeList *, OTF2_RegionRef region)
 {
     return guarded(data, [&](EventBuilder& b) { b.leave(time, region); });
 }
 
-OTF2_CallbackCode on_send(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void* data,
-                          OTF2_AttributeList*, uint32_t receiver, OTF2_CommRef communicator,
+OTF2_CallbackCode on_send(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void *data,
+                          OTF2_AttributeList *, uint32_t receiver, OTF2_CommRef communicator,
                           uint32_t, uint64_t length)
 {
     return guarded(data, [&](EventBuilder& b) { b.message(communicator, receiver, length); });
 }
 
-OTF2_CallbackCode on_isend(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void* data,
-                           OTF2_AttributeList*, uint32_t receiver, OTF2_CommRef communicator,
+OTF2_CallbackCode on_isend(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void *data,
+                           OTF2_AttributeList *, uint32_t receiver, OTF2_CommRef communicator,
                            uint32_t, uint64_t length, uint64_t request)
 {
     return guarded(data,
                    [&](EventBuilder& b) { b.isend(communicator, receiver, length, request); });
 }
 
-OTF2_CallbackCode on_isend_complete(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void* data,
-                                    OTF2_AttributeList*, uint64_t request)
+OTF2_CallbackCode on_isend_complete(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void *data,
+                                    OTF2_AttributeList *, uint64_t request)
 {
     return guarded(data, [&](EventBuilder& b) { b.isend_complete(request); });
 }
 
-OTF2_CallbackCode on_recv(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void* data,
-                          OTF2_AttributeList*, uint32_t sender, OTF2_CommRef communicator,
+OTF2_CallbackCode on_recv(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void *data,
+                          OTF2_AttributeList *, uint32_t sender, OTF2_CommRef communicator,
                           uint32_t, uint64_t length)
 {
     return guarded(data, [&](EventBuilder& b) { b.message(communicator, sender, length); });
 }
 
-OTF2_CallbackCode on_irecv(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void* data,
-                           OTF2_AttributeList*, uint32_t sender, OTF2_CommRef communicator,
+OTF2_CallbackCode on_irecv(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void *data,
+                           OTF2_AttributeList *, uint32_t sender, OTF2_CommRef communicator,
                            uint32_t, uint64_t length, uint64_t)
 {
-    return guarded(data,
-                   [&](EventBuilder& b) { b.irecv_complete(communicator, sender, length); });
+    return guarded(data, [&](EventBuilder& b) { b.irecv_complete(communicator, sender, length); });
 }
 
-OTF2_CallbackCode on_collective_end(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void* data,
-                                    OTF2_AttributeList*, OTF2_CollectiveOp,
+OTF2_CallbackCode on_collective_end(OTF2_LocationRef, OTF2_TimeStamp, uint64_t, void *data,
+                                    OTF2_AttributeList *, OTF2_CollectiveOp,
                                     OTF2_CommRef communicator, uint32_t root, uint64_t sent,
                                     uint64_t received)
 {
-    return guarded(data,
-                   [&](EventBuilder& b) { b.message(communicator, root, sent + received); });
+    return guarded(data, [&](EventBuilder& b) { b.message(communicator, root, sent + received); });
 }
 
-std::vector<Event> read_location_events(OTF2_Reader* reader, const GlobalDefs& defs,
+std::vector<Event> read_location_events(OTF2_Reader *reader, const GlobalDefs& defs,
                                         OTF2_LocationRef location, const std::string& anchor,
                                         Otf2Messages& messages)
 {
     const std::string where = "location " + std::to_string(location);
-    auto fail = [&](const std::string& what) {
-        throw TraceError(anchor, 0, "cannot read the events of " + where + ": " + what +
-                                            messages.detail());
+    auto fail               = [&](const std::string              &what) {
+        throw TraceError(anchor, 0,
+                                       "cannot read the events of " + where + ": " + what + messages.detail());
     };
     if (OTF2_Reader_SelectLocation(reader, location) != OTF2_SUCCESS ||
         OTF2_Reader_OpenEvtFiles(reader) != OTF2_SUCCESS) {
@@ -678,7 +675,7 @@ std::vector<Event> read_location_events(OTF2_Reader* reader, const GlobalDefs& d
     // The local definitions map the location's own ids to the global ones
     // (Score-P writes events with local ids); an archive may have none.
     if (OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS) {
-        if (OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, location)) {
+        if (OTF2_DefReader *local = OTF2_Reader_GetDefReader(reader, location)) {
             uint64_t read = 0;
             OTF2_Reader_ReadAllLocalDefinitions(reader, local, &read);
             OTF2_Reader_CloseDefReader(reader, local);
@@ -686,11 +683,11 @@ std::vector<Event> read_location_events(OTF2_Reader* reader, const GlobalDefs& d
         OTF2_Reader_CloseDefFiles(reader);
     }
     messages.clear();
-    OTF2_EvtReader* const events = OTF2_Reader_GetEvtReader(reader, location);
+    OTF2_EvtReader *const events = OTF2_Reader_GetEvtReader(reader, location);
     if (events == nullptr) {
         fail("it has no event reader");
     }
-    OTF2_EvtReaderCallbacks* const cb = OTF2_EvtReaderCallbacks_New();
+    OTF2_EvtReaderCallbacks *const cb = OTF2_EvtReaderCallbacks_New();
     if (cb == nullptr) {
         fail("out of memory");
     }
@@ -705,7 +702,7 @@ std::vector<Event> read_location_events(OTF2_Reader* reader, const GlobalDefs& d
     EventsReading reading{EventBuilder(defs, location), nullptr};
     OTF2_Reader_RegisterEvtCallbacks(reader, events, cb, &reading);
     OTF2_EvtReaderCallbacks_Delete(cb);
-    uint64_t             read   = 0;
+    uint64_t read               = 0;
     const OTF2_ErrorCode status = OTF2_Reader_ReadAllLocalEvents(reader, events, &read);
     OTF2_Reader_CloseEvtReader(reader, events);
     OTF2_Reader_CloseEvtFiles(reader);
@@ -738,13 +735,14 @@ Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
         throw TraceError(anchor, 0, std::string("cannot open: ") + std::strerror(errno));
     }
     if (S_ISDIR(st.st_mode)) {
-        throw TraceError(anchor, 0, "is a directory; give the archive's anchor file "
-                                    "(DIR/traces.otf2 for a Score-P run)");
+        throw TraceError(anchor, 0,
+                         "is a directory; give the archive's anchor file "
+                         "(DIR/traces.otf2 for a Score-P run)");
     }
-    Otf2Messages          messages;
+    Otf2Messages messages;
     const AddressSpaceCap cap(read_budget(archive_bytes(anchor)));
     if (cap.active()) messages.set_memory_budget(cap.budget());
-    ReaderHandle          reader(OTF2_Reader_Open(anchor.c_str()));
+    ReaderHandle reader(OTF2_Reader_Open(anchor.c_str()));
     if (!reader) {
         throw TraceError(anchor, 0, "not a readable OTF2 archive anchor file" + messages.detail());
     }
@@ -752,11 +750,10 @@ Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
         throw TraceError(anchor, 0, "cannot set up the OTF2 reader" + messages.detail());
     }
     const GlobalDefs defs = read_global_defs(reader.get(), anchor, messages);
-    Otf2Stream       stream;
+    Otf2Stream stream;
     stream.locations = describe_locations(defs);
     stream.location  = choose_location(stream.locations, defs.mpi_locations, location, anchor);
-    stream.events    = read_location_events(reader.get(), defs, stream.location.id, anchor,
-                                            messages);
+    stream.events = read_location_events(reader.get(), defs, stream.location.id, anchor, messages);
     return stream;
 }
 
@@ -767,8 +764,9 @@ std::unique_ptr<predict::TraceReader> open_trace(const std::string& path,
         return std::make_unique<predict::TraceReader>(read_otf2(path, location).events, path);
     }
     if (!location.empty()) {
-        throw TraceError(path, 0, "--location chooses a location of an OTF2 archive, and this "
-                                  "is a text trace (an OTF2 anchor file's name ends in .otf2)");
+        throw TraceError(path, 0,
+                         "--location chooses a location of an OTF2 archive, and this "
+                         "is a text trace (an OTF2 anchor file's name ends in .otf2)");
     }
     return std::make_unique<predict::TraceReader>(path);
 }

@@ -59,15 +59,15 @@ namespace slim::tools {
 
 struct Otf2Location {
     std::uint64_t id = 0;
-    std::string   name;    // e.g. "Master thread"
-    std::string   group;   // its location group, e.g. "MPI Rank 0"
-    bool          mpi = false;  // in the archive's MPI locations group
+    std::string name;   // e.g. "Master thread"
+    std::string group;  // its location group, e.g. "MPI Rank 0"
+    bool mpi = false;   // in the archive's MPI locations group
 };
 
 struct Otf2Stream {
-    Otf2Location                location;   // whose events these are
-    std::vector<predict::Event> events;     // in the order of the trace
-    std::vector<Otf2Location>   locations;  // all of the archive's, by id
+    Otf2Location location;                // whose events these are
+    std::vector<predict::Event> events;   // in the order of the trace
+    std::vector<Otf2Location> locations;  // all of the archive's, by id
 };
 
 // True when `path` names an OTF2 anchor file: it ends in ".otf2".

@@ -43,7 +43,7 @@ bool pattern(const Options& o)
 }
 }  // namespace
 
-ReplayOptions parse_replay_options(int argc, char** argv)
+ReplayOptions parse_replay_options(int argc, char **argv)
 {
     namespace parse = slim::parse;
     ReplayOptions o;
@@ -104,17 +104,18 @@ ReplayOptions parse_replay_options(int argc, char** argv)
     app.add_option_function<std::string>(
                "--gt",
                [&](const std::string& v) {
-                   o.gt_ns = parse::duration("--gt", value_of("--gt", "DURATION", v), gt_min,
-                                             gt_max)
-                                     .count();
+                   o.gt_ns =
+                           parse::duration("--gt", value_of("--gt", "DURATION", v), gt_min, gt_max)
+                                   .count();
                },
                "pps only: the grouping threshold, 1ns to 1s (default 20us)")
             ->type_name("DURATION");
     app.add_option_function<std::string>(
                "--displacement",
                [&](const std::string& v) {
-                   o.displacement = parse::real("--displacement", value_of("--displacement", "X", v),
-                                                displacement_min, displacement_max);
+                   o.displacement =
+                           parse::real("--displacement", value_of("--displacement", "X", v),
+                                       displacement_min, displacement_max);
                },
                "pps/spps: displacement factor of Algorithm 4, 0 to 1 (default 0.05)")
             ->type_name("X");
@@ -132,9 +133,8 @@ ReplayOptions parse_replay_options(int argc, char** argv)
                  "pps/spps: first, one line per event: INDEX EVENT_ID PREDICTION (index from 1; "
                  "prediction 1 when a prediction is active after that event)")
             ->disable_flag_override();
-    CLI::Option* const json =
-            app.add_flag("--json", o.json, "the summary as one line of JSON")
-                    ->disable_flag_override();
+    CLI::Option *const json = app.add_flag("--json", o.json, "the summary as one line of JSON")
+                                      ->disable_flag_override();
     app.add_option_function<std::string>(
                "--timeline",
                [&](const std::string& v) {
@@ -163,14 +163,16 @@ ReplayOptions parse_replay_options(int argc, char** argv)
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.
     if (!pattern(o)) {
-        const char* predictor_only = o.gt_ns ? "--gt"
-                                   : o.displacement ? "--displacement"
-                                   : o.t_react_ns ? "--t-react"
-                                   : o.dump_events ? "--dump-events" : nullptr;
+        const char *predictor_only = o.gt_ns          ? "--gt"
+                                     : o.displacement ? "--displacement"
+                                     : o.t_react_ns   ? "--t-react"
+                                     : o.dump_events  ? "--dump-events"
+                                                      : nullptr;
         if (predictor_only) {
             throw UsageError(std::string(predictor_only) +
                              " is an option of the pattern predictor (--policy pps or spps); "
-                             "--policy " + o.policy.registry_name + " has none. Drop " + predictor_only);
+                             "--policy " +
+                             o.policy.registry_name + " has none. Drop " + predictor_only);
         }
     }
     if (o.gt_ns && o.policy.kind == PolicyKind::spps) {

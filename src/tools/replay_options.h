@@ -13,26 +13,26 @@
 
 namespace slim::tools {
 
-inline constexpr const char* replay_program = "slim-replay";
+inline constexpr const char *replay_program = "slim-replay";
 
 struct ReplayOptions {
-    std::string           events;
-    link::PolicySpec      policy = link::replay_policy("spps");
-    link::LinkConfig      link;
-    bool                  packed = false;
+    std::string events;
+    link::PolicySpec policy = link::replay_policy("spps");
+    link::LinkConfig link;
+    bool packed = false;
     std::optional<predict::TimeNs> gt_ns;
     std::optional<double> displacement;
     std::optional<predict::TimeNs> t_react_ns;
-    bool                  dump_events = false;
-    bool                  json        = false;
-    std::uint64_t         timeline_events = 0;         // --timeline N; 0: none
-    std::string           location;                    // --location; empty: default
-    std::string           help;                        // --help: the text
+    bool dump_events              = false;
+    bool json                     = false;
+    std::uint64_t timeline_events = 0;  // --timeline N; 0: none
+    std::string location;               // --location; empty: default
+    std::string help;                   // --help: the text
 };
 
 // Throws UsageError (tools/cli_common.h) or slim::ConfigError naming the
 // option. --help: the text is in `help`, nothing else is checked.
-ReplayOptions parse_replay_options(int argc, char** argv);
+ReplayOptions parse_replay_options(int argc, char **argv);
 
 // The replay the options ask for (its timeline window still to be set).
 link::ReplayConfig replay_config(const ReplayOptions& o);

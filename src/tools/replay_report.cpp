@@ -91,9 +91,9 @@ std::string link_text(const Options& o)
 // a window can hold many thousand steps.
 nlohmann::ordered_json timeline_json(const Replay& driver)
 {
-    using Json = nlohmann::ordered_json;
+    using Json                         = nlohmann::ordered_json;
     const slim::link::WidthTimeline& t = driver.timeline();
-    Json steps  = Json::array();
+    Json steps                         = Json::array();
     for (const slim::link::WidthChange& c : t.widths) {
         steps.push_back({c.at_ns, c.width});
     }
@@ -130,13 +130,16 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
         std::snprintf(b.data(), b.size(), "%.4f", *v);
         return std::string(b.data());
     };
-    out.append("slim-replay: ").append(trace.name()).append(", policy ").append(o.policy.registry_name);
+    out.append("slim-replay: ")
+            .append(trace.name())
+            .append(", policy ")
+            .append(o.policy.registry_name);
     if (o.policy.kind == PolicyKind::timeout) {
         out.append(" after ").append(human_duration(o.policy.timeout_ns));
     }
     out.append("\n");
     add("events", std::to_string(r.events));
-    if (const Predictor* predictor = driver.predictor()) {
+    if (const Predictor *predictor = driver.predictor()) {
         const PredictorStats& s = predictor->stats();
         std::string gt;
         if (s.gt_ns) {
@@ -148,7 +151,7 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
         } else {
             gt = "none yet (still sampling idle intervals)";
         }
-        const auto hit_rate = ratio(static_cast<double>(s.hits), static_cast<double>(s.events));
+        const auto hit_rate   = ratio(static_cast<double>(s.hits), static_cast<double>(s.events));
         const auto idle_share = ratio(static_cast<double>(s.predicted_idle_ns),
                                       static_cast<double>(s.total_idle_ns));
         add("grams", std::to_string(s.grams));
@@ -162,11 +165,11 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
                                             human_duration(s.predicted_idle_ns) + " of " +
                                             human_duration(s.total_idle_ns) + " idle)");
     }
-    if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
-        add("policy in force", a->in_force().name() + " (changed " + std::to_string(a->switches()) +
-                                       " times)");
-        add("predictions", std::to_string(a->predictions()) + ", " + std::to_string(a->hits()) +
-                                   " hits");
+    if (const slim::link::AdaptivePolicy *a = driver.adaptive()) {
+        add("policy in force",
+            a->in_force().name() + " (changed " + std::to_string(a->switches()) + " times)");
+        add("predictions",
+            std::to_string(a->predictions()) + ", " + std::to_string(a->hits()) + " hits");
     }
     add("link", link_text(o));
     std::array<char, 160> b{};
@@ -175,8 +178,8 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
     add("energy savings", percent(r.energy_savings_pct) + b.data());
     add("time penalty", percent(r.time_penalty_pct) + " (" + human_duration(r.delay_ns) +
                                 " added to " + human_duration(r.original_span_ns) + ")");
-    add("late wake-ups", std::to_string(r.late_wakeups) + " (" +
-                                 human_duration(r.wakeup_delay_ns) + " waited)");
+    add("late wake-ups",
+        std::to_string(r.late_wakeups) + " (" + human_duration(r.wakeup_delay_ns) + " waited)");
     add("transitions", std::to_string(r.transitions));
     for_each_width(o, r, [&](unsigned w, TimeNs t) {
         add("time at width " + std::to_string(w), human_duration(t));
@@ -200,50 +203,49 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
     if (o.policy.kind == PolicyKind::timeout) {
         j["timeout_ns"] = o.policy.timeout_ns;
     }
-    if (const slim::link::AdaptivePolicy* a = driver.adaptive()) {
+    if (const slim::link::AdaptivePolicy *a = driver.adaptive()) {
         j["policy_in_force"] = a->in_force().name();
         j["policy_switches"] = a->switches();
         j["predictions"]     = a->predictions();
         j["hits"]            = a->hits();
     }
-    if (const Predictor* predictor = driver.predictor()) {
-        const PredictorStats&  s = predictor->stats();
+    if (const Predictor *predictor = driver.predictor()) {
+        const PredictorStats& s  = predictor->stats();
         const PredictorConfig& c = predictor->config();
-        j["displacement"]   = c.displacement;
-        j["t_react_ns"]     = c.t_react_ns;
-        j["events"]         = s.events;
-        j["grams"]          = s.grams;
-        j["gt_ns"]          = s.gt_ns ? Json(*s.gt_ns) : Json(nullptr);
-        j["gave_up"]        = s.gave_up;
-        j["tuning_retries"] = s.tuning_retries;
-        j["restarts"]       = s.restarts;
-        j["predictions"]    = s.predictions;
-        j["mispredictions"] = s.mispredictions;
-        j["hits"]           = s.hits;
-        j["hit_rate"] =
-                number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events)));
-        j["total_idle_ns"]     = s.total_idle_ns;
-        j["predicted_idle_ns"] = s.predicted_idle_ns;
+        j["displacement"]        = c.displacement;
+        j["t_react_ns"]          = c.t_react_ns;
+        j["events"]              = s.events;
+        j["grams"]               = s.grams;
+        j["gt_ns"]               = s.gt_ns ? Json(*s.gt_ns) : Json(nullptr);
+        j["gave_up"]             = s.gave_up;
+        j["tuning_retries"]      = s.tuning_retries;
+        j["restarts"]            = s.restarts;
+        j["predictions"]         = s.predictions;
+        j["mispredictions"]      = s.mispredictions;
+        j["hits"]                = s.hits;
+        j["hit_rate"] = number(ratio(static_cast<double>(s.hits), static_cast<double>(s.events)));
+        j["total_idle_ns"]        = s.total_idle_ns;
+        j["predicted_idle_ns"]    = s.predicted_idle_ns;
         j["predicted_idle_share"] = number(ratio(static_cast<double>(s.predicted_idle_ns),
                                                  static_cast<double>(s.total_idle_ns)));
     } else {
         j["events"] = r.events;
     }
-    j["link"] = {{"lanes", o.link.lanes},
-                 {"lane_watts", o.link.lane_watts},
-                 {"low_width", o.link.low_width},
-                 {"tau_ns", o.link.tau_ns}};
-    j["packed"]                = o.packed;
-    j["energy_joules"]         = r.energy_joules;
-    j["baseline_joules"]       = r.baseline_joules;
-    j["energy_savings_pct"]    = number(r.energy_savings_pct);
-    j["original_span_ns"]      = r.original_span_ns;
-    j["delay_ns"]              = r.delay_ns;
-    j["time_penalty_pct"]      = number(r.time_penalty_pct);
-    j["late_wakeups"]          = r.late_wakeups;
-    j["wakeup_delay_ns"]       = r.wakeup_delay_ns;
-    j["transitions"]           = r.transitions;
-    Json& widths               = j["time_at_width_ns"] = Json::object();
+    j["link"]               = {{"lanes", o.link.lanes},
+                               {"lane_watts", o.link.lane_watts},
+                               {"low_width", o.link.low_width},
+                               {"tau_ns", o.link.tau_ns}};
+    j["packed"]             = o.packed;
+    j["energy_joules"]      = r.energy_joules;
+    j["baseline_joules"]    = r.baseline_joules;
+    j["energy_savings_pct"] = number(r.energy_savings_pct);
+    j["original_span_ns"]   = r.original_span_ns;
+    j["delay_ns"]           = r.delay_ns;
+    j["time_penalty_pct"]   = number(r.time_penalty_pct);
+    j["late_wakeups"]       = r.late_wakeups;
+    j["wakeup_delay_ns"]    = r.wakeup_delay_ns;
+    j["transitions"]        = r.transitions;
+    Json& widths = j["time_at_width_ns"] = Json::object();
     for_each_width(o, r, [&](unsigned w, TimeNs t) { widths[std::to_string(w)] = t; });
     j["time_in_transition_ns"] = r.time_in_transition_ns;
     if (o.timeline_events > 0) {
@@ -260,13 +262,13 @@ void dump_event(std::uint64_t index, std::uint32_t id, bool prediction)
     std::array<char, 48> buf{};
     // Numbers stop short of the end, so the separators always fit (20 + 10
     // digits at most).
-    char* const numbers_end = buf.data() + buf.size() - 8;
-    char* p = std::to_chars(buf.data(), numbers_end, index).ptr;
-    *p++ = ' ';
-    p = std::to_chars(p, numbers_end, id).ptr;
-    *p++ = ' ';
-    *p++ = prediction ? '1' : '0';
-    *p++ = '\n';
+    char *const numbers_end = buf.data() + buf.size() - 8;
+    char *p                 = std::to_chars(buf.data(), numbers_end, index).ptr;
+    *p++                    = ' ';
+    p                       = std::to_chars(p, numbers_end, id).ptr;
+    *p++                    = ' ';
+    *p++                    = prediction ? '1' : '0';
+    *p++                    = '\n';
     std::fwrite(buf.data(), 1, static_cast<std::size_t>(p - buf.data()), stdout);
 }
 

@@ -34,9 +34,9 @@ using slim::predict::TraceReader;
 using slim::tools::TraceInput;
 using Options = slim::tools::ReplayOptions;
 
-constexpr const char* program = slim::tools::replay_program;
-constexpr int exit_failure = 1;
-constexpr int exit_usage   = 2;
+constexpr const char *program = slim::tools::replay_program;
+constexpr int exit_failure    = 1;
+constexpr int exit_usage      = 2;
 
 class ConfigRefused : public slim::Error {
 public:
@@ -46,7 +46,7 @@ public:
 // `timeline_first`: the 0-based index of the first event --timeline records.
 Replay make_replay(const Options& o, std::uint64_t timeline_first)
 {
-    ReplayConfig c = slim::tools::replay_config(o);
+    ReplayConfig c         = slim::tools::replay_config(o);
     c.timeline_first_event = timeline_first;
     c.timeline_events      = o.timeline_events;
     try {
@@ -58,19 +58,19 @@ Replay make_replay(const Options& o, std::uint64_t timeline_first)
 
 int run(const Options& o)
 {
-    TraceInput    input(o.events, o.location, o.timeline_events > 0);
+    TraceInput input(o.events, o.location, o.timeline_events > 0);
     std::uint64_t timeline_first = 0;
     if (o.timeline_events > 0) {
-        TraceReader&  counter = input.open();
-        std::uint64_t events  = 0;
+        TraceReader& counter = input.open();
+        std::uint64_t events = 0;
         while (counter.next()) {
             ++events;
         }
         timeline_first = events - std::min(events, o.timeline_events);
     }
-    Replay        driver = make_replay(o, timeline_first);
-    TraceReader&  trace  = input.open();
-    std::uint64_t index  = 0;
+    Replay driver       = make_replay(o, timeline_first);
+    TraceReader& trace  = input.open();
+    std::uint64_t index = 0;
     while (const auto event = trace.next()) {
         bool prediction_active = false;
         try {
@@ -86,7 +86,7 @@ int run(const Options& o)
             slim::tools::dump_event(index, event->id, prediction_active);
         }
     }
-    ReplayResult      result  = driver.result();
+    ReplayResult result       = driver.result();
     const std::string summary = o.json ? slim::tools::json_summary(o, driver, result, trace)
                                        : slim::tools::text_summary(o, driver, result, trace);
     std::fputs(summary.c_str(), stdout);
@@ -99,7 +99,7 @@ int run(const Options& o)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     Options options;
     try {
@@ -130,4 +130,3 @@ int main(int argc, char** argv)
         return exit_failure;
     }
 }
-

@@ -66,8 +66,8 @@ int main(int argc, char **argv)
         MPI_Alltoall(send, COUNT, MPI_DOUBLE, recv, COUNT, MPI_DOUBLE, MPI_COMM_WORLD);
         for (int r = 0; r < size && ok; ++r) {
             for (int i = 0; i < COUNT && ok; ++i) {
-                ok = check(recv[r * COUNT + i] == value(r, i, round) + rank * 0.5,
-                           "MPI_Alltoall", rank, r * COUNT + i);
+                ok = check(recv[r * COUNT + i] == value(r, i, round) + rank * 0.5, "MPI_Alltoall",
+                           rank, r * COUNT + i);
             }
         }
 
@@ -98,8 +98,8 @@ int main(int argc, char **argv)
 
     if (rank == 0) {
         if (all_ok) {
-            printf("OK: %d ranks, %d rounds of Allreduce + Alltoall + Bcast of %d doubles\n",
-                   size, ROUNDS, COUNT);
+            printf("OK: %d ranks, %d rounds of Allreduce + Alltoall + Bcast of %d doubles\n", size,
+                   ROUNDS, COUNT);
             if (job[0] > 0) {
                 printf("slim carried %llu operations, %llu bytes (all ranks)\n", job[0], job[1]);
             } else {

@@ -61,41 +61,41 @@ namespace svc   = slim::link::service;
 namespace io    = slim::link::service_io;
 using namespace std::chrono_literals;
 
-constexpr const char* program      = "slimlinkd";
-constexpr int         exit_failure = 1;
-constexpr int         exit_usage   = 2;
+constexpr const char *program = "slimlinkd";
+constexpr int exit_failure    = 1;
+constexpr int exit_usage      = 2;
 
 constexpr std::chrono::nanoseconds grace_max = 24h;
 // --status runs before every job slimlink-run starts: each step (connect,
 // request, answer) is bounded, so a service that does not answer delays
 // the job by seconds, not for ever.
 constexpr std::chrono::milliseconds status_step_timeout{2000};
-constexpr std::chrono::nanoseconds wait_max  = 24h;
+constexpr std::chrono::nanoseconds wait_max = 24h;
 
 using slim::tools::link_forms;
 using slim::tools::UsageError;
 using slim::tools::value_of;
 
 struct Options {
-    std::string               port = "emulated";
-    std::string               socket;  // empty: the default for --system or not
-    bool                      system = false;
-    std::string               backend = "emulated";
-    std::string               exec_template;
-    std::string               device;
-    unsigned                  ib_port = 1;
-    link::LinkConfig          link;
+    std::string port = "emulated";
+    std::string socket;  // empty: the default for --system or not
+    bool system         = false;
+    std::string backend = "emulated";
+    std::string exec_template;
+    std::string device;
+    unsigned ib_port = 1;
+    link::LinkConfig link;
     std::chrono::milliseconds grace{5000};
     std::chrono::milliseconds first_client_wait{60000};
-    unsigned                  max_connections_per_uid = link::ServerOptions::kDefaultMaxConnectionsPerUid;
-    slim::LogLevel            log_level = slim::LogLevel::info;
-    std::string               log_file;
-    bool                      detach = false;
-    bool                      status = false;
-    std::string               help;
+    unsigned max_connections_per_uid = link::ServerOptions::kDefaultMaxConnectionsPerUid;
+    slim::LogLevel log_level         = slim::LogLevel::info;
+    std::string log_file;
+    bool detach = false;
+    bool status = false;
+    std::string help;
 };
 
-std::chrono::milliseconds milliseconds_of(const char* option, const std::string& v,
+std::chrono::milliseconds milliseconds_of(const char *option, const std::string& v,
                                           std::chrono::nanoseconds max)
 {
     const auto d = parse::duration(option, value_of(option, "DURATION", v), 0ns, max);
@@ -103,9 +103,9 @@ std::chrono::milliseconds milliseconds_of(const char* option, const std::string&
     return std::chrono::ceil<std::chrono::milliseconds>(d);
 }
 
-Options parse_options(int argc, char** argv)
+Options parse_options(int argc, char **argv)
 {
-    Options  o;
+    Options o;
     CLI::App app("The node service that owns a link port: ranks attach over a Unix-domain "
                  "socket and publish their demand; the port runs at the maximum over them.",
                  program);
@@ -127,8 +127,7 @@ Options parse_options(int argc, char** argv)
                "the socket (default: $XDG_RUNTIME_DIR/slimlink/PORT.sock, or "
                "/tmp/slimlink-UID/PORT.sock; /run/slimlink/PORT.sock with --system)")
             ->type_name("PATH");
-    app.add_flag("--system", o.system,
-                 "a system service (root only): accepts every user's ranks")
+    app.add_flag("--system", o.system, "a system service (root only): accepts every user's ranks")
             ->disable_flag_override();
     app.add_option_function<std::string>(
                "--link",
@@ -148,8 +147,7 @@ Options parse_options(int argc, char** argv)
                "replaced); required with --link exec")
             ->type_name("TEMPLATE");
     app.add_option_function<std::string>(
-               "--device",
-               [&](const std::string& v) { o.device = value_of("--device", "DEV", v); },
+               "--device", [&](const std::string& v) { o.device = value_of("--device", "DEV", v); },
                "ibmad/exec: the HCA ({device}), e.g. mlx5_0")
             ->type_name("DEV");
     app.add_option_function<std::string>(
@@ -176,14 +174,16 @@ Options parse_options(int argc, char** argv)
     app.add_option_function<std::string>(
                "--grace",
                [&](const std::string& v) { o.grace = milliseconds_of("--grace", v, grace_max); },
-               "exit this long after the last client left, 0ns to 86400s (a day); 0: never (default 5s)")
+               "exit this long after the last client left, 0ns to 86400s (a day); 0: never "
+               "(default 5s)")
             ->type_name("DURATION");
     app.add_option_function<std::string>(
                "--first-client-wait",
                [&](const std::string& v) {
                    o.first_client_wait = milliseconds_of("--first-client-wait", v, wait_max);
                },
-               "exit when no client came within this long, 0ns to 86400s (a day); 0: never (default 60s)")
+               "exit when no client came within this long, 0ns to 86400s (a day); 0: never "
+               "(default 60s)")
             ->type_name("DURATION");
     app.add_option_function<std::string>(
                "--max-connections-per-uid",
@@ -277,8 +277,8 @@ int print_status(const Options& o)
     // mode 0700. A listener another user planted in a folder they made
     // (the default folder, when it does not exist yet) could hold us in
     // connect() or answer for a service.
-    bool        system = o.system;
-    struct stat st{};
+    bool system = o.system;
+    struct stat st {};
     if (!system && ::geteuid() != 0 && ::stat(o.socket.c_str(), &st) == 0 && st.st_uid == 0) {
         system = true;
     }
@@ -306,19 +306,18 @@ int print_status(const Options& o)
         ::close(r.fd);
     }
     if (err != 0) {
-        const std::string why = err == ETIMEDOUT
-                                        ? "within " + std::to_string(status_step_timeout.count()) +
-                                                  " ms"
-                                        : "(" + std::string(std::strerror(err)) + ")";
+        const std::string why =
+                err == ETIMEDOUT ? "within " + std::to_string(status_step_timeout.count()) + " ms"
+                                 : "(" + std::string(std::strerror(err)) + ")";
         std::fprintf(stderr, "%s: the slimlinkd on %s did not answer the status request %s\n",
                      program, o.socket.c_str(), why.c_str());
         return exit_failure;
     }
     svc::MessageHeader h;
-    std::string        bad = r.truncated ? "a message larger than the protocol's " +
-                                               std::to_string(buf.size()) + " bytes"
-                                         : io::check_header(buf.data(),
-                                                            static_cast<std::size_t>(r.bytes), h);
+    std::string bad = r.truncated
+                              ? "a message larger than the protocol's " +
+                                        std::to_string(buf.size()) + " bytes"
+                              : io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), h);
     if (bad.empty() && h.type == static_cast<std::uint16_t>(svc::MessageType::refused) &&
         h.length >= sizeof(svc::Refusal)) {
         // A refusal (this user is at the service's connection limit, or a
@@ -343,26 +342,26 @@ int print_status(const Options& o)
                      o.socket.c_str(), bad.c_str());
         return exit_failure;
     }
-    const std::uint8_t* p = buf.data() + sizeof h;
-    svc::StatusReply    s;
+    const std::uint8_t *p = buf.data() + sizeof h;
+    svc::StatusReply s;
     std::memcpy(&s, p, sizeof s);
     using Json = nlohmann::ordered_json;
     Json j;
-    j["socket"]          = o.socket;
-    j["pid"]             = s.pid;
-    j["backend"]         = io::text_of(s.backend);
-    j["port"]            = io::text_of(s.port);
-    j["full_width"]      = s.full_width;
-    j["width"]           = s.width;
-    j["live_clients"]    = s.live_clients;
+    j["socket"]              = o.socket;
+    j["pid"]                 = s.pid;
+    j["backend"]             = io::text_of(s.backend);
+    j["port"]                = io::text_of(s.port);
+    j["full_width"]          = s.full_width;
+    j["width"]               = s.width;
+    j["live_clients"]        = s.live_clients;
     j["other_users_clients"] = s.other_users_clients;
-    j["clients_dropped"] = s.clients_dropped;
-    j["backend_errors"]  = s.backend_errors;
-    j["backend_failed"]  = s.backend_failed != 0;
-    j["width_unknown"]   = s.width_unknown != 0;
-    j["problem"]         = io::text_of(s.problem).empty() ? Json(nullptr) : Json(io::text_of(s.problem));
-    Json clients         = Json::array();
-    const std::size_t n  = (h.length - sizeof s) / sizeof(svc::StatusClient);
+    j["clients_dropped"]     = s.clients_dropped;
+    j["backend_errors"]      = s.backend_errors;
+    j["backend_failed"]      = s.backend_failed != 0;
+    j["width_unknown"]       = s.width_unknown != 0;
+    j["problem"] = io::text_of(s.problem).empty() ? Json(nullptr) : Json(io::text_of(s.problem));
+    Json clients = Json::array();
+    const std::size_t n = (h.length - sizeof s) / sizeof(svc::StatusClient);
     for (std::size_t i = 0; i < n; ++i) {
         svc::StatusClient c;
         std::memcpy(&c, p + sizeof s + i * sizeof c, sizeof c);
@@ -382,14 +381,11 @@ int print_status(const Options& o)
 std::atomic<bool> stop_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int)
-{
-    stop_requested.store(true, std::memory_order_relaxed);
-}
+extern "C" void on_stop_signal(int) { stop_requested.store(true, std::memory_order_relaxed); }
 
 void install_signals()
 {
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;  // no SA_RESTART: epoll_wait returns EINTR at once
@@ -398,10 +394,7 @@ void install_signals()
     ::signal(SIGPIPE, SIG_IGN);
 }
 
-std::string log_label()
-{
-    return "slimlinkd";
-}
+std::string log_label() { return "slimlinkd"; }
 
 // Points standard input at /dev/null and standard output and error at
 // the log file (or /dev/null). The log file gets the policy of traces and
@@ -447,12 +440,12 @@ void close_inherited_descriptors()
         return;
     }
     // A kernel before 5.9: the ones /proc lists, else all up to the limit.
-    if (DIR* const dir = ::opendir("/proc/self/fd")) {
+    if (DIR *const dir = ::opendir("/proc/self/fd")) {
         std::vector<int> open;
-        const int        own = ::dirfd(dir);
-        while (const dirent* const e = ::readdir(dir)) {
-            char*      end = nullptr;
-            const long fd  = std::strtol(e->d_name, &end, 10);
+        const int own = ::dirfd(dir);
+        while (const dirent *const e = ::readdir(dir)) {
+            char *end     = nullptr;
+            const long fd = std::strtol(e->d_name, &end, 10);
             if (end != e->d_name && *end == '\0' && fd > 2 && fd != own) {
                 open.push_back(static_cast<int>(fd));
             }
@@ -479,7 +472,7 @@ int serve(const Options& o, int ready)
 {
     auto fail = [&](const std::string& message) {
         if (ready >= 0) {
-            const std::string m = "!" + message;
+            const std::string m              = "!" + message;
             [[maybe_unused]] const ssize_t w = ::write(ready, m.data(), m.size());
             ::close(ready);
         } else {
@@ -509,7 +502,7 @@ int serve(const Options& o, int ready)
     try {
         service = std::make_unique<link::PortService>(
                 [&](link::Clock clock) -> std::unique_ptr<link::LinkBackend> {
-                    config.clock            = std::move(clock);
+                    config.clock             = std::move(clock);
                     link::BackendResult made = link::make_backend(o.backend, config);
                     if (!made.status) {
                         backend_error = made.status.message();
@@ -522,12 +515,12 @@ int serve(const Options& o, int ready)
     }
 
     link::ServerOptions server_options;
-    server_options.socket_path       = o.socket;
-    server_options.system            = o.system;
-    server_options.grace             = o.grace;
-    server_options.first_client_wait = o.first_client_wait;
+    server_options.socket_path             = o.socket;
+    server_options.system                  = o.system;
+    server_options.grace                   = o.grace;
+    server_options.first_client_wait       = o.first_client_wait;
     server_options.max_connections_per_uid = o.max_connections_per_uid;
-    server_options.link              = o.link;
+    server_options.link                    = o.link;
     std::unique_ptr<link::ServiceServer> server;
     try {
         server = std::make_unique<link::ServiceServer>(*service, server_options);
@@ -537,7 +530,7 @@ int serve(const Options& o, int ready)
     slim::logger().info("slimlinkd: {}", service->backend().describe());
     service->use_state_file(server->socket_path() + link::kStateFileSuffix);
     if (ready >= 0) {
-        const std::string m = std::to_string(::getpid()) + "\n";
+        const std::string m              = std::to_string(::getpid()) + "\n";
         [[maybe_unused]] const ssize_t w = ::write(ready, m.data(), m.size());
         ::close(ready);
     }
@@ -580,7 +573,7 @@ int serve_detached(const Options& o)
     int child_status = 0;
     ::waitpid(child, &child_status, 0);
     std::string answer;
-    char        chunk[512];
+    char chunk[512];
     for (;;) {
         const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
         if (n > 0) {
@@ -604,7 +597,7 @@ int serve_detached(const Options& o)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     Options options;
     try {

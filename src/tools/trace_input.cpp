@@ -63,7 +63,7 @@ bool TraceInput::rereadable(const std::string& path)
         return false;
     }
     std::error_code ec;
-    const auto      type = std::filesystem::status(path, ec).type();
+    const auto type = std::filesystem::status(path, ec).type();
     // What cannot be read is said by the reader, as without --timeline.
     return ec || type == std::filesystem::file_type::regular ||
            type == std::filesystem::file_type::directory ||

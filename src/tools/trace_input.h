@@ -26,10 +26,10 @@ public:
 private:
     static bool rereadable(const std::string& path);
 
-    std::string                          path_;
-    std::string                          location_;
-    std::optional<std::stringstream>     kept_;
-    std::optional<predict::TraceReader>  reader_;
+    std::string path_;
+    std::string location_;
+    std::optional<std::stringstream> kept_;
+    std::optional<predict::TraceReader> reader_;
     std::unique_ptr<predict::TraceReader> owned_;
 };
 

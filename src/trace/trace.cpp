@@ -24,18 +24,15 @@ namespace slim::predict {
 namespace {
 
 constexpr std::size_t max_fields = 5;
-constexpr std::array<const char*, max_fields> field_names{
-        "t_start_ns", "t_end_ns", "event_id", "bytes", "packed_bytes"};
+constexpr std::array<const char *, max_fields> field_names{"t_start_ns", "t_end_ns", "event_id",
+                                                           "bytes", "packed_bytes"};
 // Times stop at 2^62 ns (146 years): what replay adds to a time (gaps,
 // timeouts, reactivation) and multiplies by power must not overflow, which
 // made timestamps near 2^63 replay to negative energy.
 constexpr std::uint64_t max_time_ns = (std::uint64_t{1} << 62) - 1;
 constexpr std::array<std::uint64_t, max_fields> field_max{
-        max_time_ns,
-        max_time_ns,
-        std::numeric_limits<EventId>::max(),
-        std::numeric_limits<std::uint64_t>::max(),
-        std::numeric_limits<std::uint64_t>::max()};
+        max_time_ns, max_time_ns, std::numeric_limits<EventId>::max(),
+        std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max()};
 
 // '\r' counts as a blank so that traces written on Windows read unchanged.
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -63,14 +60,13 @@ std::uint64_t parse_field(std::size_t index, std::string_view text)
     // Digits only: from_chars alone would take "12abc" as 12, and we also
     // refuse '+', fractions and units.
     if (!all_digits(text)) {
-        throw Error(name + " " + quoted(text) +
-                                    " is not a non-negative decimal integer");
+        throw Error(name + " " + quoted(text) + " is not a non-negative decimal integer");
     }
-    std::uint64_t value = 0;
+    std::uint64_t value  = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc{} || value > field_max[index]) {
         throw Error(name + " " + quoted(text) + " is out of range (at most " +
-                                    std::to_string(field_max[index]) + ")");
+                    std::to_string(field_max[index]) + ")");
     }
     return value;
 }
@@ -79,19 +75,17 @@ std::uint64_t parse_field(std::size_t index, std::string_view text)
 void check_event(const Event& e)
 {
     if (e.start_ns < 0) {
-        throw Error("t_start_ns " + std::to_string(e.start_ns) +
-                                    " is negative");
+        throw Error("t_start_ns " + std::to_string(e.start_ns) + " is negative");
     }
     if (e.end_ns < e.start_ns) {
-        throw Error("t_end_ns " + std::to_string(e.end_ns) +
-                                    " is before t_start_ns " +
-                                    std::to_string(e.start_ns) + " (negative duration)");
+        throw Error("t_end_ns " + std::to_string(e.end_ns) + " is before t_start_ns " +
+                    std::to_string(e.start_ns) + " (negative duration)");
     }
     if (e.bytes != 0 && e.packed_bytes > e.bytes) {
-        throw Error("packed_bytes " + std::to_string(e.packed_bytes) +
-                                    " exceeds bytes " + std::to_string(e.bytes) +
-                                    " (packing never grows a message; use bytes 0 "
-                                    "when the original size is unknown)");
+        throw Error("packed_bytes " + std::to_string(e.packed_bytes) + " exceeds bytes " +
+                    std::to_string(e.bytes) +
+                    " (packing never grows a message; use bytes 0 "
+                    "when the original size is unknown)");
     }
 }
 
@@ -124,11 +118,11 @@ using LineBuffer = std::array<char, 128>;
 
 // Writes the trace line of `event` (no '\n') into `buf`; returns its end.
 // No allocation: the runtime writes traces from its event path.
-char* format_into(LineBuffer& buf, const Event& event)
+char *format_into(LineBuffer& buf, const Event& event)
 {
-    char*       p    = buf.data();
-    char* const last = buf.data() + buf.size() - 8;
-    auto field = [&](auto value, bool separator) {
+    char *p          = buf.data();
+    char *const last = buf.data() + buf.size() - 8;
+    auto field       = [&](auto value, bool separator) {
         if (separator) {
             *p++ = ' ';
         }
@@ -151,11 +145,9 @@ std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknow
 }  // namespace
 
 TraceError::TraceError(const std::string& file, std::size_t line, const std::string& message)
-    : Error(line != 0 ? file + ":" + std::to_string(line) + ": " + message
-                      : file + ": " + message),
+    : Error(line != 0 ? file + ":" + std::to_string(line) + ": " + message : file + ": " + message),
       file_(file), line_(line), message_(message)
-{
-}
+{}
 
 std::string escape_for_message(std::string_view text, std::size_t max_shown)
 {
@@ -183,8 +175,8 @@ std::optional<Event> parse_trace_line(std::string_view line)
         line = line.substr(0, hash);
     }
     std::array<std::uint64_t, max_fields> values{};
-    std::size_t      count = 0;
-    std::size_t      pos   = 0;
+    std::size_t count = 0;
+    std::size_t pos   = 0;
     std::string_view token;
     while (next_token(line, pos, token)) {
         if (count == max_fields) {
@@ -192,9 +184,8 @@ std::optional<Event> parse_trace_line(std::string_view line)
             while (next_token(line, pos, token)) {
                 ++total;
             }
-            throw Error(
-                    "too many fields: " + std::to_string(total) +
-                    " (at most 5: t_start_ns t_end_ns event_id bytes packed_bytes)");
+            throw Error("too many fields: " + std::to_string(total) +
+                        " (at most 5: t_start_ns t_end_ns event_id bytes packed_bytes)");
         }
         values[count] = parse_field(count, token);
         ++count;
@@ -204,8 +195,8 @@ std::optional<Event> parse_trace_line(std::string_view line)
     }
     if (count < 3) {
         throw Error("too few fields: " + std::to_string(count) +
-                                    " (expected t_start_ns t_end_ns event_id [bytes] "
-                                    "[packed_bytes])");
+                    " (expected t_start_ns t_end_ns event_id [bytes] "
+                    "[packed_bytes])");
     }
     Event e;
     e.start_ns     = static_cast<TimeNs>(values[0]);
@@ -249,8 +240,7 @@ TraceReader::TraceReader(std::istream& in, std::string name) : in_(&in), name_(s
 
 TraceReader::TraceReader(std::vector<Event> events, std::string name)
     : in_(nullptr), memory_(std::move(events)), name_(std::move(name))
-{
-}
+{}
 
 bool TraceReader::rewind()
 {
@@ -287,8 +277,8 @@ std::optional<Event> TraceReader::next_in_memory()
     const Event& event = memory_[memory_next_++];
     ++line_;
     // The bound parse_field() puts on a text trace's times.
-    for (const auto& [field, value] : {std::pair{"t_start_ns", event.start_ns},
-                                       std::pair{"t_end_ns", event.end_ns}}) {
+    for (const auto& [field, value] :
+         {std::pair{"t_start_ns", event.start_ns}, std::pair{"t_end_ns", event.end_ns}}) {
         if (value > static_cast<TimeNs>(max_time_ns)) {
             fail(std::string(field) + " " + std::to_string(value) + " is out of range (at most " +
                  std::to_string(max_time_ns) + ")");
@@ -358,14 +348,12 @@ TraceWriter::TraceWriter(const std::string& path) : out_(nullptr), name_(path)
     // the middle of a line (put_line flushes first).
     file_buf_ = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(
             fd, std::ios::out | std::ios::binary, 2 * kFlushBytes);
-    file_     = std::make_unique<std::ostream>(file_buf_.get());
-    out_      = file_.get();
+    file_ = std::make_unique<std::ostream>(file_buf_.get());
+    out_  = file_.get();
 }
 
-TraceWriter::TraceWriter(std::ostream& out, std::string name)
-    : out_(&out), name_(std::move(name))
-{
-}
+TraceWriter::TraceWriter(std::ostream& out, std::string name) : out_(&out), name_(std::move(name))
+{}
 
 void TraceWriter::fail(std::size_t line, const std::string& message) const
 {
@@ -379,7 +367,7 @@ void TraceWriter::check_stream()
     }
 }
 
-void TraceWriter::put_line(const char* data, std::size_t size)
+void TraceWriter::put_line(const char *data, std::size_t size)
 {
     if (buffered_ + size > kFlushBytes && buffered_ > 0) {
         flush();
@@ -391,9 +379,9 @@ void TraceWriter::put_line(const char* data, std::size_t size)
 void TraceWriter::comment(std::string_view text)
 {
     while (true) {
-        const std::size_t nl = text.find('\n');
+        const std::size_t nl        = text.find('\n');
         const std::string_view part = text.substr(0, nl);
-        std::string line = "#";
+        std::string line            = "#";
         if (!part.empty()) {
             line += ' ';
             line += part;
@@ -420,8 +408,8 @@ void TraceWriter::write(const Event& event)
         fail(line_ + 1, order_message(event.start_ns, *previous_end_));
     }
     LineBuffer buf;
-    char* end = format_into(buf, event);
-    *end++ = '\n';
+    char *end = format_into(buf, event);
+    *end++    = '\n';
     put_line(buf.data(), static_cast<std::size_t>(end - buf.data()));
     ++line_;
     check_stream();

@@ -35,7 +35,7 @@ public:
     TraceError(const std::string& file, std::size_t line, const std::string& message);
 
     const std::string& file() const { return file_; }
-    std::size_t        line() const { return line_; }
+    std::size_t line() const { return line_; }
     const std::string& message() const { return message_; }
 
 private:
@@ -81,7 +81,7 @@ public:
     // need not check those rules itself.
     TraceReader(std::vector<Event> events, std::string name);
 
-    TraceReader(const TraceReader&) = delete;
+    TraceReader(const TraceReader&)            = delete;
     TraceReader& operator=(const TraceReader&) = delete;
 
     // The next event, or none at the end of the trace. Throws TraceError.
@@ -101,14 +101,14 @@ private:
     std::optional<Event> next_in_memory();
     Event accept(const Event& event);
 
-    std::ifstream file_;   // owned input when constructed from a path
-    std::istream* in_;     // null when the events are in memory
+    std::ifstream file_;  // owned input when constructed from a path
+    std::istream *in_;    // null when the events are in memory
     std::vector<Event> memory_;
-    std::size_t        memory_next_ = 0;
-    std::string   name_;
-    std::vector<char> buffer_;   // one line, at most max_line_bytes
-    std::size_t   line_   = 0;
-    std::size_t   events_ = 0;
+    std::size_t memory_next_ = 0;
+    std::string name_;
+    std::vector<char> buffer_;  // one line, at most max_line_bytes
+    std::size_t line_   = 0;
+    std::size_t events_ = 0;
     std::optional<TimeNs> previous_end_;
 };
 
@@ -122,7 +122,7 @@ public:
     // error messages.
     TraceWriter(std::ostream& out, std::string name);
 
-    TraceWriter(const TraceWriter&) = delete;
+    TraceWriter(const TraceWriter&)            = delete;
     TraceWriter& operator=(const TraceWriter&) = delete;
 
     // "# text", one comment line per line of `text`.
@@ -153,15 +153,15 @@ private:
     void check_stream();
     // Puts one whole line (with its newline), flushing first when it would
     // take the buffer past kFlushBytes.
-    void put_line(const char* data, std::size_t size);
+    void put_line(const char *data, std::size_t size);
 
-    std::unique_ptr<std::streambuf> file_buf_;   // owns the file's descriptor
-    std::unique_ptr<std::ostream>   file_;
-    std::ostream*                   out_;
-    std::string   name_;
-    std::size_t   line_ = 0;
-    std::size_t   flushed_line_ = 0;
-    std::size_t   buffered_ = 0;   // bytes put since the last flush
+    std::unique_ptr<std::streambuf> file_buf_;  // owns the file's descriptor
+    std::unique_ptr<std::ostream> file_;
+    std::ostream *out_;
+    std::string name_;
+    std::size_t line_         = 0;
+    std::size_t flushed_line_ = 0;
+    std::size_t buffered_     = 0;  // bytes put since the last flush
     std::optional<TimeNs> previous_end_;
 };
 

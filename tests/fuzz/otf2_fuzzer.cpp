@@ -36,12 +36,12 @@ namespace {
 namespace fs = std::filesystem;
 
 struct File {
-    std::string       relative;   // inside the archive's directory
+    std::string relative;  // inside the archive's directory
     std::vector<char> bytes;
 };
 
-std::vector<File> archives[2];   // as is, hostile names
-std::string       work;          // where a damaged copy is written
+std::vector<File> archives[2];  // as is, hostile names
+std::string work;               // where a damaged copy is written
 
 void check(bool ok)
 {
@@ -79,8 +79,7 @@ void read(const std::string& anchor, const std::string& location)
     try {
         auto stream = slim::tools::read_otf2(anchor, location);
         slim::predict::TraceReader reader(std::move(stream.events), anchor);
-        while (reader.next()) {
-        }
+        while (reader.next()) {}
     } catch (const slim::predict::TraceError& e) {
         check_message(e, anchor);
     }
@@ -88,7 +87,7 @@ void read(const std::string& anchor, const std::string& location)
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
+extern "C" int LLVMFuzzerInitialize(int *, char ***)
 {
     std::string base = "/tmp/slim-otf2-fuzz.XXXXXX";
     check(mkdtemp(base.data()) != nullptr);
@@ -97,7 +96,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
     archives[0] = load(base + "/sample");
     archives[1] = load(base + "/hostile");
     check(!archives[0].empty() && archives[0].size() == archives[1].size());
-    work = base + "/work";
+    work                            = base + "/work";
     static const std::string remove = base;
     std::atexit([] {
         std::error_code ec;
@@ -106,16 +105,16 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
     return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size)
 {
     if (size < 4) return 0;
     const std::vector<File>& archive = archives[data[0] >> 7];
-    const std::size_t        damaged = (data[0] & 0x7f) % archive.size();
+    const std::size_t damaged        = (data[0] & 0x7f) % archive.size();
     fs::remove_all(work);
     for (std::size_t i = 0; i < archive.size(); ++i) {
         std::vector<char> bytes = archive[i].bytes;
         if (i == damaged) {
-            const char* const rest = reinterpret_cast<const char*>(data + 4);
+            const char *const rest = reinterpret_cast<const char *>(data + 4);
             const std::size_t n    = size - 4;
             if (data[1] >= 128) {
                 bytes.assign(rest, rest + n);
@@ -128,8 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         const fs::path path = fs::path(work) / archive[i].relative;
         fs::create_directories(path.parent_path());
-        std::ofstream(path, std::ios::binary).write(bytes.data(),
-                                                    static_cast<std::streamsize>(bytes.size()));
+        std::ofstream(path, std::ios::binary)
+                .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
     const std::string anchor = work + "/traces.otf2";
     read(anchor, "");

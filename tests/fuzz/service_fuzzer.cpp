@@ -44,7 +44,7 @@ void check(bool ok)
 
 class Input {
 public:
-    Input(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+    Input(const std::uint8_t *data, std::size_t size) : data_(data), size_(size) {}
     bool empty() const { return pos_ >= size_; }
     std::uint8_t byte() { return pos_ < size_ ? data_[pos_++] : 0; }
     template <typename T>
@@ -66,9 +66,9 @@ public:
     }
 
 private:
-    const std::uint8_t* data_;
-    std::size_t         size_;
-    std::size_t         pos_ = 0;
+    const std::uint8_t *data_;
+    std::size_t size_;
+    std::size_t pos_ = 0;
 };
 
 struct Client {
@@ -78,10 +78,10 @@ struct Client {
 constexpr std::size_t kClients = 8;  // connection slots
 
 struct World {
-    std::unique_ptr<PortService>       service;
-    std::map<std::uint32_t, Client>    clients;  // attached, by id
-    std::uint32_t                      slot[kClients] = {};
-    TimeNs                             now = 1'000'000;
+    std::unique_ptr<PortService> service;
+    std::map<std::uint32_t, Client> clients;  // attached, by id
+    std::uint32_t slot[kClients] = {};
+    TimeNs now                   = 1'000'000;
 };
 
 void drop(World& w, std::size_t s, bool died)
@@ -95,23 +95,24 @@ void drop(World& w, std::size_t s, bool died)
 
 void message(World& w, Input& in)
 {
-    const std::size_t s = in.byte() % kClients;
-    const std::uint8_t uid = in.byte() % 3;
-    const std::size_t n = in.value<std::uint16_t>() % (io::kReceiveBytes + 1);
+    const std::size_t s               = in.byte() % kClients;
+    const std::uint8_t uid            = in.byte() % 3;
+    const std::size_t n               = in.value<std::uint16_t>() % (io::kReceiveBytes + 1);
     const std::vector<std::uint8_t> m = in.bytes(n);
     svc::MessageHeader h;
     if (!io::check_header(m.data(), m.size(), h).empty()) {
         return drop(w, s, true);
     }
     check(sizeof h + h.length == m.size());
-    const std::uint8_t* payload = m.data() + sizeof h;
+    const std::uint8_t *payload = m.data() + sizeof h;
     switch (static_cast<svc::MessageType>(h.type)) {
     case svc::MessageType::attach: {
         if (w.slot[s] != 0) {
             return drop(w, s, true);  // a second attach on one connection
         }
         svc::AttachRequest req;
-        if (!io::check_attach(payload, h.length, w.service->full_width(), "emulated", req).empty()) {
+        if (!io::check_attach(payload, h.length, w.service->full_width(), "emulated", req)
+                     .empty()) {
             return;
         }
         ClientInfo info;
@@ -125,8 +126,8 @@ void message(World& w, Input& in)
         const std::uint32_t id = w.service->attach(info, w.now, &why);
         check(id != 0 || !why.empty());
         if (id != 0) {
-            w.slot[s]       = id;
-            w.clients[id]   = Client{uid};
+            w.slot[s]     = id;
+            w.clients[id] = Client{uid};
         }
         return;
     }
@@ -151,14 +152,13 @@ void message(World& w, Input& in)
             drop(w, s, false);
         }
         return;
-    default:
-        return drop(w, s, true);  // the service's to send
+    default: return drop(w, s, true);  // the service's to send
     }
 }
 
 void ring(World& w, Input& in)
 {
-    const std::size_t s = in.byte() % kClients;
+    const std::size_t s     = in.byte() % kClients;
     const std::size_t count = in.value<std::uint16_t>() % (svc::kRingCapacity + 1);
     std::vector<svc::DemandRecord> records(count);
     for (auto& r : records) {
@@ -177,7 +177,7 @@ void ring(World& w, Input& in)
         return;
     }
     std::string why;
-    bool        full = false;
+    bool full = false;
     if (!w.service->publish(w.slot[s], records.data(), records.size(), through, &why, &full)) {
         check(!why.empty());
         drop(w, s, true);
@@ -216,7 +216,7 @@ void invariants(World& w)
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size)
 {
     Input in(data, size);
     World w;

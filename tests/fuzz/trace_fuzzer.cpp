@@ -42,8 +42,8 @@ void check_message(const TraceError& e, const std::string& name)
 
 bool same(const Event& a, const Event& b)
 {
-    return a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.id == b.id &&
-           a.bytes == b.bytes && a.packed_bytes == b.packed_bytes;
+    return a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.id == b.id && a.bytes == b.bytes &&
+           a.packed_bytes == b.packed_bytes;
 }
 
 std::vector<Event> read_all(TraceReader& reader, const std::string& name, bool& failed)
@@ -69,17 +69,17 @@ std::vector<Event> read_all(TraceReader& reader, const std::string& name, bool& 
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size)
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size)
 {
-    const std::string  name = "fuzz.trace";
-    std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
-    TraceReader        reader(in, name);
-    bool               failed = false;
+    const std::string name = "fuzz.trace";
+    std::istringstream in(std::string(reinterpret_cast<const char *>(data), size));
+    TraceReader reader(in, name);
+    bool failed                     = false;
     const std::vector<Event> events = read_all(reader, name, failed);
     check(reader.events() == events.size());
 
     TraceReader memory(events, name);
-    bool        memory_failed = false;
+    bool memory_failed             = false;
     const std::vector<Event> again = read_all(memory, name, memory_failed);
     check(!memory_failed && again.size() == events.size());
     for (std::size_t i = 0; i < again.size(); ++i) {
@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     const std::string shown =
-            escape_for_message(std::string_view(reinterpret_cast<const char*>(data), size), 64);
+            escape_for_message(std::string_view(reinterpret_cast<const char *>(data), size), 64);
     check(shown.size() <= 4 * 64 + 3);
     for (const char c : shown) {
         const auto byte = static_cast<unsigned char>(c);

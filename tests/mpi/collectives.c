@@ -24,8 +24,8 @@ static int32_t ival(uint64_t tag, uint64_t src, uint64_t dst, uint64_t index)
     return (int32_t)mt_mix((tag << 56) ^ (src << 48) ^ (dst << 40) ^ index);
 }
 
-static void check_ints(const int32_t *got, size_t n, uint64_t tag,
-                       uint64_t src, uint64_t dst, const char *what)
+static void check_ints(const int32_t *got, size_t n, uint64_t tag, uint64_t src, uint64_t dst,
+                       const char *what)
 {
     size_t bad = 0;
 
@@ -34,23 +34,23 @@ static void check_ints(const int32_t *got, size_t n, uint64_t tag,
         if (got[k] != want) {
             if (bad < 3) {
                 mt_fail("%s: element %zu of %zu from rank %llu is %d, "
-                        "expected %d", what, k, n, (unsigned long long)src,
-                        got[k], want);
+                        "expected %d",
+                        what, k, n, (unsigned long long)src, got[k], want);
             }
             ++bad;
         }
     }
     if (bad > 3) {
-        mt_fail("%s: %zu of %zu elements from rank %llu differ in total", what,
-                bad, n, (unsigned long long)src);
+        mt_fail("%s: %zu of %zu elements from rank %llu differ in total", what, bad, n,
+                (unsigned long long)src);
     }
 }
 
 static void test_alltoall(int count)
 {
     const uint64_t tag = 1;
-    int32_t *sbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
-    int32_t *rbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
+    int32_t *sbuf      = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
+    int32_t *rbuf      = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
     char what[64];
 
     snprintf(what, sizeof(what), "Alltoall of %d ints per block", count);
@@ -60,8 +60,7 @@ static void test_alltoall(int count)
         }
     }
     memset(rbuf, 0xa5, sizeof(int32_t) * (size_t)count * nranks);
-    MT_CHECK_MPI(MPI_Alltoall(sbuf, count, MPI_INT32_T, rbuf, count,
-                              MPI_INT32_T, MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Alltoall(sbuf, count, MPI_INT32_T, rbuf, count, MPI_INT32_T, MPI_COMM_WORLD));
     for (int i = 0; i < nranks; ++i) {
         check_ints(rbuf + (size_t)i * count, count, tag, i, mt_rank, what);
     }
@@ -80,11 +79,11 @@ static int v_count(int src, int dst, int scale)
 static void test_alltoallv(int scale)
 {
     const uint64_t tag = 2;
-    const int gap = 5; /* elements between blocks, must stay untouched */
-    int *scount = mt_xmalloc(sizeof(int) * nranks);
-    int *sdispl = mt_xmalloc(sizeof(int) * nranks);
-    int *rcount = mt_xmalloc(sizeof(int) * nranks);
-    int *rdispl = mt_xmalloc(sizeof(int) * nranks);
+    const int gap      = 5; /* elements between blocks, must stay untouched */
+    int *scount        = mt_xmalloc(sizeof(int) * nranks);
+    int *sdispl        = mt_xmalloc(sizeof(int) * nranks);
+    int *rcount        = mt_xmalloc(sizeof(int) * nranks);
+    int *rdispl        = mt_xmalloc(sizeof(int) * nranks);
     int stotal = 0, rtotal = 0;
     int32_t *sbuf, *rbuf;
     const int32_t poison = (int32_t)0xa5a5a5a5;
@@ -112,14 +111,15 @@ static void test_alltoallv(int scale)
             sbuf[sdispl[j] + k] = ival(tag, mt_rank, j, k);
         }
     }
-    MT_CHECK_MPI(MPI_Alltoallv(sbuf, scount, sdispl, MPI_INT32_T, rbuf, rcount,
-                               rdispl, MPI_INT32_T, MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Alltoallv(sbuf, scount, sdispl, MPI_INT32_T, rbuf, rcount, rdispl, MPI_INT32_T,
+                               MPI_COMM_WORLD));
     for (int i = 0; i < nranks; ++i) {
         check_ints(rbuf + rdispl[i], rcount[i], tag, i, mt_rank, what);
         for (int k = 0; k < gap; ++k) {
             if (rbuf[rdispl[i] + rcount[i] + k] != poison) {
                 mt_fail("%s: the gap after the block from rank %d was "
-                        "overwritten at element %d", what, i, k);
+                        "overwritten at element %d",
+                        what, i, k);
                 break;
             }
         }
@@ -144,16 +144,15 @@ static double dval(int rank, int k)
 
 static void test_allreduce_double(int count)
 {
-    double *in = mt_xmalloc(sizeof(double) * (size_t)count);
+    double *in  = mt_xmalloc(sizeof(double) * (size_t)count);
     double *out = mt_xmalloc(sizeof(double) * (size_t)count);
-    size_t bad = 0;
+    size_t bad  = 0;
 
     for (int k = 0; k < count; ++k) {
         in[k]  = dval(mt_rank, k);
         out[k] = -1.0;
     }
-    MT_CHECK_MPI(MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM,
-                               MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Allreduce(in, out, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     for (int k = 0; k < count; ++k) {
         double want = 0.0;
         for (int r = 0; r < nranks; ++r) {
@@ -161,12 +160,12 @@ static void test_allreduce_double(int count)
         }
         if (out[k] != want && bad++ < 3) {
             mt_fail("Allreduce(MPI_SUM) of %d doubles: element %d is %.17g, "
-                    "expected %.17g", count, k, out[k], want);
+                    "expected %.17g",
+                    count, k, out[k], want);
         }
     }
     if (bad > 3) {
-        mt_fail("Allreduce(MPI_SUM) of %d doubles: %zu elements differ", count,
-                bad);
+        mt_fail("Allreduce(MPI_SUM) of %d doubles: %zu elements differ", count, bad);
     }
     /* This rank holds none of the other ranks' values: for each element it
      * must receive at least one element's worth of their contribution. */
@@ -175,23 +174,19 @@ static void test_allreduce_double(int count)
     free(out);
 }
 
-static int32_t aval(int rank, int k)
-{
-    return (int32_t)((k % 1000) * (rank + 1) - rank);
-}
+static int32_t aval(int rank, int k) { return (int32_t)((k % 1000) * (rank + 1) - rank); }
 
 static void test_allreduce_int(int count)
 {
-    int32_t *in = mt_xmalloc(sizeof(int32_t) * (size_t)count);
+    int32_t *in  = mt_xmalloc(sizeof(int32_t) * (size_t)count);
     int32_t *out = mt_xmalloc(sizeof(int32_t) * (size_t)count);
-    size_t bad = 0;
+    size_t bad   = 0;
 
     for (int k = 0; k < count; ++k) {
         in[k]  = aval(mt_rank, k);
         out[k] = -1;
     }
-    MT_CHECK_MPI(MPI_Allreduce(in, out, count, MPI_INT32_T, MPI_SUM,
-                               MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Allreduce(in, out, count, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD));
     for (int k = 0; k < count; ++k) {
         int32_t want = 0;
         for (int r = 0; r < nranks; ++r) {
@@ -199,12 +194,12 @@ static void test_allreduce_int(int count)
         }
         if (out[k] != want && bad++ < 3) {
             mt_fail("Allreduce(MPI_SUM) of %d ints: element %d is %d, "
-                    "expected %d", count, k, out[k], want);
+                    "expected %d",
+                    count, k, out[k], want);
         }
     }
     if (bad > 3) {
-        mt_fail("Allreduce(MPI_SUM) of %d ints: %zu elements differ", count,
-                bad);
+        mt_fail("Allreduce(MPI_SUM) of %d ints: %zu elements differ", count, bad);
     }
     must_receive += (uint64_t)count * sizeof(int32_t); /* as for doubles */
     free(in);
@@ -216,8 +211,7 @@ static void test_bcast(size_t bytes, int root)
     uint8_t *buf = mt_xmalloc(bytes);
     char what[64];
 
-    snprintf(what, sizeof(what), "Bcast of %zu bytes from root %d", bytes,
-             root);
+    snprintf(what, sizeof(what), "Bcast of %zu bytes from root %d", bytes, root);
     if (mt_rank == root) {
         mt_fill_bytes(buf, bytes, bytes, (uint64_t)root, 3);
     } else {
@@ -234,8 +228,8 @@ static void test_bcast(size_t bytes, int root)
 static void test_allgather(int count)
 {
     const uint64_t tag = 4;
-    int32_t *sbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count);
-    int32_t *rbuf = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
+    int32_t *sbuf      = mt_xmalloc(sizeof(int32_t) * (size_t)count);
+    int32_t *rbuf      = mt_xmalloc(sizeof(int32_t) * (size_t)count * nranks);
     char what[64];
 
     snprintf(what, sizeof(what), "Allgather of %d ints per rank", count);
@@ -243,8 +237,7 @@ static void test_allgather(int count)
         sbuf[k] = ival(tag, mt_rank, 0, k);
     }
     memset(rbuf, 0xa5, sizeof(int32_t) * (size_t)count * nranks);
-    MT_CHECK_MPI(MPI_Allgather(sbuf, count, MPI_INT32_T, rbuf, count,
-                               MPI_INT32_T, MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Allgather(sbuf, count, MPI_INT32_T, rbuf, count, MPI_INT32_T, MPI_COMM_WORLD));
     for (int i = 0; i < nranks; ++i) {
         check_ints(rbuf + (size_t)i * count, count, tag, i, 0, what);
     }
@@ -255,10 +248,10 @@ static void test_allgather(int count)
 
 int main(int argc, char **argv)
 {
-    static const int block_counts[]  = {1, 256, 16384};   /* 4 B .. 64 KiB */
-    static const int v_scales[]      = {1, 300, 6000};
-    static const int double_counts[] = {1, 1000, 131072}; /* .. 1 MiB */
-    static const int int_counts[]    = {1, 4096, 65536};
+    static const int block_counts[]   = {1, 256, 16384}; /* 4 B .. 64 KiB */
+    static const int v_scales[]       = {1, 300, 6000};
+    static const int double_counts[]  = {1, 1000, 131072}; /* .. 1 MiB */
+    static const int int_counts[]     = {1, 4096, 65536};
     static const size_t bcast_bytes[] = {1, 1000, 65536, 1u << 20};
     mt_traffic_summary_t snap;
     int rc;
@@ -269,8 +262,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (nranks < 2 || argc != 1) {
         if (mt_rank == 0) {
-            fprintf(stderr, "usage: mpiexec -n 4 %s (needs >= 2 ranks)\n",
-                    argv[0]);
+            fprintf(stderr, "usage: mpiexec -n 4 %s (needs >= 2 ranks)\n", argv[0]);
         }
         MPI_Finalize();
         return 2;
@@ -296,7 +288,8 @@ int main(int argc, char **argv)
     }
     if (mt_rank == 0) {
         printf("collectives: Alltoall, Alltoallv, Allreduce, Bcast, Allgather "
-               "done on %d ranks\n", nranks);
+               "done on %d ranks\n",
+               nranks);
         fflush(stdout);
     }
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #define RING_ROUNDS 40
-#define RING_BYTES  (64 * 1024)
+#define RING_BYTES (64 * 1024)
 #define PAIR_ROUNDS 20
 
 static int rank = -1;
@@ -45,8 +45,7 @@ static void sleep_us(long us)
     struct timespec t = {us / 1000000, (us % 1000000) * 1000};
 
     /* hydra's SIGUSR1 (a rank died) interrupts sleeps: sleep the rest */
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
 }
 
 /* True once `pid` has exited (gone, or a zombie not reaped yet). */

@@ -34,8 +34,8 @@ static void send_and_check(void *buf, const double *expected, const char *what)
             memcpy(&g, &got[first], 8);
             memcpy(&e, &expected[first], 8);
             mt_fail("%s: %d of %d values differ from what was expected; the first, [%d], "
-                    "arrived as 0x%016llx, expected 0x%016llx", what, wrong, N, first,
-                    (unsigned long long)g, (unsigned long long)e);
+                    "arrived as 0x%016llx, expected 0x%016llx",
+                    what, wrong, N, first, (unsigned long long)g, (unsigned long long)e);
         } else {
             printf("%s: all %d values as expected\n", what, N);
             fflush(stdout);
@@ -45,7 +45,8 @@ static void send_and_check(void *buf, const double *expected, const char *what)
 
 static void fill_doubles(double *d)
 {
-    for (int i = 0; i < N; ++i) d[i] = 1.0 / (3.0 + i);
+    for (int i = 0; i < N; ++i)
+        d[i] = 1.0 / (3.0 + i);
 }
 
 /* int64 data seen as doubles (what rank 1 expects, bit for bit). */
@@ -101,7 +102,8 @@ int main(int argc, char **argv)
             /* glibc hands the freed block straight back (tcache): without
              * that this case proves nothing. */
             mt_fail("malloc did not reuse the freed block (%p, freed 0x%llx): the test "
-                    "cannot check reuse", b, (unsigned long long)stale);
+                    "cannot check reuse",
+                    b, (unsigned long long)stale);
         }
         fill_integers(b);
         a = b;

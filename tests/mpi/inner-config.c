@@ -38,8 +38,7 @@ static void check(int ok, const char *what)
 
 static void die(const char *what, ucs_status_t status)
 {
-    fprintf(stderr, "inner-config: ERROR: %s: %s\n", what,
-            ucs_status_string(status));
+    fprintf(stderr, "inner-config: ERROR: %s: %s\n", what, ucs_status_string(status));
     exit(99);
 }
 
@@ -56,18 +55,15 @@ static uct_component_h find_slim(char *md_name, size_t max)
         die("uct_query_components", status);
     }
     for (i = 0; i < count; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
-                          UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+        attr.field_mask =
+                UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
         status = uct_component_query(components[i], &attr);
-        if ((status != UCS_OK) || strcmp(attr.name, "slim") ||
-            (attr.md_resource_count == 0)) {
+        if ((status != UCS_OK) || strcmp(attr.name, "slim") || (attr.md_resource_count == 0)) {
             continue;
         }
         attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
-        attr.md_resources = calloc(attr.md_resource_count,
-                                   sizeof(*attr.md_resources));
-        if ((attr.md_resources == NULL) ||
-            (uct_component_query(components[i], &attr) != UCS_OK)) {
+        attr.md_resources = calloc(attr.md_resource_count, sizeof(*attr.md_resources));
+        if ((attr.md_resources == NULL) || (uct_component_query(components[i], &attr) != UCS_OK)) {
             die("uct_component_query(slim)", UCS_ERR_NO_MEMORY);
         }
         snprintf(md_name, max, "%s", attr.md_resources[0].md_name);
@@ -77,7 +73,7 @@ static uct_component_h find_slim(char *md_name, size_t max)
         return slim;
     }
     fprintf(stderr, "inner-config: ERROR: no slim component with a memory "
-            "domain (is slim loaded, UCX_SLIM_INNER=tcp?)\n");
+                    "domain (is slim loaded, UCX_SLIM_INNER=tcp?)\n");
     exit(99);
 }
 
@@ -104,14 +100,12 @@ static bufs_t smallest_bufs(int first_fd)
     }
     while ((entry = readdir(dir)) != NULL) {
         fd = atoi(entry->d_name);
-        if ((entry->d_name[0] < '0') || (entry->d_name[0] > '9') ||
-            (fd < first_fd) || (fd == dirfd(dir)) || (fstat(fd, &st) != 0) ||
-            !S_ISSOCK(st.st_mode)) {
+        if ((entry->d_name[0] < '0') || (entry->d_name[0] > '9') || (fd < first_fd) ||
+            (fd == dirfd(dir)) || (fstat(fd, &st) != 0) || !S_ISSOCK(st.st_mode)) {
             continue;
         }
         len = sizeof(type);
-        if ((getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) ||
-            (type != SOCK_STREAM)) {
+        if ((getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0) || (type != SOCK_STREAM)) {
             continue;
         }
         len = sizeof(snd);
@@ -161,12 +155,11 @@ static size_t max_bcopy(uct_md_h md, uct_worker_h worker, const char *dev,
     ucs_status_t status;
     int first_fd, i;
 
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = "slim";
     params.mode.device.dev_name = dev;
-    status = uct_iface_open(md, worker, &params, config, &iface);
+    status                      = uct_iface_open(md, worker, &params, config, &iface);
     if (status != UCS_OK) {
         die("uct_iface_open(slim)", status);
     }
@@ -190,14 +183,13 @@ static size_t max_bcopy(uct_md_h md, uct_worker_h worker, const char *dev,
     if (status != UCS_OK) {
         die("slim's interface address", status);
     }
-    first_fd             = next_fd();
-    ep_params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                           UCT_EP_PARAM_FIELD_DEV_ADDR |
-                           UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    first_fd = next_fd();
+    ep_params.field_mask =
+            UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR;
     ep_params.iface      = iface;
     ep_params.dev_addr   = dev_addr;
     ep_params.iface_addr = iface_addr;
-    status = uct_ep_create(&ep_params, &ep);
+    status               = uct_ep_create(&ep_params, &ep);
     if (status != UCS_OK) {
         die("uct_ep_create(slim, to itself)", status);
     }
@@ -232,14 +224,15 @@ static int follows_segment(size_t bcopy, size_t seg)
     return (bcopy <= seg) && (bcopy + 64 >= seg);
 }
 
-static void set(uct_iface_config_t *config, const char *name,
-                const char *value)
+static void set(uct_iface_config_t *config, const char *name, const char *value)
 {
     char what[160];
     ucs_status_t status = uct_config_modify(config, name, value);
 
-    snprintf(what, sizeof(what), "uct_config_modify(slim's iface config, "
-             "%s, %s): %s", name, value, ucs_status_string(status));
+    snprintf(what, sizeof(what),
+             "uct_config_modify(slim's iface config, "
+             "%s, %s): %s",
+             name, value, ucs_status_string(status));
     check(status == UCS_OK, what);
 }
 
@@ -299,9 +292,10 @@ int main(int argc, char **argv)
 
     config = read_config(md);
     bcopy  = max_bcopy(md, worker, dev, config, &as_read);
-    snprintf(what, sizeof(what), "as read, slim on %s carries bcopy active "
-             "messages of up to %zu bytes: one segment of %zu bytes", dev,
-             bcopy, seg);
+    snprintf(what, sizeof(what),
+             "as read, slim on %s carries bcopy active "
+             "messages of up to %zu bytes: one segment of %zu bytes",
+             dev, bcopy, seg);
     check(follows_segment(bcopy, seg), what);
     uct_config_release(config);
 
@@ -310,26 +304,31 @@ int main(int argc, char **argv)
     set(config, "RCVBUF", "128");
     set(config, "TX_SEG_SIZE", "3kb");
     status = uct_config_modify(config, "TX_SEG_SIZE", "banana");
-    snprintf(what, sizeof(what), "TX_SEG_SIZE=banana is refused: %s",
-             ucs_status_string(status));
+    snprintf(what, sizeof(what), "TX_SEG_SIZE=banana is refused: %s", ucs_status_string(status));
     check(status == UCS_ERR_INVALID_PARAM, what);
     bcopy = max_bcopy(md, worker, dev, config, &small);
-    snprintf(what, sizeof(what), "with TX_SEG_SIZE=3kb set in slim's config, "
+    snprintf(what, sizeof(what),
+             "with TX_SEG_SIZE=3kb set in slim's config, "
              "slim carries bcopy active messages of up to %zu bytes: one "
-             "segment of 3072 bytes", bcopy);
+             "segment of 3072 bytes",
+             bcopy);
     check(follows_segment(bcopy, 3072), what);
     /* Linux doubles a requested buffer and raises it to its minimum (about
      * 4.5 kB to send, 2.3 kB to receive); its defaults are 16 kB and 128 kB
      * (tcp_wmem, tcp_rmem). */
-    snprintf(what, sizeof(what), "as read, tcp's connection has the "
+    snprintf(what, sizeof(what),
+             "as read, tcp's connection has the "
              "kernel's default buffers: %d bytes to send, %d to receive",
              as_read.sndbuf, as_read.rcvbuf);
     check((as_read.sndbuf > 8192) && (as_read.rcvbuf > 8192), what);
-    snprintf(what, sizeof(what), "with SNDBUF=1k and RCVBUF=128 set in "
+    snprintf(what, sizeof(what),
+             "with SNDBUF=1k and RCVBUF=128 set in "
              "slim's config, tcp's connection has %d bytes to send, %d to "
-             "receive", small.sndbuf, small.rcvbuf);
-    check((small.sndbuf > 0) && (small.sndbuf <= 8192) &&
-          (small.rcvbuf > 0) && (small.rcvbuf <= 8192), what);
+             "receive",
+             small.sndbuf, small.rcvbuf);
+    check((small.sndbuf > 0) && (small.sndbuf <= 8192) && (small.rcvbuf > 0) &&
+                  (small.rcvbuf <= 8192),
+          what);
     uct_config_release(config);
 
     uct_worker_destroy(worker);

@@ -19,7 +19,7 @@
 
 #include "slimlink.h"
 
-static int mt_rank = -1;
+static int mt_rank     = -1;
 static int mt_failures = 0;
 
 static void mt_fail(const char *fmt, ...)
@@ -41,17 +41,16 @@ static void mt_fail(const char *fmt, ...)
 
 /* An MPI call that fails is a test failure; the error handler is set to
  * MPI_ERRORS_RETURN so the message names the call instead of aborting. */
-#define MT_CHECK_MPI(call)                                                    \
-    do {                                                                      \
-        int mt_rc_ = (call);                                                  \
-        if (mt_rc_ != MPI_SUCCESS) {                                          \
-            char mt_msg_[MPI_MAX_ERROR_STRING];                               \
-            int mt_len_ = 0;                                                  \
-            MPI_Error_string(mt_rc_, mt_msg_, &mt_len_);                      \
-            mt_fail("%s returned %d (%s) at %s:%d", #call, mt_rc_, mt_msg_,   \
-                    __FILE__, __LINE__);                                      \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
-        }                                                                     \
+#define MT_CHECK_MPI(call) \
+    do { \
+        int mt_rc_ = (call); \
+        if (mt_rc_ != MPI_SUCCESS) { \
+            char mt_msg_[MPI_MAX_ERROR_STRING]; \
+            int mt_len_ = 0; \
+            MPI_Error_string(mt_rc_, mt_msg_, &mt_len_); \
+            mt_fail("%s returned %d (%s) at %s:%d", #call, mt_rc_, mt_msg_, __FILE__, __LINE__); \
+            MPI_Abort(MPI_COMM_WORLD, 1); \
+        } \
     } while (0)
 
 /* splitmix64 finaliser: every (size, index, rank, tag) gives a different,
@@ -64,14 +63,12 @@ static inline uint64_t mt_mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static inline uint8_t mt_pattern_byte(uint64_t size, uint64_t index,
-                                      uint64_t rank, uint64_t tag)
+static inline uint8_t mt_pattern_byte(uint64_t size, uint64_t index, uint64_t rank, uint64_t tag)
 {
     return (uint8_t)mt_mix((size << 40) ^ (rank << 32) ^ (tag << 28) ^ index);
 }
 
-static inline void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size,
-                          uint64_t rank, uint64_t tag)
+static inline void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size, uint64_t rank, uint64_t tag)
 {
     for (size_t i = 0; i < n; ++i) {
         buf[i] = mt_pattern_byte(size, i, rank, tag);
@@ -79,8 +76,8 @@ static inline void mt_fill_bytes(uint8_t *buf, size_t n, uint64_t size,
 }
 
 /* Checks every byte; reports the first few differences and the total. */
-static inline int mt_check_bytes(const uint8_t *buf, size_t n, uint64_t size,
-                          uint64_t rank, uint64_t tag, const char *what)
+static inline int mt_check_bytes(const uint8_t *buf, size_t n, uint64_t size, uint64_t rank,
+                                 uint64_t tag, const char *what)
 {
     size_t bad = 0;
 
@@ -88,8 +85,7 @@ static inline int mt_check_bytes(const uint8_t *buf, size_t n, uint64_t size,
         uint8_t want = mt_pattern_byte(size, i, rank, tag);
         if (buf[i] != want) {
             if (bad < 3) {
-                mt_fail("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what,
-                        i, n, buf[i], want);
+                mt_fail("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i, n, buf[i], want);
             }
             ++bad;
         }
@@ -122,8 +118,7 @@ static inline mt_traffic_summary_t mt_traffic_snapshot(void)
     memset(&t, 0, sizeof(t));
     st = slim_traffic_get(&t);
     if (st != SLIM_OK) {
-        mt_fail("slim_traffic_get() returned %d (%s)", (int)st,
-                slim_status_string(st));
+        mt_fail("slim_traffic_get() returned %d (%s)", (int)st, slim_status_string(st));
         return sum;
     }
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
@@ -133,7 +128,7 @@ static inline mt_traffic_summary_t mt_traffic_snapshot(void)
             sum.moved_bytes += t.op[op][SLIM_DIR_SEND].bytes;
         }
     }
-    sum.moved_bytes  += t.op[SLIM_OP_GET][SLIM_DIR_RECV].bytes;
+    sum.moved_bytes += t.op[SLIM_OP_GET][SLIM_DIR_RECV].bytes;
     sum.am_sent_count = t.op[SLIM_OP_AM_SHORT][SLIM_DIR_SEND].count +
                         t.op[SLIM_OP_AM_BCOPY][SLIM_DIR_SEND].count +
                         t.op[SLIM_OP_AM_ZCOPY][SLIM_DIR_SEND].count;
@@ -159,8 +154,8 @@ static inline mt_traffic_summary_t mt_traffic_snapshot(void)
  *     sum over ranks of `min_bytes` (each rank's share of a lower bound the
  *     caller derives from its MPI calls).
  * Collective: every rank must call it. */
-static inline void mt_check_traffic(const mt_traffic_summary_t *snap,
-                             uint64_t min_bytes, const char *what)
+static inline void mt_check_traffic(const mt_traffic_summary_t *snap, uint64_t min_bytes,
+                                    const char *what)
 {
     uint64_t local[2] = {snap->moved_bytes, min_bytes};
     uint64_t total[2] = {0, 0};
@@ -177,18 +172,16 @@ static inline void mt_check_traffic(const mt_traffic_summary_t *snap,
         mt_fail("slim counted no active messages received by this rank: "
                 "its traffic did not go through the slim transport");
     }
-    MT_CHECK_MPI(MPI_Allreduce(local, total, 2, MPI_UINT64_T, MPI_SUM,
-                               MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Allreduce(local, total, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
     if (mt_rank == 0) {
         printf("%s: slim moved %llu bytes over all ranks; lower bound from "
-               "the MPI calls %llu bytes\n", what,
-               (unsigned long long)total[0], (unsigned long long)total[1]);
+               "the MPI calls %llu bytes\n",
+               what, (unsigned long long)total[0], (unsigned long long)total[1]);
         if (total[0] < total[1]) {
             mt_fail("%s: slim moved %llu bytes over all ranks, fewer than the "
                     "%llu bytes the MPI calls must have moved: traffic "
                     "bypassed the slim transport (or it is not counted)",
-                    what, (unsigned long long)total[0],
-                    (unsigned long long)total[1]);
+                    what, (unsigned long long)total[0], (unsigned long long)total[1]);
         }
     }
 }
@@ -198,8 +191,7 @@ static int mt_finish(const char *name)
 {
     int local = mt_failures, total = 0;
 
-    MT_CHECK_MPI(MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM,
-                               MPI_COMM_WORLD));
+    MT_CHECK_MPI(MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     if (mt_rank == 0) {
         if (total == 0) {
             printf("%s: PASS\n", name);
@@ -219,9 +211,9 @@ enum { MT_MODE_BLOCKING = 1, MT_MODE_NONBLOCKING = 2, MT_MODE_SENDRECV = 3 };
 static inline const char *mt_mode_name(int mode)
 {
     switch (mode) {
-    case MT_MODE_BLOCKING:    return "Send/Recv";
+    case MT_MODE_BLOCKING: return "Send/Recv";
     case MT_MODE_NONBLOCKING: return "Isend/Irecv";
-    default:                  return "Sendrecv";
+    default: return "Sendrecv";
     }
 }
 
@@ -244,7 +236,7 @@ static inline int mt_parse_sizes(const char *list, size_t *sizes, int max_count,
                                  unsigned long long min, unsigned long long max,
                                  unsigned long long multiple)
 {
-    int n = 0;
+    int n         = 0;
     const char *p = list;
 
     while (*p != '\0') {
@@ -252,36 +244,34 @@ static inline int mt_parse_sizes(const char *list, size_t *sizes, int max_count,
         unsigned long long v;
 
         errno = 0;
-        v = strtoull(p, &end, 10);
-        if (errno != 0 || end == p || (*end != ',' && *end != '\0') ||
-            v < min || v > max || v % multiple != 0 || n == max_count) {
+        v     = strtoull(p, &end, 10);
+        if (errno != 0 || end == p || (*end != ',' && *end != '\0') || v < min || v > max ||
+            v % multiple != 0 || n == max_count) {
             return -1;
         }
         sizes[n++] = (size_t)v;
-        p = (*end == ',') ? end + 1 : end;
+        p          = (*end == ',') ? end + 1 : end;
     }
     return n;
 }
 
-static inline void mt_check_status(const MPI_Status *st, int source, int tag,
-                                   size_t bytes, const char *what)
+static inline void mt_check_status(const MPI_Status *st, int source, int tag, size_t bytes,
+                                   const char *what)
 {
     int count = -1;
 
     MT_CHECK_MPI(MPI_Get_count(st, MPI_BYTE, &count));
-    if (st->MPI_SOURCE != source || st->MPI_TAG != tag ||
-        count != (int)bytes) {
-        mt_fail("%s: status source %d tag %d count %d, expected %d %d %zu",
-                what, st->MPI_SOURCE, st->MPI_TAG, count, source, tag, bytes);
+    if (st->MPI_SOURCE != source || st->MPI_TAG != tag || count != (int)bytes) {
+        mt_fail("%s: status source %d tag %d count %d, expected %d %d %zu", what, st->MPI_SOURCE,
+                st->MPI_TAG, count, source, tag, bytes);
     }
 }
 
 /* `bytes` from sbuf to `peer` and from `peer` into rbuf (first filled with
  * 0xa5), in `mode`; Send/Recv lets the lower rank send first. Checks the
  * receive status. */
-static inline void mt_exchange(int mode, const void *sbuf, void *rbuf,
-                               size_t bytes, int peer, int tag,
-                               const char *what)
+static inline void mt_exchange(int mode, const void *sbuf, void *rbuf, size_t bytes, int peer,
+                               int tag, const char *what)
 {
     MPI_Status st[2];
     MPI_Request req[2];
@@ -290,28 +280,21 @@ static inline void mt_exchange(int mode, const void *sbuf, void *rbuf,
     switch (mode) {
     case MT_MODE_BLOCKING:
         if (mt_rank < peer) {
-            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD));
-            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
+            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
+            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st[0]));
         } else {
-            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
-            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD));
+            MT_CHECK_MPI(MPI_Recv(rbuf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st[0]));
+            MT_CHECK_MPI(MPI_Send(sbuf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD));
         }
         break;
     case MT_MODE_NONBLOCKING:
-        MT_CHECK_MPI(MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                               MPI_COMM_WORLD, &req[0]));
-        MT_CHECK_MPI(MPI_Isend(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                               MPI_COMM_WORLD, &req[1]));
+        MT_CHECK_MPI(MPI_Irecv(rbuf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[0]));
+        MT_CHECK_MPI(MPI_Isend(sbuf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &req[1]));
         MT_CHECK_MPI(MPI_Waitall(2, req, st));
         break;
     default:
-        MT_CHECK_MPI(MPI_Sendrecv(sbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  rbuf, (int)bytes, MPI_BYTE, peer, tag,
-                                  MPI_COMM_WORLD, &st[0]));
+        MT_CHECK_MPI(MPI_Sendrecv(sbuf, (int)bytes, MPI_BYTE, peer, tag, rbuf, (int)bytes, MPI_BYTE,
+                                  peer, tag, MPI_COMM_WORLD, &st[0]));
         break;
     }
     mt_check_status(&st[0], peer, tag, bytes, what);

@@ -17,7 +17,7 @@
 #include "mpi_test_util.h"
 
 #define P2P_MAX_SIZES 64
-#define P2P_FULL_MAX  (4u << 20)
+#define P2P_FULL_MAX (4u << 20)
 
 /* One exchange of `size` bytes in both directions; returns the payload bytes
  * this rank sent. */
@@ -26,8 +26,7 @@ static uint64_t exchange(int mode, size_t size, uint8_t *sbuf, uint8_t *rbuf)
     const int peer = 1 - mt_rank;
     char what[96];
 
-    snprintf(what, sizeof(what), "%s of %zu bytes from rank %d", mt_mode_name(mode),
-             size, peer);
+    snprintf(what, sizeof(what), "%s of %zu bytes from rank %d", mt_mode_name(mode), size, peer);
     mt_fill_bytes(sbuf, size, size, (uint64_t)mt_rank, (uint64_t)mode);
     mt_exchange(mode, sbuf, rbuf, size, peer, mode, what);
     mt_check_bytes(rbuf, size, size, (uint64_t)peer, (uint64_t)mode, what);
@@ -38,7 +37,7 @@ int main(int argc, char **argv)
 {
     size_t sizes[P2P_MAX_SIZES];
     int nsizes = 0, nranks = 0, rc;
-    size_t max_size = 0;
+    size_t max_size       = 0;
     uint64_t payload_sent = 0;
     uint8_t *sbuf, *rbuf;
     mt_traffic_summary_t snap;
@@ -60,8 +59,10 @@ int main(int argc, char **argv)
     }
     if (nsizes <= 0 || nranks != 2) {
         if (mt_rank == 0) {
-            fprintf(stderr, "usage: mpiexec -n 2 %s [--sizes S1,S2,...] "
-                    "(got %d ranks)\n", argv[0], nranks);
+            fprintf(stderr,
+                    "usage: mpiexec -n 2 %s [--sizes S1,S2,...] "
+                    "(got %d ranks)\n",
+                    argv[0], nranks);
         }
         MPI_Finalize();
         return 2;
@@ -84,7 +85,8 @@ int main(int argc, char **argv)
     }
     if (mt_rank == 0) {
         printf("p2p: %d sizes x 3 modes x 2 directions exchanged, up to %zu "
-               "bytes\n", nsizes, max_size);
+               "bytes\n",
+               nsizes, max_size);
         fflush(stdout);
     }
 

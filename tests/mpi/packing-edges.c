@@ -24,9 +24,9 @@ enum { MAX_N = 1 << 19 };
 static double element(size_t n, size_t i)
 {
     /* mixed magnitudes and signs, every mantissa bit in use */
-    const uint64_t x = mt_mix(((uint64_t)n << 32) ^ i);
+    const uint64_t x   = mt_mix(((uint64_t)n << 32) ^ i);
     const uint64_t exp = 1023 - 16 + (x >> 59);
-    uint64_t bits = ((x >> 58) & 1) << 63 | exp << 52 | (x & 0xFFFFFFFFFFFFFull);
+    uint64_t bits      = ((x >> 58) & 1) << 63 | exp << 52 | (x & 0xFFFFFFFFFFFFFull);
     double d;
     memcpy(&d, &bits, 8);
     return d;
@@ -49,13 +49,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const int keep = atoi(argv[1]);
-    const slim_round_t mode = strcmp(argv[2], "round") == 0 ? SLIM_ROUND_NEAREST
-                                                             : SLIM_ROUND_TRUNCATE;
+    const slim_round_t mode =
+            strcmp(argv[2], "round") == 0 ? SLIM_ROUND_NEAREST : SLIM_ROUND_TRUNCATE;
     const int ssend  = argc == 4;
     const int unseen = argc == 4 && strcmp(argv[3], "ssend-unseen") == 0;
 
     /* 8 bytes of slack: the second pass starts 4 bytes in. */
-    uint8_t *raw = mt_xmalloc(MAX_N * sizeof(double) + 8);
+    uint8_t *raw     = mt_xmalloc(MAX_N * sizeof(double) + 8);
     double *expected = mt_xmalloc(MAX_N * sizeof(double));
     size_t sizes[64], nsizes = 0;
     for (size_t n = 1; n <= MAX_N; n *= 2) {
@@ -67,9 +67,10 @@ int main(int argc, char **argv)
     for (int offset = 0; offset <= 4; offset += 4) {
         uint8_t *buf = raw + offset;
         for (size_t s = 0; s < nsizes; ++s) {
-            const size_t n = sizes[s];
+            const size_t n  = sizes[s];
             const int bytes = (int)(n * sizeof(double));
-            for (size_t i = 0; i < n; ++i) expected[i] = element(n, i);
+            for (size_t i = 0; i < n; ++i)
+                expected[i] = element(n, i);
             if (mt_rank == 0) {
                 memcpy(buf, expected, n * sizeof(double));
                 if (slim_mark(buf, n * sizeof(double), "halo") != SLIM_OK) {
@@ -81,17 +82,16 @@ int main(int argc, char **argv)
                     MT_CHECK_MPI(MPI_Ssend(buf, bytes, MPI_BYTE, 1, (int)s, MPI_COMM_WORLD));
                 } else {
                     MPI_Request rq;
-                    MT_CHECK_MPI(MPI_Issend(buf, bytes, MPI_BYTE, 1, (int)s, MPI_COMM_WORLD,
-                                            &rq));
+                    MT_CHECK_MPI(MPI_Issend(buf, bytes, MPI_BYTE, 1, (int)s, MPI_COMM_WORLD, &rq));
                     MT_CHECK_MPI(MPI_Wait(&rq, MPI_STATUS_IGNORE));
                 }
                 slim_unmark(buf);
                 continue;
             }
-            MT_CHECK_MPI(MPI_Recv(buf, bytes, MPI_BYTE, 0, (int)s, MPI_COMM_WORLD,
-                                  MPI_STATUS_IGNORE));
+            MT_CHECK_MPI(
+                    MPI_Recv(buf, bytes, MPI_BYTE, 0, (int)s, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             if (!unseen) slim_quantize(expected, expected, n, keep, mode);
-            long wrong = 0;
+            long wrong   = 0;
             size_t first = 0;
             for (size_t i = 0; i < n; ++i) {
                 if (memcmp(buf + i * 8, &expected[i], 8) != 0) {
@@ -103,8 +103,8 @@ int main(int argc, char **argv)
                 double got;
                 memcpy(&got, buf + first * 8, 8);
                 mt_fail("%zu doubles at offset %d: %ld element(s) differ from slim_quantize(); "
-                        "the first, [%zu], arrived as %.17g, expected %.17g", n, offset, wrong,
-                        first, got, expected[first]);
+                        "the first, [%zu], arrived as %.17g, expected %.17g",
+                        n, offset, wrong, first, got, expected[first]);
                 wrong_total += wrong;
             }
         }
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
         printf("packing-edges: marked %llu = packed %llu + edge %llu + missed %llu\n",
                (unsigned long long)st.marked_bytes, (unsigned long long)st.packed_bytes,
                (unsigned long long)st.edge_bytes, (unsigned long long)st.missed_bytes);
-        if (st.missed_bytes != 0) mt_fail("%llu marked bytes missed",
-                                          (unsigned long long)st.missed_bytes);
+        if (st.missed_bytes != 0)
+            mt_fail("%llu marked bytes missed", (unsigned long long)st.missed_bytes);
         if (st.marked_bytes != st.packed_bytes + st.edge_bytes + st.missed_bytes) {
             mt_fail("marked bytes are not packed + edge + missed");
         }

@@ -20,7 +20,7 @@ static const size_t rma_sizes[] = {8, 8192, RMA_MAX};
 int main(int argc, char **argv)
 {
     const int rounds = 50;
-    int nranks = 0, peer;
+    int nranks       = 0, peer;
     uint8_t *win_buf, *src, *got;
     uint64_t payload = 0;
     MPI_Win win;
@@ -33,16 +33,14 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (nranks != 2) {
         if (mt_rank == 0) {
-            fprintf(stderr, "usage: mpiexec -n 2 %s (got %d ranks)\n", argv[0],
-                    nranks);
+            fprintf(stderr, "usage: mpiexec -n 2 %s (got %d ranks)\n", argv[0], nranks);
         }
         MPI_Finalize();
         return 2;
     }
     peer = 1 - mt_rank;
 
-    MT_CHECK_MPI(MPI_Win_allocate(RMA_MAX, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                                  &win_buf, &win));
+    MT_CHECK_MPI(MPI_Win_allocate(RMA_MAX, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_buf, &win));
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     src = mt_xmalloc(RMA_MAX);
     got = mt_xmalloc(RMA_MAX);
@@ -55,8 +53,7 @@ int main(int argc, char **argv)
             /* Put and flush, under one lock of the whole window. */
             mt_fill_bytes(src, size, size, (uint64_t)mt_rank, (uint64_t)r);
             MT_CHECK_MPI(MPI_Win_lock_all(0, win));
-            MT_CHECK_MPI(MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size,
-                                 MPI_BYTE, win));
+            MT_CHECK_MPI(MPI_Put(src, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win));
             MT_CHECK_MPI(MPI_Win_flush(peer, win));
             MT_CHECK_MPI(MPI_Win_unlock_all(win));
             payload += size;
@@ -64,8 +61,7 @@ int main(int argc, char **argv)
 
             /* What the peer's put left here, read locally. */
             MT_CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, mt_rank, 0, win));
-            snprintf(what, sizeof(what), "put of %zu bytes, round %d, from rank %d",
-                     size, r, peer);
+            snprintf(what, sizeof(what), "put of %zu bytes, round %d, from rank %d", size, r, peer);
             mt_check_bytes(win_buf, size, size, (uint64_t)peer, (uint64_t)r, what);
             MT_CHECK_MPI(MPI_Win_unlock(mt_rank, win));
             MT_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -73,19 +69,18 @@ int main(int argc, char **argv)
             /* And read back from the peer: what this rank put there. */
             memset(got, 0, size);
             MT_CHECK_MPI(MPI_Win_lock_all(0, win));
-            MT_CHECK_MPI(MPI_Get(got, (int)size, MPI_BYTE, peer, 0, (int)size,
-                                 MPI_BYTE, win));
+            MT_CHECK_MPI(MPI_Get(got, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win));
             MT_CHECK_MPI(MPI_Win_flush(peer, win));
             MT_CHECK_MPI(MPI_Win_unlock_all(win));
-            snprintf(what, sizeof(what), "get of %zu bytes, round %d, from rank %d",
-                     size, r, peer);
+            snprintf(what, sizeof(what), "get of %zu bytes, round %d, from rank %d", size, r, peer);
             mt_check_bytes(got, size, size, (uint64_t)mt_rank, (uint64_t)r, what);
             MT_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
         }
     }
     if (mt_rank == 0) {
         printf("rma: %d rounds of put+flush and get+flush at 8 B, 8 KiB and "
-               "256 KiB, both ranks\n", rounds);
+               "256 KiB, both ranks\n",
+               rounds);
         fflush(stdout);
     }
 

@@ -19,7 +19,7 @@
 enum { N = 512 };
 
 static double static_buf[N];
-static volatile uintptr_t stack_addr;   /* addresses only, to compare */
+static volatile uintptr_t stack_addr; /* addresses only, to compare */
 
 static double value(int i) { return 1.0 / (3.0 + i); }
 
@@ -28,7 +28,8 @@ static double value(int i) { return 1.0 / (3.0 + i); }
 static __attribute__((noinline)) int stack_marker(int tag)
 {
     double a[N];
-    for (int i = 0; i < N; ++i) a[i] = value(i);
+    for (int i = 0; i < N; ++i)
+        a[i] = value(i);
     const int rc = slim_mark_precision(a, sizeof a, 2, SLIM_ROUND_TRUNCATE);
     MT_CHECK_MPI(MPI_Send(a, N, MPI_DOUBLE, 1, tag, MPI_COMM_WORLD));
     stack_addr = (uintptr_t)a;
@@ -39,7 +40,8 @@ static __attribute__((noinline)) int stack_marker(int tag)
 static __attribute__((noinline)) void *stack_ints(int tag)
 {
     int64_t v[N];
-    for (int i = 0; i < N; ++i) v[i] = 1000003LL * i + 7;
+    for (int i = 0; i < N; ++i)
+        v[i] = 1000003LL * i + 7;
     MT_CHECK_MPI(MPI_Send(v, N, MPI_INT64_T, 1, tag, MPI_COMM_WORLD));
     stack_addr = (uintptr_t)v;
     return (void *)stack_addr;
@@ -52,12 +54,13 @@ static void send_from_stack(const char *where, int tag)
     void *ints   = stack_ints(tag + 1);
     if (rc != SLIM_ERR_INVALID) {
         mt_fail("%s: slim_mark_precision of a local array returned %d, not "
-                "SLIM_ERR_INVALID (%d)", where, rc, SLIM_ERR_INVALID);
+                "SLIM_ERR_INVALID (%d)",
+                where, rc, SLIM_ERR_INVALID);
     }
     const uintptr_t a = (uintptr_t)marked, b = (uintptr_t)ints;
     const int overlap = (a > b ? a - b : b - a) < N * sizeof(double);
-    printf("%s: mark of local array at %p returned %d; int64 array at %p (%s)\n", where,
-           marked, rc, ints, overlap ? "overlapping it" : "elsewhere: this case proves little");
+    printf("%s: mark of local array at %p returned %d; int64 array at %p (%s)\n", where, marked, rc,
+           ints, overlap ? "overlapping it" : "elsewhere: this case proves little");
     fflush(stdout);
 }
 
@@ -84,8 +87,8 @@ static void receive_ints(const char *where, int tag)
     }
     if (wrong) {
         mt_fail("%s: %d of %d int64 values sent from stack memory a refused mark would "
-                "have covered arrived wrong; v[%d] = %lld, expected %lld", where, wrong, N,
-                first, (long long)v[first], 1000003LL * first + 7);
+                "have covered arrived wrong; v[%d] = %lld, expected %lld",
+                where, wrong, N, first, (long long)v[first], 1000003LL * first + 7);
     } else {
         printf("%s: all %d int64 values exact\n", where, N);
         fflush(stdout);
@@ -96,7 +99,8 @@ static void receive_ints(const char *where, int tag)
 static void marked_arrives_packed(double *buf, const char *what, int tag)
 {
     if (mt_rank == 0) {
-        for (int i = 0; i < N; ++i) buf[i] = value(i);
+        for (int i = 0; i < N; ++i)
+            buf[i] = value(i);
         const int rc = slim_mark_precision(buf, N * sizeof(double), 2, SLIM_ROUND_TRUNCATE);
         if (rc != SLIM_OK) mt_fail("%s: slim_mark_precision returned %d", what, rc);
         MT_CHECK_MPI(MPI_Send(buf, N, MPI_DOUBLE, 1, tag, MPI_COMM_WORLD));
@@ -106,12 +110,14 @@ static void marked_arrives_packed(double *buf, const char *what, int tag)
     double got[N], expected[N];
     int wrong = 0;
     MT_CHECK_MPI(MPI_Recv(got, N, MPI_DOUBLE, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    for (int i = 0; i < N; ++i) expected[i] = value(i);
+    for (int i = 0; i < N; ++i)
+        expected[i] = value(i);
     slim_quantize(expected, expected, N, 2, SLIM_ROUND_TRUNCATE);
-    for (int i = 0; i < N; ++i) wrong += memcmp(&got[i], &expected[i], 8) != 0;
+    for (int i = 0; i < N; ++i)
+        wrong += memcmp(&got[i], &expected[i], 8) != 0;
     if (wrong) {
-        mt_fail("%s: %d of %d marked values did not arrive as slim_quantize() says", what,
-                wrong, N);
+        mt_fail("%s: %d of %d marked values did not arrive as slim_quantize() says", what, wrong,
+                N);
     } else {
         printf("%s: marked and packed, all %d values as slim_quantize() says\n", what, N);
         fflush(stdout);

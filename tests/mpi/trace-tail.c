@@ -26,8 +26,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if ((argc != 3) || (size != 2) || (atoi(argv[1]) <= 0) ||
-        (atoi(argv[2]) < 0)) {
+    if ((argc != 3) || (size != 2) || (atoi(argv[1]) <= 0) || (atoi(argv[2]) < 0)) {
         if (rank == 0) {
             fprintf(stderr, "usage: trace-tail ITERATIONS GAP_US (2 ranks)\n");
         }
@@ -38,11 +37,9 @@ int main(int argc, char **argv)
     for (it = 0; it < iterations; ++it) {
         if (rank == 0) {
             MPI_Send(buf, 64, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD);
-            MPI_Recv(buf, 64, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(buf, 64, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(buf, 64, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(buf, 64, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(buf, 64, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
         }
         if (gap_us > 0) {
@@ -50,9 +47,8 @@ int main(int argc, char **argv)
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    printf("trace-tail: READY rank %d pid %d iterations %d loop_end_ns %lld\n",
-           rank, (int)getpid(), iterations,
-           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    printf("trace-tail: READY rank %d pid %d iterations %d loop_end_ns %lld\n", rank, (int)getpid(),
+           iterations, (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
     fflush(stdout);
     for (;;) {
         pause();

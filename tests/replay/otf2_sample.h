@@ -16,8 +16,8 @@
 
 namespace slim::test {
 
-constexpr std::uint64_t otf2_sample_resolution = 2'500'000'000;   // ticks per second
-constexpr std::uint64_t otf2_sample_offset     = 1'000'000'000;   // ticks
+constexpr std::uint64_t otf2_sample_resolution = 2'500'000'000;  // ticks per second
+constexpr std::uint64_t otf2_sample_offset     = 1'000'000'000;  // ticks
 
 // Writes the archive into `dir` (created if missing; it must not hold an
 // archive named "traces" yet): dir/traces.otf2 is its anchor file. Throws

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <exception>
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     const bool hostile = argc == 3 && std::strcmp(argv[2], "--hostile-names") == 0;
     if (argc != 2 && !hostile) {

@@ -17,20 +17,20 @@
 #include <thread>
 #include <unistd.h>
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     namespace parse = slim::parse;
     namespace svc   = slim::link::service;
     using namespace std::chrono_literals;
 
-    std::string              socket;
-    std::string              job = "report-probe";
+    std::string socket;
+    std::string job = "report-probe";
     std::chrono::nanoseconds run{500ms};
     std::chrono::nanoseconds step{10ms};
 
     CLI::App app("A one-rank slimlinkd job that prints its node report's port section.",
                  "report-probe");
-    auto duration = [](const char* name, std::chrono::nanoseconds& out) {
+    auto duration = [](const char *name, std::chrono::nanoseconds& out) {
         return [name, &out](const std::string& v) {
             out = parse::duration(name, v, 1ms, std::chrono::hours(1));
         };
@@ -58,11 +58,11 @@ int main(int argc, char** argv)
     request.pid        = ::getpid();
     job.copy(request.job_key, std::min(job.size(), sizeof request.job_key - 1));
     try {
-        auto client = slim::link::ServiceClient::connect(socket, false, request);
+        auto client                  = slim::link::ServiceClient::connect(socket, false, request);
         const slim::link::TimeNs end = slim::link::steady_now_ns() + run.count();
-        unsigned width = 1;
+        unsigned width               = 1;
         for (slim::link::TimeNs now = slim::link::steady_now_ns(); now < end;
-             now = slim::link::steady_now_ns()) {
+             now                    = slim::link::steady_now_ns()) {
             client->publish(svc::DemandRecord{now, 0, width, 0});
             client->set_through(now + 1);
             client->sync();
@@ -74,26 +74,26 @@ int main(int argc, char** argv)
         client->set_through(now + 1);
         client->sync();
         const std::uint8_t record = 0;
-        const auto report = client->deposit(1, &record, sizeof record, 0ns);
+        const auto report         = client->deposit(1, &record, sizeof record, 0ns);
         if (!report) {
             std::cerr << "report-probe: the service named no reporter\n";
             return 3;
         }
         const svc::PortSection& p = report->port;
-        nlohmann::ordered_json j = {
-                {"backend", svc::text_of(p.backend)},
-                {"lanes", p.lanes},
-                {"has_energy", p.has_energy != 0},
-                {"span_ns", p.span_ns},
-                {"job_span_ns", p.job_span_ns},
-                {"uncovered_ns", p.uncovered_ns},
-                {"transitions", p.transitions},
-                {"late_records", p.late_records},
-                {"stalled_clients", p.stalled_clients},
-                {"other_jobs", p.other_jobs},
-                {"backend_failed", p.backend_failed != 0},
-                {"width_unknown", p.width_unknown != 0},
-                {"problem", svc::text_of(p.problem)},
+        nlohmann::ordered_json j  = {
+                 {"backend", svc::text_of(p.backend)},
+                 {"lanes", p.lanes},
+                 {"has_energy", p.has_energy != 0},
+                 {"span_ns", p.span_ns},
+                 {"job_span_ns", p.job_span_ns},
+                 {"uncovered_ns", p.uncovered_ns},
+                 {"transitions", p.transitions},
+                 {"late_records", p.late_records},
+                 {"stalled_clients", p.stalled_clients},
+                 {"other_jobs", p.other_jobs},
+                 {"backend_failed", p.backend_failed != 0},
+                 {"width_unknown", p.width_unknown != 0},
+                 {"problem", svc::text_of(p.problem)},
         };
         std::cout << j.dump() << std::endl;
         client->detach();

@@ -55,7 +55,7 @@ int connect_socket()
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, socket_path.c_str(), sizeof a.sun_path - 1);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr *>(&a), sizeof a) != 0) {
         if (fd >= 0) {
             ::close(fd);
         }
@@ -65,8 +65,8 @@ int connect_socket()
 }
 
 struct Attached {
-    int              fd   = -1;
-    svc::DemandRing* ring = nullptr;
+    int fd                = -1;
+    svc::DemandRing *ring = nullptr;
 };
 
 // Attaches; on refusal prints the reason and returns fd -1.
@@ -87,8 +87,8 @@ Attached attach(const std::string& key, int local_rank, int local_size)
     io::set_text(r.job_key, key);
     io::send_message(a.fd, svc::MessageType::attach, &r, sizeof r);
     std::vector<std::uint8_t> buf(io::kReceiveBytes);
-    const io::Received        got = io::receive_wait(a.fd, buf.data(), buf.size(), 3000ms);
-    svc::MessageHeader        h;
+    const io::Received got = io::receive_wait(a.fd, buf.data(), buf.size(), 3000ms);
+    svc::MessageHeader h;
     if (got.bytes <= 0 || !io::check_header(buf.data(), got.bytes, h).empty()) {
         std::printf("attach: no answer\n");
     } else if (h.type == static_cast<std::uint16_t>(svc::MessageType::refused)) {
@@ -98,10 +98,11 @@ Attached attach(const std::string& key, int local_rank, int local_size)
     } else if (h.type == static_cast<std::uint16_t>(svc::MessageType::attach_ok) && got.fd >= 0) {
         svc::AttachReply reply;
         std::memcpy(&reply, buf.data() + sizeof h, sizeof reply);
-        void* mem = ::mmap(nullptr, reply.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, got.fd, 0);
+        void *mem =
+                ::mmap(nullptr, reply.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, got.fd, 0);
         ::close(got.fd);
         if (mem != MAP_FAILED) {
-            a.ring = static_cast<svc::DemandRing*>(mem);
+            a.ring = static_cast<svc::DemandRing *>(mem);
             return a;
         }
     }
@@ -129,8 +130,8 @@ int member(const std::string& key, int local_rank, int local_size, const std::st
     d.wait_ns        = wait_ms * 1'000'000LL;
     io::send_message(a.fd, svc::MessageType::deposit, &d, sizeof d, marker.data(), marker.size());
     std::vector<std::uint8_t> buf(io::kReceiveBytes);
-    io::Received              got = io::receive_wait(a.fd, buf.data(), buf.size(), 3000ms);
-    svc::MessageHeader        h;
+    io::Received got = io::receive_wait(a.fd, buf.data(), buf.size(), 3000ms);
+    svc::MessageHeader h;
     if (got.bytes <= 0 || !io::check_header(buf.data(), got.bytes, h).empty() ||
         h.type != static_cast<std::uint16_t>(svc::MessageType::deposit_ack)) {
         std::printf("no deposit_ack\n");
@@ -167,7 +168,7 @@ int member(const std::string& key, int local_rank, int local_size, const std::st
         off += sizeof e;
         const std::size_t n = std::min<std::size_t>(e.record_bytes, got.bytes - off);
         std::printf("entry %d state %u record %s\n", e.local_rank, e.state,
-                    std::string(reinterpret_cast<const char*>(buf.data() + off), n).c_str());
+                    std::string(reinterpret_cast<const char *>(buf.data() + off), n).c_str());
         off += n;
     }
     return 0;
@@ -176,7 +177,7 @@ int member(const std::string& key, int local_rank, int local_size, const std::st
 long rss_kb(long long pid)
 {
     const std::string path = "/proc/" + std::to_string(pid) + "/status";
-    FILE*             f    = std::fopen(path.c_str(), "r");
+    FILE *f                = std::fopen(path.c_str(), "r");
     if (!f) {
         return -1;
     }
@@ -199,7 +200,7 @@ long long service_pid()
     }
     io::send_message(fd, svc::MessageType::status, nullptr, 0);
     std::vector<std::uint8_t> buf(io::kReceiveBytes);
-    const io::Received        got = io::receive_wait(fd, buf.data(), buf.size(), 3000ms);
+    const io::Received got = io::receive_wait(fd, buf.data(), buf.size(), 3000ms);
     ::close(fd);
     svc::MessageHeader h;
     if (got.bytes <= 0 || !io::check_header(buf.data(), got.bytes, h).empty() ||
@@ -221,8 +222,8 @@ int flood(int seconds)
     const long long pid   = service_pid();
     const long long base  = now_ns() + 1000LL * 1'000'000'000;
     const long long start = now_ns();
-    std::uint64_t   head  = 0;
-    bool            dropped = false;
+    std::uint64_t head    = 0;
+    bool dropped          = false;
     while (now_ns() - start < seconds * 1'000'000'000LL) {
         const std::uint64_t tail = b.ring->tail.load();
         while (head - tail < svc::kRingCapacity) {
@@ -233,9 +234,8 @@ int flood(int seconds)
         }
         b.ring->through_ns.store(base + static_cast<long long>(head));
         b.ring->head.store(head);
-        if (b.ring->closed.load() != 0 ||
-            io::send_message(b.fd, svc::MessageType::nudge, nullptr, 0, nullptr, 0, MSG_DONTWAIT) ==
-                    EPIPE) {
+        if (b.ring->closed.load() != 0 || io::send_message(b.fd, svc::MessageType::nudge, nullptr,
+                                                           0, nullptr, 0, MSG_DONTWAIT) == EPIPE) {
             dropped = true;
             break;
         }
@@ -266,7 +266,7 @@ int idle(int count, int hold_ms)
     int closed = 0;
     for (const int fd : fds) {
         pollfd p{fd, POLLIN, 0};
-        char   c = 0;
+        char c = 0;
         if (::poll(&p, 1, 0) == 1 && ::recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) <= 0) {
             ++closed;
         } else if (p.revents & POLLIN) {
@@ -281,7 +281,7 @@ int idle(int count, int hold_ms)
 
 }  // namespace
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     if (argc < 3) {

@@ -19,23 +19,23 @@
 #include <thread>
 #include <unistd.h>
 
-int main(int argc, char** argv)
+int main(int argc, char **argv)
 {
     namespace parse = slim::parse;
     namespace svc   = slim::link::service;
     using namespace std::chrono_literals;
 
-    std::string              socket;
-    unsigned                 lanes = 4;
-    std::optional<unsigned>  width;
+    std::string socket;
+    unsigned lanes = 4;
+    std::optional<unsigned> width;
     std::chrono::nanoseconds until{0};
     std::chrono::nanoseconds sleep{0};
-    bool                     kill_self   = false;
-    bool                     print_width = false;
-    std::string              job         = "probe";
+    bool kill_self   = false;
+    bool print_width = false;
+    std::string job  = "probe";
 
     CLI::App app("A slimlinkd client for tests.", "service-probe");
-    auto duration = [](const char* name, std::chrono::nanoseconds& out) {
+    auto duration = [](const char *name, std::chrono::nanoseconds& out) {
         return [name, &out](const std::string& v) {
             out = parse::duration(name, v, 0ns, std::chrono::hours(1));
         };
@@ -83,7 +83,7 @@ int main(int argc, char** argv)
     }
     if (width) {
         const slim::link::TimeNs now = slim::link::steady_now_ns();
-        const svc::DemandRecord  r{now, until.count() > 0 ? now + until.count() : 0, *width, 0};
+        const svc::DemandRecord r{now, until.count() > 0 ? now + until.count() : 0, *width, 0};
         client->publish(r);
         client->set_through(now + 1);  // the horizon is exclusive
     }

@@ -16,18 +16,18 @@ using Json = nlohmann::ordered_json;
 
 // Throws nlohmann::json::parse_error (Catch reports it) unless `s` is
 // exactly one JSON value, trailing newline allowed.
-inline Json parse_json(const std::string &s) { return Json::parse(s); }
+inline Json parse_json(const std::string& s) { return Json::parse(s); }
 
 // An object's keys in order.
-inline std::vector<std::string> keys(const Json &object)
+inline std::vector<std::string> keys(const Json& object)
 {
     std::vector<std::string> out;
-    for (const auto &item : object.items()) {
+    for (const auto& item : object.items()) {
         out.push_back(item.key());
     }
     return out;
 }
 
-} // namespace slim_test
+}  // namespace slim_test
 
 #endif

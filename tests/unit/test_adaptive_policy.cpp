@@ -22,7 +22,7 @@ namespace {
 
 struct TraceBuilder {
     std::vector<Event> events;
-    TimeNs             t = 1'000'000;
+    TimeNs t = 1'000'000;
     void burst(std::uint32_t id, TimeNs length = 5'000)
     {
         events.push_back(Event{t, t + length, id, 4096, 0});
@@ -56,9 +56,9 @@ void solver(TraceBuilder& b, int iterations, std::mt19937& rng)
             b.burst(10 + static_cast<std::uint32_t>(p), 3'000);
             if (p + 1 < n) b.idle(6'000);
         }
-        b.burst(20, 4'000);   // last fragment
+        b.burst(20, 4'000);  // last fragment
         b.idle(150'000);
-        b.burst(30, 4'000);   // allreduce
+        b.burst(30, 4'000);  // allreduce
         b.idle(90'000);
     }
 }
@@ -112,7 +112,7 @@ TEST_CASE("the adaptive policy follows a predictor where the idle intervals repe
         }
     }
     slim::link::Candidate thesis;
-    thesis.kind  = PolicyKind::pps;
+    thesis.kind                  = PolicyKind::pps;
     thesis.predictor.fixed_gt_ns = 20'000;
     only.candidates.push_back(thesis);
     AdaptivePolicy pps(only);
@@ -160,7 +160,7 @@ TEST_CASE("the adaptive policy saves on a run of 100 events")
 {
     std::mt19937 rng(13);
     TraceBuilder b;
-    solver(b, 25, rng);   // about 100 events
+    solver(b, 25, rng);  // about 100 events
     REQUIRE(b.events.size() <= 110);
     const auto r = slim::link::replay(b.events, adaptive_replay());
     REQUIRE(r.energy_savings_pct);
@@ -178,8 +178,9 @@ TEST_CASE("the adaptive policy is never far below the best timeout on irregular 
         ReplayConfig c;
         c.policy.kind       = PolicyKind::timeout;
         c.policy.timeout_ns = t;
-        const auto r = slim::link::replay(b.events, c);
-        if (*r.time_penalty_pct <= 1.0) best_timeout = std::max(best_timeout, *r.energy_savings_pct);
+        const auto r        = slim::link::replay(b.events, c);
+        if (*r.time_penalty_pct <= 1.0)
+            best_timeout = std::max(best_timeout, *r.energy_savings_pct);
     }
     const auto a = slim::link::replay(b.events, adaptive_replay());
     CHECK(*a.energy_savings_pct >= best_timeout - 1.0);
@@ -204,21 +205,21 @@ TEST_CASE("context with a timeout fallback covers both the repeating and the irr
     }
     const auto run = [&](PolicyKind kind, TimeNs fallback_ns, TimeNs timeout_ns) {
         ReplayConfig c;
-        c.policy.kind                        = kind;
-        c.policy.context.depth               = 2;
+        c.policy.kind                = kind;
+        c.policy.context.depth       = 2;
         c.policy.fallback_timeout_ns = fallback_ns;
-        c.policy.timeout_ns                  = timeout_ns;
-        const auto r = slim::link::replay(b.events, c);
+        c.policy.timeout_ns          = timeout_ns;
+        const auto r                 = slim::link::replay(b.events, c);
         REQUIRE(r.energy_savings_pct);
         return r;
     };
     const auto context = run(PolicyKind::context, 0, 0);
     const auto timeout = run(PolicyKind::timeout, 0, 50'000);
     const auto hybrid  = run(PolicyKind::context, 50'000, 0);
-    INFO("savings % (penalty %): context " << *context.energy_savings_pct << " ("
-         << *context.time_penalty_pct << "), timeout 50us " << *timeout.energy_savings_pct
-         << " (" << *timeout.time_penalty_pct << "), hybrid " << *hybrid.energy_savings_pct
-         << " (" << *hybrid.time_penalty_pct << ")");
+    INFO("savings % (penalty %): context "
+         << *context.energy_savings_pct << " (" << *context.time_penalty_pct << "), timeout 50us "
+         << *timeout.energy_savings_pct << " (" << *timeout.time_penalty_pct << "), hybrid "
+         << *hybrid.energy_savings_pct << " (" << *hybrid.time_penalty_pct << ")");
     CHECK(*hybrid.energy_savings_pct > *context.energy_savings_pct + 20.0);
     CHECK(*hybrid.energy_savings_pct > *timeout.energy_savings_pct);
     CHECK(*hybrid.time_penalty_pct < *timeout.time_penalty_pct);
@@ -239,7 +240,7 @@ TEST_CASE("context with a timeout fallback covers both the repeating and the irr
 
 TEST_CASE("the context predictor foresees the idle interval after a context seen twice")
 {
-    slim::predict::ContextPredictor p;   // depth 2
+    slim::predict::ContextPredictor p;  // depth 2
     TraceBuilder b;
     for (int i = 0; i < 6; ++i) {
         b.burst(1);
@@ -248,7 +249,8 @@ TEST_CASE("the context predictor foresees the idle interval after a context seen
         b.idle(400'000);
     }
     std::vector<slim::predict::Decision> d;
-    for (const Event& e : b.events) d.push_back(p.on_event(e));
+    for (const Event& e : b.events)
+        d.push_back(p.on_event(e));
     // Context (1, 2) was followed by 400 us at i = 1 and i = 3: from the
     // third time on it predicts 400 - (400 * 5 % + tau) = 370 us of low power.
     const Event& last = b.events.back();
@@ -268,13 +270,14 @@ TEST_CASE("the context predictor stops predicting when the interval changes")
         b.idle(400'000);
     }
     b.burst(1);
-    b.idle(100'000);   // shorter this time: a misprediction
+    b.idle(100'000);  // shorter this time: a misprediction
     b.burst(1);
     slim::predict::ContextPredictor q;
     slim::predict::Decision last;
-    for (const Event& e : b.events) last = q.on_event(e);
+    for (const Event& e : b.events)
+        last = q.on_event(e);
     CHECK(q.stats().mispredictions == 1);
-    CHECK_FALSE(last.low_power);   // the context's intervals disagree now
+    CHECK_FALSE(last.low_power);  // the context's intervals disagree now
 }
 
 namespace {
@@ -289,7 +292,7 @@ void split_exchange(TraceBuilder& b, int iterations, std::mt19937& rng)
     std::uniform_int_distribution<int> parts(1, 3);
     std::uniform_int_distribution<std::uint32_t> id(1, 1'000'000);
     for (int i = 0; i < iterations; ++i) {
-        const int n = parts(rng);
+        const int n        = parts(rng);
         std::uint64_t left = 24'576;
         for (int p = 0; p < n; ++p) {
             const std::uint64_t bytes = p + 1 < n ? left / 2 : left;
@@ -297,7 +300,7 @@ void split_exchange(TraceBuilder& b, int iterations, std::mt19937& rng)
             const std::uint32_t burst_id = p == 0 ? 7u : id(rng);
             b.events.push_back(Event{b.t, b.t + 3'000, burst_id, bytes, 0});
             b.t += 3'000;
-            if (p + 1 < n) b.idle(8'000);   // a round trip: no use to the link
+            if (p + 1 < n) b.idle(8'000);  // a round trip: no use to the link
         }
         b.idle(300'000);
         b.events.push_back(Event{b.t, b.t + 2'000, 9, 16, 0});
@@ -306,15 +309,15 @@ void split_exchange(TraceBuilder& b, int iterations, std::mt19937& rng)
     }
 }
 
-slim::link::ReplayResult replay_context(const std::vector<Event>& events, slim::predict::ContextKey key,
-                                        TimeNs after_ns = 0)
+slim::link::ReplayResult replay_context(const std::vector<Event>& events,
+                                        slim::predict::ContextKey key, TimeNs after_ns = 0)
 {
     ReplayConfig c;
-    c.policy.kind                    = PolicyKind::context;
-    c.policy.context.key             = key;
-    c.policy.context.tolerance       = 0.5;
-    c.policy.after_ns = after_ns;
-    const auto r = slim::link::replay(events, c);
+    c.policy.kind              = PolicyKind::context;
+    c.policy.context.key       = key;
+    c.policy.context.tolerance = 0.5;
+    c.policy.after_ns          = after_ns;
+    const auto r               = slim::link::replay(events, c);
     REQUIRE(r.energy_savings_pct);
     return r;
 }
@@ -328,12 +331,12 @@ TEST_CASE("a run-keyed context foresees an exchange however it splits into burst
     split_exchange(b, 300, rng);
     ReplayConfig oracle;
     oracle.policy.kind = PolicyKind::oracle;
-    const double best   = *slim::link::replay(b.events, oracle).energy_savings_pct;
-    const auto   events = replay_context(b.events, slim::predict::ContextKey::events);
-    const auto   runs   = replay_context(b.events, slim::predict::ContextKey::runs);
+    const double best  = *slim::link::replay(b.events, oracle).energy_savings_pct;
+    const auto events  = replay_context(b.events, slim::predict::ContextKey::events);
+    const auto runs    = replay_context(b.events, slim::predict::ContextKey::runs);
     INFO("oracle " << best << " %, event key " << *events.energy_savings_pct << " % ("
-                   << *events.time_penalty_pct << "), run key " << *runs.energy_savings_pct << " % ("
-                   << *runs.time_penalty_pct << ")");
+                   << *events.time_penalty_pct << "), run key " << *runs.energy_savings_pct
+                   << " % (" << *runs.time_penalty_pct << ")");
     // The ids after the first burst are new every time: the event key sees
     // contexts it has never met before the 300 us gap (unless the exchange
     // was one burst), the run key sees "24 KiB after id 7" every time.
@@ -358,12 +361,14 @@ TEST_CASE("a run-keyed context ends a run only at idle the link could use")
     std::vector<slim::predict::Decision> d;
     for (int i = 0; i < 4; ++i) {
         for (int part = 0; part < 3; ++part) {
-            b.events.push_back(Event{b.t, b.t + 2'000, static_cast<std::uint32_t>(1 + part), 1'000, 0});
+            b.events.push_back(
+                    Event{b.t, b.t + 2'000, static_cast<std::uint32_t>(1 + part), 1'000, 0});
             b.t += 2'000;
             b.idle(part < 2 ? 8'000 : 400'000);
         }
     }
-    for (const Event& e : b.events) d.push_back(p.on_event(e));
+    for (const Event& e : b.events)
+        d.push_back(p.on_event(e));
     // Runs 1 and 2 taught "3000 bytes after id 1 -> 400 us"; run 3 predicts.
     for (std::size_t i = 0; i < d.size(); ++i) {
         INFO("event " << i);
@@ -397,12 +402,12 @@ TEST_CASE("a context goes low again when a gap outlasts its window")
     // measured from the event's end and lies beyond the window.
     AdaptiveConfig config;
     slim::link::Candidate k;
-    k.kind      = PolicyKind::context;
+    k.kind              = PolicyKind::context;
     k.context.key       = slim::predict::ContextKey::runs;
     k.context.tolerance = 0.5;
-    k.after_ns  = 50'000;
-    config.candidates = {k};
-    config.initial    = 0;
+    k.after_ns          = 50'000;
+    config.candidates   = {k};
+    config.initial      = 0;
     AdaptivePolicy policy(config);
     bool seen = false;
     for (const Event& e : b.events) {
@@ -417,7 +422,8 @@ TEST_CASE("a context goes low again when a gap outlasts its window")
     CHECK(k.name() == "runs 2 +-50%, again 50us after");
 }
 
-TEST_CASE("the adaptive policy hands over at a switch: the old candidate's hit, the new one's window")
+TEST_CASE(
+        "the adaptive policy hands over at a switch: the old candidate's hit, the new one's window")
 {
     // A 1 ms timeout in force, a run-keyed context beside it: on a trace
     // of 400 us gaps the first check replaces the timeout. The event of
@@ -426,7 +432,7 @@ TEST_CASE("the adaptive policy hands over at a switch: the old candidate's hit, 
     timeout.kind       = PolicyKind::timeout;
     timeout.timeout_ns = 1'000'000;
     slim::link::Candidate runs;
-    runs.kind  = PolicyKind::context;
+    runs.kind          = PolicyKind::context;
     runs.context.key   = slim::predict::ContextKey::runs;
     runs.context.depth = 1;
     AdaptiveConfig config;
@@ -443,7 +449,7 @@ TEST_CASE("the adaptive policy hands over at a switch: the old candidate's hit, 
     bool switched_with_window = false;
     for (const Event& e : b.events) {
         const std::uint64_t before = policy.switches();
-        const auto d = policy.on_event(e);
+        const auto d               = policy.on_event(e);
         if (policy.switches() > before) {
             switched_with_window = d.low_power.has_value() && !d.timeout_ns;
         }
@@ -463,11 +469,11 @@ TEST_CASE("replays that share a context predictor decide as replays with their o
     split_exchange(b, 200, rng);
     const auto config_for = [](TimeNs fallback_ns, TimeNs after_ns) {
         ReplayConfig c;
-        c.policy.kind                        = PolicyKind::context;
-        c.policy.context.key                 = slim::predict::ContextKey::runs;
-        c.policy.context.tolerance           = 0.5;
+        c.policy.kind                = PolicyKind::context;
+        c.policy.context.key         = slim::predict::ContextKey::runs;
+        c.policy.context.tolerance   = 0.5;
         c.policy.fallback_timeout_ns = fallback_ns;
-        c.policy.after_ns     = after_ns;
+        c.policy.after_ns            = after_ns;
         return c;
     };
     const ReplayConfig a = config_for(200'000, 0), c = config_for(50'000, 50'000);

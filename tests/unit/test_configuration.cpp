@@ -31,57 +31,57 @@ using Env = std::map<std::string, std::string>;
 // UCX_SLIM_* variable is unset for the call and restored after it.
 class ScopedEnvironment {
 public:
-    explicit ScopedEnvironment(const Env &env)
+    explicit ScopedEnvironment(const Env& env)
     {
         for (char **e = environ; *e != nullptr; ++e) {
             const std::string entry = *e;
             if (entry.rfind("UCX_SLIM_", 0) == 0) {
-                const std::size_t eq = entry.find('=');
+                const std::size_t eq        = entry.find('=');
                 saved_[entry.substr(0, eq)] = entry.substr(eq + 1);
             }
         }
-        for (const auto &[name, value] : saved_) {
+        for (const auto& [name, value] : saved_) {
             unsetenv(name.c_str());
         }
-        for (const auto &[name, value] : env) {
+        for (const auto& [name, value] : env) {
             setenv(name.c_str(), value.c_str(), 1);
         }
         set_ = env;
     }
     ~ScopedEnvironment()
     {
-        for (const auto &[name, value] : set_) {
+        for (const auto& [name, value] : set_) {
             unsetenv(name.c_str());
         }
-        for (const auto &[name, value] : saved_) {
+        for (const auto& [name, value] : saved_) {
             setenv(name.c_str(), value.c_str(), 1);
         }
     }
-    ScopedEnvironment(const ScopedEnvironment &) = delete;
-    ScopedEnvironment &operator=(const ScopedEnvironment &) = delete;
+    ScopedEnvironment(const ScopedEnvironment&)            = delete;
+    ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
 
 private:
     Env saved_, set_;
 };
 
-Config parse(const Env &env)
+Config parse(const Env& env)
 {
     const ScopedEnvironment scope(env);
     return Config::from_ucx();
 }
 
 // The ConfigError message for `env`, or "" when it parses.
-std::string error_for(const Env &env)
+std::string error_for(const Env& env)
 {
     try {
         parse(env);
-    } catch (const ConfigError &e) {
+    } catch (const ConfigError& e) {
         return e.what();
     }
     return "";
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("an empty environment yields the documented defaults")
 {
@@ -161,7 +161,7 @@ TEST_CASE("UCX_SLIM_LOG_LEVEL accepts every level in any case")
             {"off", LogLevel::off},     {"error", LogLevel::error}, {"warn", LogLevel::warn},
             {"info", LogLevel::info},   {"debug", LogLevel::debug}, {"trace", LogLevel::trace},
             {"DEBUG", LogLevel::debug}, {"Warn", LogLevel::warn}};
-    for (const auto &[text, level] : levels) {
+    for (const auto& [text, level] : levels) {
         CAPTURE(text);
         CHECK(parse({{"UCX_SLIM_LOG_LEVEL", text}}).log_level == level);
     }
@@ -188,8 +188,7 @@ TEST_CASE("every bad variable is reported at once")
 
 TEST_CASE("a good variable is not blamed for a bad one")
 {
-    const std::string msg =
-            error_for({{"UCX_SLIM_INNER", "rc_verbs"}, {"UCX_SLIM_REPORT", "bad"}});
+    const std::string msg = error_for({{"UCX_SLIM_INNER", "rc_verbs"}, {"UCX_SLIM_REPORT", "bad"}});
     CHECK_THAT(msg, Contains("UCX_SLIM_REPORT"));
     CHECK_THAT(msg, !Contains("UCX_SLIM_INNER"));
 }
@@ -210,7 +209,7 @@ TEST_CASE("the integer parser rejects garbage, out-of-range values and overflow"
         try {
             slim::parse::integer("UCX_SLIM_N", bad, 0, 10);
             FAIL("accepted '" << bad << "'");
-        } catch (const ConfigError &e) {
+        } catch (const ConfigError& e) {
             CHECK(std::string(e.what()) == std::string("UCX_SLIM_N='") + bad +
                                                    "': accepted values are integers from 0 to 10");
         }
@@ -228,15 +227,15 @@ TEST_CASE("the number parser accepts decimal numbers within bounds")
 
 TEST_CASE("the number parser rejects garbage, non-finite and out-of-range values")
 {
-    for (const char *bad : {"", "x", "0.5x", "1.5", "-0.1", "nan", "inf", "1e999", " 0.5", "+0.5",
-                            "0,5"}) {
+    for (const char *bad :
+         {"", "x", "0.5x", "1.5", "-0.1", "nan", "inf", "1e999", " 0.5", "+0.5", "0,5"}) {
         CAPTURE(bad);
         try {
             slim::parse::real("UCX_SLIM_R", bad, 0, 1);
             FAIL("accepted '" << bad << "'");
-        } catch (const ConfigError &e) {
-            CHECK(std::string(e.what()) == std::string("UCX_SLIM_R='") + bad +
-                                                   "': accepted values are numbers from 0 to 1");
+        } catch (const ConfigError& e) {
+            CHECK(std::string(e.what()) ==
+                  std::string("UCX_SLIM_R='") + bad + "': accepted values are numbers from 0 to 1");
         }
     }
 }
@@ -398,7 +397,8 @@ TEST_CASE("UCX_SLIM_PACKING decides whether the transport steers UCP")
     CHECK(parse({{"UCX_SLIM_POLICY", "halo=keep:4"}}).packing_steers());
     CHECK_FALSE(parse({{"UCX_SLIM_POLICY", "halo=off"}}).packing_steers());
     CHECK(parse({{"UCX_SLIM_PACKING", "ON"}}).packing_steers());
-    CHECK_FALSE(parse({{"UCX_SLIM_PACKING", "off"}, {"UCX_SLIM_POLICY", "*=keep:3"}}).packing_steers());
+    CHECK_FALSE(
+            parse({{"UCX_SLIM_PACKING", "off"}, {"UCX_SLIM_POLICY", "*=keep:3"}}).packing_steers());
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PACKING", "maybe"}}),
                       Contains("UCX_SLIM_PACKING='maybe': accepted values are [auto|on|off]"));
 }
@@ -408,8 +408,10 @@ TEST_CASE("UCX_SLIM_PREDICTOR picks what drives the link, adaptive by default")
     CHECK(parse({}).predictor.registry_name == "adaptive");
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "spps"}}).predictor.kind == slim::link::PolicyKind::spps);
     CHECK(parse({{"UCX_SLIM_PREDICTOR", "PPS"}}).predictor.kind == slim::link::PolicyKind::pps);
-    CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor.kind == slim::link::PolicyKind::timeout);
-    CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor.kind == slim::link::PolicyKind::always_on);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "timeout"}}).predictor.kind ==
+          slim::link::PolicyKind::timeout);
+    CHECK(parse({{"UCX_SLIM_PREDICTOR", "off"}}).predictor.kind ==
+          slim::link::PolicyKind::always_on);
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_PREDICTOR", "oracle"}}),
                       Contains("UCX_SLIM_PREDICTOR='oracle': accepted values are "
                                "[adaptive|spps|pps|timeout|off]"));
@@ -433,9 +435,11 @@ TEST_CASE("UCX_SLIM_REPORT_WAIT bounds the node report's wait, 10s by default")
                                "0s to 600s"));
     // UCX's time values: a bare number is seconds.
     CHECK(parse({{"UCX_SLIM_REPORT_WAIT", "10"}}).report_wait == 10s);
-    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "10 parsecs"}}),
-                      Contains("UCX_SLIM_REPORT_WAIT='10 parsecs': accepted values are time value"));
-    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "-1s"}}), Contains("UCX_SLIM_REPORT_WAIT='-1s'"));
+    CHECK_THROWS_WITH(
+            parse({{"UCX_SLIM_REPORT_WAIT", "10 parsecs"}}),
+            Contains("UCX_SLIM_REPORT_WAIT='10 parsecs': accepted values are time value"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_REPORT_WAIT", "-1s"}}),
+                      Contains("UCX_SLIM_REPORT_WAIT='-1s'"));
 }
 
 TEST_CASE("UCX_SLIM_BOUNCE_SIZE, _COUNT and _GROW size the packed-put pool: up to 128 x 512k, "
@@ -473,8 +477,7 @@ TEST_CASE("UCX_SLIM_BOUNCE_SIZE, _COUNT and _GROW size the packed-put pool: up t
 TEST_CASE("the table's enum names are the C++ enums' names, in order")
 {
     for (unsigned i = 0; slim_config_log_levels[i] != nullptr; ++i) {
-        CHECK(std::string(slim_config_log_levels[i]) ==
-              slim::to_string(static_cast<LogLevel>(i)));
+        CHECK(std::string(slim_config_log_levels[i]) == slim::to_string(static_cast<LogLevel>(i)));
     }
     for (unsigned i = 0; slim_config_links[i] != nullptr; ++i) {
         CHECK(std::string(slim_config_links[i]) ==

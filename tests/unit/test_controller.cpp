@@ -36,7 +36,7 @@ namespace {
 // A clock the test moves by hand.
 struct ManualClock {
     std::shared_ptr<TimeNs> now = std::make_shared<TimeNs>(0);
-    Clock                   clock() const
+    Clock clock() const
     {
         auto n = now;
         return [n] { return *n; };
@@ -46,9 +46,9 @@ struct ManualClock {
 
 // Records every command; fails set_width for widths in `fail_below`.
 struct Recording {
-    std::vector<std::pair<unsigned, TimeNs>> commands; // width, at
-    unsigned                                 fail_below = 0;
-    unsigned                                 calls      = 0;
+    std::vector<std::pair<unsigned, TimeNs>> commands;  // width, at
+    unsigned fail_below = 0;
+    unsigned calls      = 0;
 };
 
 class RecordingBackend final : public LinkBackend {
@@ -83,8 +83,8 @@ struct Errors {
 ControllerOptions options(const ManualClock& clock, const Errors& errors)
 {
     ControllerOptions o;
-    o.clock           = clock.clock();
-    o.on_error        = errors.reporter();
+    o.clock    = clock.clock();
+    o.on_error = errors.reporter();
     return o;
 }
 
@@ -109,7 +109,7 @@ std::string write_script(const std::string& path, const std::string& body)
 
 std::vector<std::string> lines_of(const std::string& path)
 {
-    std::ifstream            in(path);
+    std::ifstream in(path);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) {
         lines.push_back(line);
@@ -129,13 +129,12 @@ BackendConfig exec_config(const std::string& command, std::chrono::milliseconds 
 
 }  // namespace
 
-TEST_CASE("requests merge: the highest demanded width wins, none means full width",
-          "[controller]")
+TEST_CASE("requests merge: the highest demanded width wins, none means full width", "[controller]")
 {
     ManualClock clock;
-    Errors      errors;
-    auto        rec = std::make_shared<Recording>();
-    Controller  c(std::make_unique<RecordingBackend>(rec), options(clock, errors));
+    Errors errors;
+    auto rec = std::make_shared<Recording>();
+    Controller c(std::make_unique<RecordingBackend>(rec), options(clock, errors));
     REQUIRE(c.width() == 4);
 
     SECTION("low power until t, then back to full at t, dated t")
@@ -156,11 +155,11 @@ TEST_CASE("requests merge: the highest demanded width wins, none means full widt
         c.low_power_until(1'000'000);
         c.burst(0.5);
         CHECK(c.width() == 2);
-        c.burst(0.3); // ceil(1.2)
+        c.burst(0.3);  // ceil(1.2)
         CHECK(c.width() == 2);
         c.burst(0.01);
         CHECK(c.width() == 1);
-        c.burst(0.8); // ceil(3.2)
+        c.burst(0.8);  // ceil(3.2)
         CHECK(c.width() == 4);
         c.end_burst();
         CHECK(c.width() == 1);
@@ -193,8 +192,8 @@ TEST_CASE("a backend that fails sends the controller to full width and reports o
           "[controller]")
 {
     ManualClock clock;
-    Errors      errors;
-    auto        rec = std::make_shared<Recording>();
+    Errors errors;
+    auto rec        = std::make_shared<Recording>();
     rec->fail_below = 4;
     Controller c(std::make_unique<RecordingBackend>(rec), options(clock, errors));
 
@@ -217,8 +216,7 @@ TEST_CASE("a backend that fails sends the controller to full width and reports o
     CHECK(rec->commands.back().first == 4);
 }
 
-TEST_CASE("a node service that is gone leaves the port's width unknown, not full",
-          "[controller]")
+TEST_CASE("a node service that is gone leaves the port's width unknown, not full", "[controller]")
 {
     // What the node service's client backend does once the service died
     // (SIGKILL): it can no longer act, and a restore cannot be confirmed.
@@ -235,8 +233,8 @@ TEST_CASE("a node service that is gone leaves the port's width unknown, not full
         }
     };
     ManualClock clock;
-    Errors      errors;
-    Controller  c(std::make_unique<GoneBackend>(), options(clock, errors));
+    Errors errors;
+    Controller c(std::make_unique<GoneBackend>(), options(clock, errors));
     c.low_power_until(1'000);
     c.sync(1'000);
     CHECK(c.failed());
@@ -251,10 +249,10 @@ TEST_CASE("a node service that is gone leaves the port's width unknown, not full
 
 TEST_CASE("the emulated backend accounts late wake-ups in live time", "[controller]")
 {
-    ManualClock   clock;
-    Errors        errors;
+    ManualClock clock;
+    Errors errors;
     BackendConfig config;
-    config.clock = clock.clock();
+    config.clock       = clock.clock();
     BackendResult made = make_backend("emulated", config);
     REQUIRE(made.status);
     Controller c(std::move(made.backend), options(clock, errors));
@@ -262,7 +260,7 @@ TEST_CASE("the emulated backend accounts late wake-ups in live time", "[controll
     SECTION("traffic during low power waits and is counted")
     {
         c.low_power_until(1'000'000);
-        clock.set(100'000); // long after the 10 us fall
+        clock.set(100'000);  // long after the 10 us fall
         const TimeNs wait = c.traffic();
         CHECK(wait == 10'000);
         CHECK(c.backend().stats()->late_wakeups == 1);
@@ -280,18 +278,18 @@ TEST_CASE("the emulated backend accounts late wake-ups in live time", "[controll
 
 TEST_CASE("with delay injection a late wake-up really waits", "[controller]")
 {
-    ManualClock   clock;
-    Errors        errors;
+    ManualClock clock;
+    Errors errors;
     BackendConfig config;
     config.clock        = clock.clock();
     config.inject_delay = true;
-    config.link.tau_ns  = 2'000'000; // 2 ms: measurable
+    config.link.tau_ns  = 2'000'000;  // 2 ms: measurable
     Controller c(std::move(make_backend("emulated", config).backend), options(clock, errors));
     c.low_power_until(100'000'000);
     clock.set(50'000'000);
-    const auto   start  = std::chrono::steady_clock::now();
-    const TimeNs wait   = c.traffic();
-    const auto   waited = std::chrono::steady_clock::now() - start;
+    const auto start  = std::chrono::steady_clock::now();
+    const TimeNs wait = c.traffic();
+    const auto waited = std::chrono::steady_clock::now() - start;
     CHECK(wait == 2'000'000);
     CHECK(waited >= std::chrono::nanoseconds(wait));
 }
@@ -308,10 +306,10 @@ TEST_CASE("unknown backends and the registry", "[controller]")
 
 TEST_CASE("the exec backend runs the site command per width change", "[controller]")
 {
-    TempDir           dir;
+    TempDir dir;
     const std::string log = dir.path + "/widths";
-    ManualClock       clock;
-    Errors            errors;
+    ManualClock clock;
+    Errors errors;
 
     SECTION("widths are recorded in order, with device and port substituted")
     {
@@ -321,7 +319,7 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
         REQUIRE(made.status);
         Controller c(std::move(made.backend), options(clock, errors));
         c.low_power_until(1'000);
-        c.burst(0.5); // merged with the command still running, or run after it
+        c.burst(0.5);  // merged with the command still running, or run after it
         c.wait_idle();
         c.end_burst();
         c.wait_idle();
@@ -337,11 +335,11 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
     }
     SECTION("a failing command -> full width, the error reported once")
     {
-        const std::string cmd = write_script(
-                dir.path + "/set-width", "echo $3 >> '" + log + "'; [ $3 = 4 ] || exit 3");
-        Controller c(std::move(make_backend("exec", exec_config(cmd, std::chrono::seconds(2)))
-                                       .backend),
-                     options(clock, errors));
+        const std::string cmd = write_script(dir.path + "/set-width",
+                                             "echo $3 >> '" + log + "'; [ $3 = 4 ] || exit 3");
+        Controller c(
+                std::move(make_backend("exec", exec_config(cmd, std::chrono::seconds(2))).backend),
+                options(clock, errors));
         c.low_power_until(1'000'000);
         REQUIRE(c.width() == 1);
         c.wait_idle();
@@ -383,9 +381,10 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
     {
         const std::string cmd = write_script(
                 dir.path + "/set-width", "[ $3 = 4 ] || exec sleep 30; echo $3 >> '" + log + "'");
-        Controller c(std::move(make_backend("exec", exec_config(cmd, std::chrono::milliseconds(200)))
-                                       .backend),
-                     options(clock, errors));
+        Controller c(
+                std::move(make_backend("exec", exec_config(cmd, std::chrono::milliseconds(200)))
+                                  .backend),
+                options(clock, errors));
         const auto start = std::chrono::steady_clock::now();
         c.low_power_until(1'000'000);
         while (!c.failed() && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
@@ -408,8 +407,9 @@ TEST_CASE("the exec backend runs the site command per width change", "[controlle
         CHECK_THAT(r.status.message(), Contains("is not an executable file"));
         BackendConfig no_width;
         no_width.exec_template = "/bin/true {device}";
-        CHECK_THAT(make_backend("exec", no_width).status.message(), Contains("must contain {width}"));
-        BackendConfig no_device;   // device unknown: {device} would be empty
+        CHECK_THAT(make_backend("exec", no_width).status.message(),
+                   Contains("must contain {width}"));
+        BackendConfig no_device;  // device unknown: {device} would be empty
         no_device.exec_template = "/bin/true {device} {width}";
         CHECK_THAT(make_backend("exec", no_device).status.message(),
                    Contains("uses {device}, but no device is known for this port"));
@@ -437,12 +437,12 @@ TEST_CASE("PortInfo LinkWidthEnabled is encoded as libibmad encodes it", "[contr
         CAPTURE(value);
         std::array<std::uint8_t, IB_SMP_DATA_SIZE> ours{};
         std::array<std::uint8_t, IB_SMP_DATA_SIZE> theirs{};
-        std::uint32_t                               v = value;
+        std::uint32_t v = value;
         ib::set_link_width_enabled(ours.data(), static_cast<std::uint8_t>(value));
         mad_encode_field(theirs.data(), IB_PORT_LINK_WIDTH_ENABLED_F, &v);
         CHECK(ours == theirs);
     }
-    std::mt19937                               random(42);
+    std::mt19937 random(42);
     std::array<std::uint8_t, IB_SMP_DATA_SIZE> portinfo{};
     for (int round = 0; round < 100; ++round) {
         for (auto& b : portinfo) {
@@ -463,7 +463,7 @@ TEST_CASE("without InfiniBand the ibmad backend fails at init and the link stays
           "[controller]")
 {
     BackendConfig config;
-    config.device = "mlx5_0:1";
+    config.device         = "mlx5_0:1";
     const BackendResult r = make_backend("ibmad", config);
     if (r.status) {
         WARN("an InfiniBand port is usable here; the clean-failure check does not apply");
@@ -472,11 +472,11 @@ TEST_CASE("without InfiniBand the ibmad backend fails at init and the link stays
     CHECK_THAT(r.status.message(), StartsWith("ibmad link backend: "));
     CHECK(r.status.message().find('\n') == std::string::npos);
 
-    Errors                       errors;
+    Errors errors;
     std::unique_ptr<LinkBackend> b = make_backend_or_emulated("ibmad", config, errors.reporter());
     REQUIRE(b);
     CHECK(b->name() == "emulated");
     REQUIRE(errors.list->size() == 1);
-    CHECK_THAT(errors.list->front(), StartsWith("ibmad link backend: ") &&
-                                             Contains("stays at full width"));
+    CHECK_THAT(errors.list->front(),
+               StartsWith("ibmad link backend: ") && Contains("stays at full width"));
 }

@@ -32,8 +32,8 @@ using Catch::Matchers::Contains;
 namespace {
 
 // As the module's slim_log_line() does.
-__attribute__((format(printf, 2, 3))) void module_log(slim_log_level_t level,
-                                                      const char *format, ...)
+__attribute__((format(printf, 2, 3))) void module_log(slim_log_level_t level, const char *format,
+                                                      ...)
 {
     if (!slim_core_log_enabled(level)) {
         return;
@@ -44,7 +44,7 @@ __attribute__((format(printf, 2, 3))) void module_log(slim_log_level_t level,
     va_end(args);
 }
 
-} // namespace
+}  // namespace
 
 int slim_unit_child_main(const char *scenario)
 {
@@ -56,7 +56,8 @@ int slim_unit_child_main(const char *scenario)
         return 0;
     }
     if (name == "traffic-then-exit" || name == "traffic-report-now") {
-        slim::process_traffic().record(SLIM_OP_AM_SHORT, SLIM_DIR_SEND, 8); // before init: still counted
+        slim::process_traffic().record(SLIM_OP_AM_SHORT, SLIM_DIR_SEND,
+                                       8);  // before init: still counted
         if (slim_core_init() != SLIM_OK) {
             return 3;
         }
@@ -65,17 +66,18 @@ int slim_unit_child_main(const char *scenario)
         if (name == "traffic-report-now") {
             slim_core_report();
             slim_core_report();
-            slim::process_traffic().record(SLIM_OP_PUT, SLIM_DIR_SEND, 1); // after the report: not in it
+            slim::process_traffic().record(SLIM_OP_PUT, SLIM_DIR_SEND,
+                                           1);  // after the report: not in it
         }
-        std::printf("app output\n"); // buffered: must precede the report
+        std::printf("app output\n");  // buffered: must precede the report
         return 0;                     // exit() runs the report hook
     }
     if (name == "mark-by-label") {
         // Statuses of marking three labels, then how many regions exist.
         static double buffer[64];
-        const int halo  = slim_mark(buffer, 16 * sizeof(double), "halo");
-        const int ghost = slim_mark(buffer + 16, 16 * sizeof(double), "ghost");
-        const int other = slim_mark(buffer + 32, 16 * sizeof(double), "other");
+        const int halo       = slim_mark(buffer, 16 * sizeof(double), "halo");
+        const int ghost      = slim_mark(buffer + 16, 16 * sizeof(double), "ghost");
+        const int other      = slim_mark(buffer + 32, 16 * sizeof(double), "other");
         slim::Engine *engine = slim::Engine::get();
         std::printf("status %d %d %d regions %zu\n", halo, ghost, other,
                     engine != nullptr ? engine->regions().size() : 0);
@@ -163,14 +165,14 @@ int slim_unit_child_main(const char *scenario)
 namespace {
 
 struct ChildResult {
-    int         exit_code = -1;
+    int exit_code = -1;
     std::string out;
     std::string err;
 };
 
-std::string slurp(const std::string &path)
+std::string slurp(const std::string& path)
 {
-    std::ifstream      in(path);
+    std::ifstream in(path);
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
@@ -185,7 +187,7 @@ public:
         path_ = tmpl;
     }
     ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-    const std::string &path() const { return path_; }
+    const std::string& path() const { return path_; }
 
 private:
     std::string path_;
@@ -194,7 +196,7 @@ private:
 // Runs this binary with SLIM_UNIT_CHILD=scenario, without any UCX_SLIM_* or
 // launcher rank variable from our own environment, plus `env` (and
 // UCX_SLIM_SERVICE=off unless `env` says otherwise).
-ChildResult run_child(const std::string &scenario, const std::map<std::string, std::string> &env)
+ChildResult run_child(const std::string& scenario, const std::map<std::string, std::string>& env)
 {
     const TempDir tmp;
     std::vector<std::string> vars;
@@ -215,11 +217,11 @@ ChildResult run_child(const std::string &scenario, const std::map<std::string, s
     if (env.count("UCX_SLIM_SERVICE") == 0) {
         vars.push_back("UCX_SLIM_SERVICE=off");
     }
-    for (const auto &[k, v] : env) {
+    for (const auto& [k, v] : env) {
         vars.push_back(k + "=" + v);
     }
     std::vector<char *> envp;
-    for (std::string &v : vars) {
+    for (std::string& v : vars) {
         envp.push_back(v.data());
     }
     envp.push_back(nullptr);
@@ -247,18 +249,18 @@ ChildResult run_child(const std::string &scenario, const std::map<std::string, s
     return r;
 }
 
-std::size_t occurrences(const std::string &haystack, const std::string &needle)
+std::size_t occurrences(const std::string& haystack, const std::string& needle)
 {
     std::size_t n = 0;
     for (std::size_t at = haystack.find(needle); at != std::string::npos;
-         at = haystack.find(needle, at + 1)) {
+         at             = haystack.find(needle, at + 1)) {
         ++n;
     }
     return n;
 }
 
 // `out` without the lines UCX's logger writes for a refused value.
-std::string without_ucx_errors(const std::string &out)
+std::string without_ucx_errors(const std::string& out)
 {
     std::string kept, line;
     std::istringstream in(out);
@@ -270,7 +272,7 @@ std::string without_ucx_errors(const std::string &out)
     return kept;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("a valid configuration initializes the engine and later calls agree")
 {
@@ -292,9 +294,8 @@ TEST_CASE("a bad configuration is logged once and every init returns SLIM_ERR_CO
     CHECK(occurrences(r.out, "Invalid value for REPORT: 'foo'") == 1);
     CHECK(occurrences(r.err, "\n") == 1);
     CHECK_THAT(r.err, Contains("[slim r5] error: "));
-    CHECK_THAT(r.err,
-               Contains("UCX_SLIM_REPORT='foo': accepted values are none, stdout, or a path "
-                        "ending in .json"));
+    CHECK_THAT(r.err, Contains("UCX_SLIM_REPORT='foo': accepted values are none, stdout, or a path "
+                               "ending in .json"));
 }
 
 TEST_CASE("a process without a launcher rank is labelled by pid in the log")
@@ -318,16 +319,15 @@ TEST_CASE("log level off silences even configuration errors")
 
 TEST_CASE("the module's lines have the core's format and follow UCX_SLIM_LOG_LEVEL")
 {
-    const ChildResult debug = run_child(
-            "module-log", {{"UCX_SLIM_LOG_LEVEL", "debug"}, {"PMI_RANK", "4"}});
+    const ChildResult debug =
+            run_child("module-log", {{"UCX_SLIM_LOG_LEVEL", "debug"}, {"PMI_RANK", "4"}});
     CAPTURE(debug.err);
     CHECK(debug.out == "debug before init 1\ndebug after init 1\n");
     CHECK_THAT(debug.err, Contains("[slim r4] warning: before init 1\n"));
     CHECK_THAT(debug.err, Contains("[slim r4] debug: a debug line x\n"));
     CHECK_THAT(debug.err, Contains("[slim r4] error: an error line 2\n"));
 
-    const ChildResult quiet = run_child(
-            "module-log", {{"UCX_SLIM_LOG_LEVEL", "error"}});
+    const ChildResult quiet = run_child("module-log", {{"UCX_SLIM_LOG_LEVEL", "error"}});
     CAPTURE(quiet.err);
     CHECK(quiet.out == "debug before init 0\ndebug after init 0\n");
     CHECK_THAT(quiet.err, !Contains("before init"));
@@ -350,7 +350,7 @@ TEST_CASE("the stdout report is written once, at exit, after the application's o
 
 TEST_CASE("the JSON report is appended once per process with every recorded operation")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string path = dir.path() + "/report.json";
     const ChildResult first =
             run_child("traffic-then-exit", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "0"}});
@@ -363,7 +363,7 @@ TEST_CASE("the JSON report is appended once per process with every recorded oper
     CHECK(second.err.empty());
 
     std::ifstream in(path);
-    std::string   line0, line1, extra;
+    std::string line0, line1, extra;
     REQUIRE(std::getline(in, line0));
     REQUIRE(std::getline(in, line1));
     CHECK_FALSE(std::getline(in, extra));
@@ -384,14 +384,14 @@ TEST_CASE("the JSON report is appended once per process with every recorded oper
 
 TEST_CASE("each interface's recorder counts and logs its traffic, also after it closed")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string path = dir.path() + "/report.json";
     const ChildResult r    = run_child("recorders", {{"UCX_SLIM_REPORT", path}, {"PMI_RANK", "0"}});
     REQUIRE(r.exit_code == 0);
     CHECK(r.out == "short 3 24 any 2 200 put 1 get 1\n");
 
     std::ifstream in(path);
-    std::string   line;
+    std::string line;
     REQUIRE(std::getline(in, line));
     const slim_test::Json report = slim_test::parse_json(line);
     CHECK(report.at("traffic").at("am_short").at("sent").at("count").get<std::int64_t>() == 3);
@@ -409,8 +409,8 @@ TEST_CASE("each interface's recorder counts and logs its traffic, also after it 
 
 TEST_CASE("a report that cannot be written is logged and the process exits normally")
 {
-    const ChildResult r = run_child("traffic-then-exit",
-                                    {{"UCX_SLIM_REPORT", "/nonexistent-slim-dir/r.json"}});
+    const ChildResult r =
+            run_child("traffic-then-exit", {{"UCX_SLIM_REPORT", "/nonexistent-slim-dir/r.json"}});
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.err, Contains("cannot write the report (/nonexistent-slim-dir/r.json)"));
 }
@@ -436,8 +436,7 @@ TEST_CASE("slim_mark marks a label with the precision its UCX_SLIM_POLICY rule g
 
 TEST_CASE("the '*' policy rule marks labels without a rule of their own")
 {
-    const ChildResult r =
-            run_child("mark-by-label", {{"UCX_SLIM_POLICY", "ghost=off;*=rel:1e-3"}});
+    const ChildResult r = run_child("mark-by-label", {{"UCX_SLIM_POLICY", "ghost=off;*=rel:1e-3"}});
     CHECK(r.out == "status 0 0 0 regions 2\nrun +0 keep 3 truncate\nrun +256 keep 3 truncate\n");
 }
 
@@ -450,7 +449,7 @@ TEST_CASE("without UCX_SLIM_POLICY slim_mark succeeds and marks nothing")
 
 TEST_CASE("a malformed UCX_SLIM_POLICY is logged once; marking then fails and packs nothing")
 {
-    const ChildResult r = run_child("mark-by-label", {{"UCX_SLIM_POLICY", "halo=keep:9"}});
+    const ChildResult r   = run_child("mark-by-label", {{"UCX_SLIM_POLICY", "halo=keep:9"}});
     const std::string cfg = std::to_string(SLIM_ERR_CONFIG);
     CHECK(without_ucx_errors(r.out) == "status " + cfg + " " + cfg + " " + cfg + " regions 0\n");
     CHECK(occurrences(r.err, "\n") == 1);

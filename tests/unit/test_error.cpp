@@ -14,7 +14,7 @@ TEST_CASE("configuration errors are slim errors, and slim errors runtime errors"
     STATIC_REQUIRE(std::is_base_of_v<slim::Error, slim::ConfigError>);
     try {
         throw slim::ConfigError("UCX_SLIM_X='y': accepted values are z");
-    } catch (const slim::Error &e) {
+    } catch (const slim::Error& e) {
         CHECK(std::string(e.what()) == "UCX_SLIM_X='y': accepted values are z");
     }
 }

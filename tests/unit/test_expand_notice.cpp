@@ -31,7 +31,7 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-constexpr std::size_t kGuard = 64;   // bytes checked on each side
+constexpr std::size_t kGuard = 64;  // bytes checked on each side
 
 Bytes random_values(std::size_t bytes, std::mt19937_64& rng)
 {
@@ -41,17 +41,19 @@ Bytes random_values(std::size_t bytes, std::mt19937_64& rng)
         std::uint64_t u = (rng() & 0x800FFFFFFFFFFFFFull) | (std::uint64_t{0x3F0} << 52) | 1u;
         std::memcpy(b.data() + i, &u, 8);
     }
-    for (std::size_t i = bytes / 8 * 8; i < bytes; ++i) b[i] = static_cast<std::uint8_t>(rng());
+    for (std::size_t i = bytes / 8 * 8; i < bytes; ++i)
+        b[i] = static_cast<std::uint8_t>(rng());
     return b;
 }
 
 // What a receiver of a frame of `source` would see: the reference.
 Bytes frame_reference(const FrameRequest& source)
 {
-    FrameRequest rq = source;
-    rq.kind = slim::pack::FrameKind::active_message;
+    FrameRequest rq     = source;
+    rq.kind             = slim::pack::FrameKind::active_message;
     std::size_t payload = 0;
-    for (std::size_t i = 0; i < rq.piece_count; ++i) payload += rq.pieces[i].size;
+    for (std::size_t i = 0; i < rq.piece_count; ++i)
+        payload += rq.pieces[i].size;
     Bytes frame(slim::pack::frame_max_size(0, payload, rq.run_count));
     const auto enc = slim::pack::encode_frame(rq, frame.data(), frame.size());
     REQUIRE(enc.ok());
@@ -67,14 +69,15 @@ struct Packed {
     Bytes buffer;
     Bytes notice;
     slim::pack::PackedPutResult result;
-    const std::uint8_t* wire() const { return buffer.data() + result.wire_offset; }
+    const std::uint8_t *wire() const { return buffer.data() + result.wire_offset; }
 };
 
 Packed pack_put(const FrameRequest& source, std::uint64_t remote_addr, std::uint64_t stream = 7,
                 std::uint64_t seq = 1)
 {
     std::size_t payload = 0;
-    for (std::size_t i = 0; i < source.piece_count; ++i) payload += source.pieces[i].size;
+    for (std::size_t i = 0; i < source.piece_count; ++i)
+        payload += source.pieces[i].size;
     Packed p;
     p.buffer.resize(slim::pack::frame_max_size(0, payload, source.run_count));
     p.notice.resize(slim::pack::expand_notice_max_size(source.run_count));
@@ -83,8 +86,8 @@ Packed pack_put(const FrameRequest& source, std::uint64_t remote_addr, std::uint
     rq.remote_addr = remote_addr;
     rq.stream      = stream;
     rq.seq         = seq;
-    p.result = slim::pack::encode_packed_put(rq, p.buffer.data(), p.buffer.size(),
-                                             p.notice.data(), p.notice.size());
+    p.result = slim::pack::encode_packed_put(rq, p.buffer.data(), p.buffer.size(), p.notice.data(),
+                                             p.notice.size());
     p.notice.resize(p.result.notice_len);
     return p;
 }
@@ -93,9 +96,8 @@ Packed pack_put(const FrameRequest& source, std::uint64_t remote_addr, std::uint
 // (up to orig_len) garbage, as a receive buffer would be.
 struct Destination {
     Bytes memory;
-    std::uint8_t* at() { return memory.data() + kGuard; }
-    Destination(const Packed& p, std::size_t orig_len)
-        : memory(orig_len + 2 * kGuard, 0xA5)
+    std::uint8_t *at() { return memory.data() + kGuard; }
+    Destination(const Packed& p, std::size_t orig_len) : memory(orig_len + 2 * kGuard, 0xA5)
     {
         std::memcpy(at(), p.wire(), p.result.wire_len);
     }
@@ -119,8 +121,7 @@ Precision precision(int keep, Rounding mode) { return Precision{keep, mode}; }
 
 }  // namespace
 
-TEST_CASE("a packed put widens in place to what a frame of the same data decodes to",
-          "[expand]")
+TEST_CASE("a packed put widens in place to what a frame of the same data decodes to", "[expand]")
 {
     std::mt19937_64 rng(42);
     for (int keep = 2; keep <= 7; ++keep) {
@@ -131,10 +132,10 @@ TEST_CASE("a packed put widens in place to what a frame of the same data decodes
                 MarkedRun run{0, bytes, 0, precision(keep, mode)};
                 const ByteSpan piece{src.data(), bytes};
                 FrameRequest source;
-                source.pieces = &piece;
+                source.pieces      = &piece;
                 source.piece_count = 1;
-                source.runs = &run;
-                source.run_count = 1;
+                source.runs        = &run;
+                source.run_count   = 1;
 
                 const Packed p = pack_put(source, 0x1000);
                 REQUIRE(p.result.ok());
@@ -153,17 +154,17 @@ TEST_CASE("mixed segments, odd element phases and several pieces widen exactly",
     std::mt19937_64 rng(7);
     for (int trial = 0; trial < 200; ++trial) {
         const std::size_t bytes = 64 + rng() % 20000;
-        const Bytes src = random_values(bytes, rng);
+        const Bytes src         = random_values(bytes, rng);
         // Up to 5 runs at random places, random precisions and phases.
         std::vector<MarkedRun> runs;
         std::size_t pos = rng() % 64;
         while (runs.size() < 5 && pos + 16 < bytes) {
             const std::size_t len = 8 + rng() % std::min<std::size_t>(bytes - pos, 5000);
             MarkedRun r;
-            r.begin = pos;
-            r.end = std::min(bytes, pos + len);
-            r.region_base = pos - rng() % 8;   // elements may start mid-run
-            r.precision = precision(2 + static_cast<int>(rng() % 6),
+            r.begin       = pos;
+            r.end         = std::min(bytes, pos + len);
+            r.region_base = pos - rng() % 8;  // elements may start mid-run
+            r.precision   = precision(2 + static_cast<int>(rng() % 6),
                                     rng() % 2 ? Rounding::truncate : Rounding::nearest_even);
             runs.push_back(r);
             pos = r.end + rng() % 300;
@@ -177,10 +178,10 @@ TEST_CASE("mixed segments, odd element phases and several pieces widen exactly",
             at += len;
         }
         FrameRequest source;
-        source.pieces = pieces.data();
+        source.pieces      = pieces.data();
         source.piece_count = pieces.size();
-        source.runs = runs.data();
-        source.run_count = runs.size();
+        source.runs        = runs.data();
+        source.run_count   = runs.size();
 
         const Packed p = pack_put(source, 0x2000, 9, 1);
         REQUIRE(p.result.ok());
@@ -199,11 +200,11 @@ TEST_CASE("a put shorter than 8 bytes pads head and tail with zeros", "[expand]"
     MarkedRun run{0, 16, 0, precision(2, Rounding::truncate)};
     const ByteSpan piece{src.data(), 16};
     FrameRequest source;
-    source.pieces = &piece;
+    source.pieces      = &piece;
     source.piece_count = 1;
-    source.runs = &run;
-    source.run_count = 1;
-    const Packed p = pack_put(source, 0x3000);
+    source.runs        = &run;
+    source.run_count   = 1;
+    const Packed p     = pack_put(source, 0x3000);
     REQUIRE(p.result.ok());
     REQUIRE(p.result.wire_len == 4);
     Destination d(p, 16);
@@ -224,13 +225,13 @@ struct Fixture {
     Fixture()
     {
         std::mt19937_64 rng(11);
-        src = random_values(4096, rng);
-        piece = {src.data(), src.size()};
-        source.pieces = &piece;
+        src                = random_values(4096, rng);
+        piece              = {src.data(), src.size()};
+        source.pieces      = &piece;
         source.piece_count = 1;
-        source.runs = &run;
-        source.run_count = 1;
-        packed = pack_put(source, 0x4000);
+        source.runs        = &run;
+        source.run_count   = 1;
+        packed             = pack_put(source, 0x4000);
         REQUIRE(packed.result.ok());
     }
 };
@@ -251,7 +252,7 @@ TEST_CASE("malformed notices are refused with the matching error", "[expand]")
 
     auto mutated = [&](std::size_t at, std::uint8_t value) {
         Bytes n = good;
-        n[at] = value;
+        n[at]   = value;
         return n;
     };
     CHECK(validate(Bytes(good.begin(), good.begin() + 55)) == ExpandError::truncated);
@@ -265,15 +266,15 @@ TEST_CASE("malformed notices are refused with the matching error", "[expand]")
     std::fill(zero_stream.begin() + 24, zero_stream.begin() + 32, 0);
     CHECK(validate(zero_stream) == ExpandError::zero_stream);
     CHECK(validate(mutated(19, 0x7F)) == ExpandError::payload_too_large);
-    CHECK(validate(mutated(16, 8)) == ExpandError::payload_length_mismatch);   // orig_len
-    CHECK(validate(mutated(5, 0)) == ExpandError::wire_length_mismatch);       // wire_len
+    CHECK(validate(mutated(16, 8)) == ExpandError::payload_length_mismatch);  // orig_len
+    CHECK(validate(mutated(5, 0)) == ExpandError::wire_length_mismatch);      // wire_len
     const std::size_t e = slim::pack::kExpandHeaderSize;
     CHECK(validate(mutated(e + 0, 2)) == ExpandError::bad_segment_kind);
     CHECK(validate(mutated(e + 1, 8)) == ExpandError::bad_keep);
     CHECK(validate(mutated(e + 1, 1)) == ExpandError::bad_keep);
     CHECK(validate(mutated(e + 2, 2)) == ExpandError::bad_mode);
     CHECK(validate(mutated(e + 3, 1)) == ExpandError::field_not_zero);
-    Bytes raw_with_keep = mutated(e + 0, 0);   // raw, keep still 4
+    Bytes raw_with_keep = mutated(e + 0, 0);  // raw, keep still 4
     CHECK(validate(raw_with_keep) == ExpandError::field_not_zero);
     CHECK(validate(mutated(e + 4, 4)) == ExpandError::packed_length_not_multiple_of_8);
     for (ExpandError error : {ExpandError::truncated, ExpandError::destination_mismatch,
@@ -285,8 +286,8 @@ TEST_CASE("malformed notices are refused with the matching error", "[expand]")
 TEST_CASE("a destination that does not hold the put is left untouched", "[expand]")
 {
     Fixture f;
-    const auto v = slim::pack::validate_expand_notice(f.packed.notice.data(),
-                                                      f.packed.notice.size());
+    const auto v =
+            slim::pack::validate_expand_notice(f.packed.notice.data(), f.packed.notice.size());
     REQUIRE(v.ok());
     // The put has not arrived (or a different one did): the head differs.
     Destination absent(f.packed, 4096);
@@ -306,16 +307,16 @@ TEST_CASE("the sequencer accepts each stream's notices once and in order", "[exp
 {
     using Verdict = ExpandSequencer::Verdict;
     ExpandSequencer s(2);
-    CHECK(s.check(10, 2) == Verdict::out_of_order);   // 1 is missing
+    CHECK(s.check(10, 2) == Verdict::out_of_order);  // 1 is missing
     CHECK(s.check(10, 1) == Verdict::accept);
     CHECK(s.check(10, 1) == Verdict::replayed);
     CHECK(s.check(10, 3) == Verdict::out_of_order);
     CHECK(s.check(10, 2) == Verdict::accept);
     CHECK(s.check(20, 1) == Verdict::accept);
-    CHECK(s.check(10, 3) == Verdict::accept);         // 10 is now the most recent
-    CHECK(s.check(30, 1) == Verdict::accept);         // evicts 20, the least recent
-    CHECK(s.check(20, 2) == Verdict::out_of_order);   // forgotten: not accepted
-    CHECK(s.check(10, 4) == Verdict::accept);         // kept
+    CHECK(s.check(10, 3) == Verdict::accept);        // 10 is now the most recent
+    CHECK(s.check(30, 1) == Verdict::accept);        // evicts 20, the least recent
+    CHECK(s.check(20, 2) == Verdict::out_of_order);  // forgotten: not accepted
+    CHECK(s.check(10, 4) == Verdict::accept);        // kept
     CHECK(s.check(10, 0) == Verdict::replayed);
 }
 
@@ -326,9 +327,9 @@ struct Registered {
     int calls = 0;
 };
 
-int registered_cb(void* arg, std::uint64_t address, std::size_t length)
+int registered_cb(void *arg, std::uint64_t address, std::size_t length)
 {
-    auto* r = static_cast<Registered*>(arg);
+    auto *r = static_cast<Registered *>(arg);
     ++r->calls;
     return address >= r->begin && address + length <= r->end ? 1 : 0;
 }
@@ -339,18 +340,17 @@ struct Landed {
     Bytes memory;
     Bytes notice;
     Registered reg;
-    explicit Landed(std::uint64_t seq = 1)
-        : memory(4096 + 2 * kGuard, 0xA5)
+    explicit Landed(std::uint64_t seq = 1) : memory(4096 + 2 * kGuard, 0xA5)
     {
-        std::uint8_t* at = memory.data() + kGuard;
-        const auto addr = reinterpret_cast<std::uintptr_t>(at);
-        f.packed = pack_put(f.source, addr, 77, seq);
+        std::uint8_t *at = memory.data() + kGuard;
+        const auto addr  = reinterpret_cast<std::uintptr_t>(at);
+        f.packed         = pack_put(f.source, addr, 77, seq);
         std::memcpy(at, f.packed.wire(), f.packed.result.wire_len);
-        notice = f.packed.notice;
+        notice    = f.packed.notice;
         reg.begin = addr;
-        reg.end = addr + 4096;
+        reg.end   = addr + 4096;
     }
-    std::uint8_t* at() { return memory.data() + kGuard; }
+    std::uint8_t *at() { return memory.data() + kGuard; }
 };
 
 slim_packing_stats_t stats()
@@ -364,7 +364,7 @@ slim_packing_stats_t stats()
 
 TEST_CASE("slim_core_expand widens a registered put once, and refuses the rest", "[expand]")
 {
-    slim_core_expander_t* expander = slim_core_expander_open();
+    slim_core_expander_t *expander = slim_core_expander_open();
     REQUIRE(expander != nullptr);
 
     Landed ok;
@@ -384,19 +384,19 @@ TEST_CASE("slim_core_expand widens a registered put once, and refuses the rest",
     }
     SECTION("an out-of-order notice")
     {
-        Landed later(3);   // seq 2 never came
+        Landed later(3);  // seq 2 never came
         const Bytes untouched = later.memory;
-        CHECK(slim_core_expand(expander, later.notice.data(), later.notice.size(),
-                               registered_cb, &later.reg) == -1);
+        CHECK(slim_core_expand(expander, later.notice.data(), later.notice.size(), registered_cb,
+                               &later.reg) == -1);
         CHECK(later.memory == untouched);
     }
     SECTION("a range that is not registered")
     {
         Landed next(2);
-        next.reg.end = next.reg.begin + 4095;   // one byte short
+        next.reg.end          = next.reg.begin + 4095;  // one byte short
         const Bytes untouched = next.memory;
-        CHECK(slim_core_expand(expander, next.notice.data(), next.notice.size(),
-                               registered_cb, &next.reg) == -1);
+        CHECK(slim_core_expand(expander, next.notice.data(), next.notice.size(), registered_cb,
+                               &next.reg) == -1);
         CHECK(next.reg.calls == 1);
         CHECK(next.memory == untouched);
         CHECK(slim_core_expand(expander, next.notice.data(), next.notice.size(), nullptr,
@@ -405,10 +405,10 @@ TEST_CASE("slim_core_expand widens a registered put once, and refuses the rest",
     SECTION("a length that does not match the put")
     {
         Landed next(2);
-        next.at()[next.f.packed.result.wire_len - 1] ^= 1;   // another put's tail
+        next.at()[next.f.packed.result.wire_len - 1] ^= 1;  // another put's tail
         const Bytes untouched = next.memory;
-        CHECK(slim_core_expand(expander, next.notice.data(), next.notice.size(),
-                               registered_cb, &next.reg) == -1);
+        CHECK(slim_core_expand(expander, next.notice.data(), next.notice.size(), registered_cb,
+                               &next.reg) == -1);
         CHECK(next.memory == untouched);
     }
     SECTION("garbage")
@@ -427,19 +427,20 @@ TEST_CASE("encode_packed_put refuses what it cannot pack", "[expand]")
 {
     Fixture f;
     PackedPutRequest rq;
-    rq.source = f.source;
+    rq.source      = f.source;
     rq.remote_addr = 0x5000;
-    rq.stream = 0;
+    rq.stream      = 0;
     Bytes buffer(8192), notice(1200);
     CHECK(slim::pack::encode_packed_put(rq, buffer.data(), buffer.size(), notice.data(),
-                                        notice.size()).error == ExpandError::zero_stream);
+                                        notice.size())
+                  .error == ExpandError::zero_stream);
     rq.stream = 1;
     CHECK(slim::pack::encode_packed_put(rq, buffer.data(), 100, notice.data(), notice.size())
                   .frame_error == slim::pack::FrameError::buffer_too_small);
     CHECK(slim::pack::encode_packed_put(rq, buffer.data(), buffer.size(), notice.data(), 60)
                   .error == ExpandError::buffer_too_small);
-    const auto ok = slim::pack::encode_packed_put(rq, buffer.data(), buffer.size(),
-                                                  notice.data(), notice.size());
+    const auto ok = slim::pack::encode_packed_put(rq, buffer.data(), buffer.size(), notice.data(),
+                                                  notice.size());
     CHECK(ok.ok());
     CHECK(ok.notice_len <= slim::pack::expand_notice_max_size(1));
     CHECK(ok.notice_len <= SLIM_EXPAND_NOTICE_MAX);
@@ -450,11 +451,11 @@ TEST_CASE("encode_packed_put refuses what it cannot pack", "[expand]")
 // SLIM_FRAME_CORPUS_DIR is set: `slim-unit-tests "[.frame-corpus]"`.
 TEST_CASE("write the expand notice seeds of the fuzzer corpus", "[.frame-corpus]")
 {
-    const char* dir = std::getenv("SLIM_FRAME_CORPUS_DIR");
+    const char *dir = std::getenv("SLIM_FRAME_CORPUS_DIR");
     REQUIRE(dir != nullptr);
     auto write = [&](const std::string& name, const Bytes& bytes) {
         std::ofstream(std::string(dir) + "/" + name, std::ios::binary)
-                .write(reinterpret_cast<const char*>(bytes.data()),
+                .write(reinterpret_cast<const char *>(bytes.data()),
                        static_cast<std::streamsize>(bytes.size()));
     };
     Fixture f;
@@ -462,15 +463,15 @@ TEST_CASE("write the expand notice seeds of the fuzzer corpus", "[.frame-corpus]
 
     // Three runs: raw, packed keep 2, raw, packed keep 7 round, raw.
     std::mt19937_64 rng(21);
-    const Bytes src = random_values(200, rng);
+    const Bytes src  = random_values(200, rng);
     MarkedRun runs[] = {{13, 77, 13, Precision{2, Rounding::truncate}},
                         {101, 173, 99, Precision{7, Rounding::nearest_even}}};
     const ByteSpan piece{src.data(), src.size()};
     FrameRequest source;
-    source.pieces = &piece;
+    source.pieces      = &piece;
     source.piece_count = 1;
-    source.runs = runs;
-    source.run_count = 2;
+    source.runs        = runs;
+    source.run_count   = 2;
     const Packed mixed = pack_put(source, 0x6000, 5, 2);
     REQUIRE(mixed.result.ok());
     write("notice-mixed", mixed.notice);

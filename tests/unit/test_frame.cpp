@@ -35,13 +35,14 @@ using Bytes = std::vector<std::uint8_t>;
 Bytes random_bytes(std::size_t n, std::mt19937_64& rng)
 {
     Bytes b(n);
-    for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+    for (auto& x : b)
+        x = static_cast<std::uint8_t>(rng());
     return b;
 }
 
-std::uintptr_t addr_of(const std::uint8_t* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uintptr_t addr_of(const std::uint8_t *p) { return reinterpret_cast<std::uintptr_t>(p); }
 
-std::vector<MarkedRun> find_runs(const RegionRegistry& reg, const std::uint8_t* p, std::size_t n)
+std::vector<MarkedRun> find_runs(const RegionRegistry& reg, const std::uint8_t *p, std::size_t n)
 {
     std::vector<MarkedRun> runs(64);
     const std::size_t count = reg.find(p, n, runs.data(), runs.size());
@@ -51,15 +52,15 @@ std::vector<MarkedRun> find_runs(const RegionRegistry& reg, const std::uint8_t* 
 }
 
 // What the receiver must see for payload bytes at [addr, addr + size).
-Bytes expected_payload(const std::uint8_t* payload, std::size_t size, std::uintptr_t addr,
+Bytes expected_payload(const std::uint8_t *payload, std::size_t size, std::uintptr_t addr,
                        const std::vector<MarkedRun>& runs)
 {
     Bytes out(payload, payload + size);
     for (const MarkedRun& run : runs) {
-        const std::uintptr_t lo = std::max(run.begin, addr);
-        const std::uintptr_t hi = std::min(run.end, addr + size);
+        const std::uintptr_t lo    = std::max(run.begin, addr);
+        const std::uintptr_t hi    = std::min(run.end, addr + size);
         const std::uintptr_t first = run.region_base + (lo - run.region_base + 7) / 8 * 8;
-        const std::uintptr_t n = hi >= first + 8 ? (hi - first) / 8 : 0;
+        const std::uintptr_t n     = hi >= first + 8 ? (hi - first) / 8 : 0;
         if (n == 0) continue;
         for (std::uintptr_t s = first; s + 8 <= hi; s += 8) {
             double d;
@@ -79,7 +80,8 @@ struct Encoded {
 Encoded encode(FrameRequest rq)
 {
     std::size_t payload_len = 0;
-    for (std::size_t i = 0; i < rq.piece_count; ++i) payload_len += rq.pieces[i].size;
+    for (std::size_t i = 0; i < rq.piece_count; ++i)
+        payload_len += rq.pieces[i].size;
     Encoded e;
     e.frame.resize(slim::pack::frame_max_size(rq.header.size, payload_len, rq.run_count));
     e.result = slim::pack::encode_frame(rq, e.frame.data(), e.frame.size());
@@ -89,17 +91,17 @@ Encoded encode(FrameRequest rq)
     return e;
 }
 
-FrameRequest am_request(const ByteSpan* pieces, std::size_t count, std::uintptr_t addr,
+FrameRequest am_request(const ByteSpan *pieces, std::size_t count, std::uintptr_t addr,
                         const std::vector<MarkedRun>& runs)
 {
     FrameRequest rq;
-    rq.kind = FrameKind::active_message;
-    rq.orig_am_id = 17;
-    rq.pieces = pieces;
-    rq.piece_count = count;
+    rq.kind         = FrameKind::active_message;
+    rq.orig_am_id   = 17;
+    rq.pieces       = pieces;
+    rq.piece_count  = count;
     rq.payload_addr = addr;
-    rq.runs = runs.data();
-    rq.run_count = runs.size();
+    rq.runs         = runs.data();
+    rq.run_count    = runs.size();
     return rq;
 }
 
@@ -116,9 +118,10 @@ Bytes decode(const Bytes& frame)
 struct Buffer {
     explicit Buffer(std::size_t n_doubles, std::mt19937_64& rng) : words(n_doubles)
     {
-        for (auto& w : words) w = rng();
+        for (auto& w : words)
+            w = rng();
     }
-    std::uint8_t* bytes() { return reinterpret_cast<std::uint8_t*>(words.data()); }
+    std::uint8_t *bytes() { return reinterpret_cast<std::uint8_t *>(words.data()); }
     std::size_t size() const { return words.size() * 8; }
     std::vector<std::uint64_t> words;
 };
@@ -237,9 +240,9 @@ TEST_CASE("a fragment starting and ending mid-element sends the partial elements
     for (std::size_t s = 0; s < 8; ++s) {
         for (std::size_t t = 0; t < 8; ++t) {
             CAPTURE(s, t);
-            std::uint8_t* p = buf.bytes() + 24 + s;
+            std::uint8_t *p     = buf.bytes() + 24 + s;
             const std::size_t n = (8 * 60 + t) - (24 + s);
-            const auto runs = find_runs(reg, p, n);
+            const auto runs     = find_runs(reg, p, n);
             REQUIRE(runs.size() == 1);
             REQUIRE(runs[0].region_base == base);
             const ByteSpan piece{p, n};
@@ -271,7 +274,7 @@ TEST_CASE("a run holding no whole element of the fragment is sent raw", "[frame]
     // and 7 bytes later: both inside that partial element.
     for (const std::size_t n : {std::size_t{2}, std::size_t{7}, std::size_t{9}}) {
         CAPTURE(n);
-        std::uint8_t* p = buf.bytes() + 1;
+        std::uint8_t *p = buf.bytes() + 1;
         const auto runs = find_runs(reg, p, n);
         const ByteSpan piece{p, n};
         const auto e = encode(am_request(&piece, 1, addr_of(p), runs));
@@ -297,7 +300,8 @@ TEST_CASE("an iov payload split at arbitrary points frames like the contiguous o
         // Cut points, duplicates allowed (they make empty pieces).
         std::vector<std::size_t> cuts{0, buf.size()};
         const int n_cuts = static_cast<int>(rng() % 12);
-        for (int i = 0; i < n_cuts; ++i) cuts.push_back(rng() % (buf.size() + 1));
+        for (int i = 0; i < n_cuts; ++i)
+            cuts.push_back(rng() % (buf.size() + 1));
         std::sort(cuts.begin(), cuts.end());
         std::vector<ByteSpan> pieces;
         for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
@@ -319,8 +323,8 @@ TEST_CASE("scattered iov memory works once the runs are shifted to payload offse
     REQUIRE(reg.mark(b.bytes() + 4, b.size() - 4, Precision{6, Rounding::truncate}));
 
     // Payload: the last 300 bytes of a, then the first 301 bytes of b.
-    const ByteSpan pieces[] = {{a.bytes() + 20, 300}, {b.bytes(), 301}};
-    const std::uintptr_t payload_addr = 0x1000;   // any address space will do
+    const ByteSpan pieces[]           = {{a.bytes() + 20, 300}, {b.bytes(), 301}};
+    const std::uintptr_t payload_addr = 0x1000;  // any address space will do
     std::vector<MarkedRun> runs;
     std::uintptr_t logical = payload_addr;
     for (const ByteSpan& piece : pieces) {
@@ -347,13 +351,13 @@ TEST_CASE("an am_short header travels with the frame", "[frame]")
     Buffer buf(32, rng);
     RegionRegistry reg;
     REQUIRE(reg.mark(buf.bytes(), buf.size(), Precision{4, Rounding::truncate}));
-    const auto runs = find_runs(reg, buf.bytes(), buf.size());
+    const auto runs              = find_runs(reg, buf.bytes(), buf.size());
     const std::uint8_t header[8] = {1, 2, 3, 4, 5, 6, 7, 0xFF};
     const ByteSpan piece{buf.bytes(), buf.size()};
     FrameRequest rq = am_request(&piece, 1, addr_of(buf.bytes()), runs);
-    rq.orig_am_id = 42;
-    rq.header = {header, sizeof header};
-    const auto e = encode(rq);
+    rq.orig_am_id   = 42;
+    rq.header       = {header, sizeof header};
+    const auto e    = encode(rq);
 
     CHECK(e.frame.size() == 24 + 8 + 8 + 32 * 4);
     const auto v = slim::pack::validate_frame(e.frame.data(), e.frame.size());
@@ -372,15 +376,15 @@ TEST_CASE("a put frame carries its remote address and no header", "[frame]")
     Buffer buf(32, rng);
     const ByteSpan piece{buf.bytes(), buf.size()};
     FrameRequest rq = am_request(&piece, 1, addr_of(buf.bytes()), {});
-    rq.kind = FrameKind::put;
-    rq.orig_am_id = 0;
-    rq.remote_addr = 0x7FFF'1234'5678'9ABCULL;
-    const auto e = encode(rq);
+    rq.kind         = FrameKind::put;
+    rq.orig_am_id   = 0;
+    rq.remote_addr  = 0x7FFF'1234'5678'9ABCULL;
+    const auto e    = encode(rq);
 
     // Field by field, little-endian.
     const Bytes head(e.frame.begin(), e.frame.begin() + 24);
-    const Bytes want{0x5A, 1, 1, 0,  0, 0,  1, 0,  0, 1, 0, 0,  0, 0, 0, 0,
-                     0xBC, 0x9A, 0x78, 0x56, 0x34, 0x12, 0xFF, 0x7F};
+    const Bytes want{0x5A, 1, 1, 0, 0,    0,    1,    0,    0,    1,    0,    0,
+                     0,    0, 0, 0, 0xBC, 0x9A, 0x78, 0x56, 0x34, 0x12, 0xFF, 0x7F};
     CHECK(head == want);
     const auto v = slim::pack::validate_frame(e.frame.data(), e.frame.size());
     REQUIRE(v.ok());
@@ -392,15 +396,17 @@ TEST_CASE("a put frame carries its remote address and no header", "[frame]")
     SECTION("a put with a header is refused")
     {
         const std::uint8_t h[8] = {};
-        rq.header = {h, 8};
+        rq.header               = {h, 8};
         Bytes out(1024);
-        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error == FrameError::field_not_zero);
+        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error ==
+              FrameError::field_not_zero);
     }
     SECTION("an active message with a remote address is refused")
     {
         rq.kind = FrameKind::active_message;
         Bytes out(1024);
-        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error == FrameError::field_not_zero);
+        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error ==
+              FrameError::field_not_zero);
     }
 }
 
@@ -419,7 +425,8 @@ TEST_CASE("every whole marked element is packed, even a single one", "[frame]")
         const auto e = encode(am_request(&piece, 1, addr_of(buf.bytes()), runs));
         CHECK(e.frame.size() <= slim::pack::frame_max_size(0, buf.size(), runs.size()));
         CHECK(e.result.stats.packed_elements == elements);
-        CHECK(decode(e.frame) == expected_payload(buf.bytes(), buf.size(), addr_of(buf.bytes()), runs));
+        CHECK(decode(e.frame) ==
+              expected_payload(buf.bytes(), buf.size(), addr_of(buf.bytes()), runs));
     }
 }
 
@@ -449,7 +456,7 @@ TEST_CASE("no frame is larger than frame_max_size, whatever the runs", "[frame]"
         RegionRegistry reg;
         const int n = 1 + static_cast<int>(rng() % 8);
         for (int i = 0; i < n; ++i) {
-            const std::size_t at = rng() % buf.size();
+            const std::size_t at  = rng() % buf.size();
             const std::size_t len = 1 + rng() % (buf.size() - at);
             const Precision prec{2 + static_cast<int>(rng() % 6),
                                  rng() % 2 ? Rounding::truncate : Rounding::nearest_even};
@@ -457,7 +464,7 @@ TEST_CASE("no frame is larger than frame_max_size, whatever the runs", "[frame]"
         }
         const std::size_t off = rng() % 64;
         const std::size_t len = rng() % (buf.size() - off);
-        const auto runs = find_runs(reg, buf.bytes() + off, len);
+        const auto runs       = find_runs(reg, buf.bytes() + off, len);
         const ByteSpan piece{buf.bytes() + off, len};
         const auto e = encode(am_request(&piece, 1, addr_of(piece.data), runs));
         REQUIRE(e.frame.size() <= slim::pack::frame_max_size(0, len, runs.size()));
@@ -476,22 +483,26 @@ TEST_CASE("the encoder refuses what cannot be framed", "[frame]")
     SECTION("an output buffer one byte short")
     {
         const std::size_t need = slim::pack::frame_max_size(0, buf.size(), 0);
-        CHECK(slim::pack::encode_frame(rq, out.data(), need - 1).error == FrameError::buffer_too_small);
+        CHECK(slim::pack::encode_frame(rq, out.data(), need - 1).error ==
+              FrameError::buffer_too_small);
         CHECK(slim::pack::encode_frame(rq, out.data(), need).ok());
     }
     SECTION("a header above 65535 bytes")
     {
         Bytes header(70000);
         rq.header = {header.data(), header.size()};
-        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error == FrameError::header_too_long);
+        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error ==
+              FrameError::header_too_long);
         CHECK(slim::pack::frame_max_size(header.size(), 0, 0) == 0);
     }
     SECTION("a payload above 1 GiB")
     {
-        const ByteSpan huge[] = {{buf.bytes(), std::size_t{1} << 29}, {buf.bytes(), (std::size_t{1} << 29) + 1}};
-        rq.pieces = huge;
-        rq.piece_count = 2;
-        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error == FrameError::payload_too_large);
+        const ByteSpan huge[] = {{buf.bytes(), std::size_t{1} << 29},
+                                 {buf.bytes(), (std::size_t{1} << 29) + 1}};
+        rq.pieces             = huge;
+        rq.piece_count        = 2;
+        CHECK(slim::pack::encode_frame(rq, out.data(), out.size()).error ==
+              FrameError::payload_too_large);
         CHECK(slim::pack::frame_max_size(0, (std::size_t{1} << 30) + 1, 0) == 0);
     }
     SECTION("an unknown kind")
@@ -516,13 +527,13 @@ Sample sample_frame()
     static Buffer buf(64, rng);
     RegionRegistry reg;
     REQUIRE(reg.mark(buf.bytes() + 13, 400, Precision{3, Rounding::nearest_even}));
-    const auto runs = find_runs(reg, buf.bytes(), buf.size());
+    const auto runs              = find_runs(reg, buf.bytes(), buf.size());
     const std::uint8_t header[8] = {9, 8, 7, 6, 5, 4, 3, 2};
     const ByteSpan piece{buf.bytes(), buf.size()};
     FrameRequest rq = am_request(&piece, 1, addr_of(buf.bytes()), runs);
-    rq.header = {header, 8};
+    rq.header       = {header, 8};
     Sample s;
-    s.frame = encode(rq).frame;
+    s.frame      = encode(rq).frame;
     const auto v = slim::pack::validate_frame(s.frame.data(), s.frame.size());
     REQUIRE(v.ok());
     REQUIRE(v.view.segment_count() == 3);
@@ -532,20 +543,19 @@ Sample sample_frame()
 
 void put_le(Bytes& f, std::size_t at, std::uint64_t v, int bytes)
 {
-    for (int i = 0; i < bytes; ++i) f[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+    for (int i = 0; i < bytes; ++i)
+        f[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
 std::uint64_t get_le(const Bytes& f, std::size_t at, int bytes)
 {
     std::uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | f[at + i];
+    for (int i = bytes - 1; i >= 0; --i)
+        v = (v << 8) | f[at + i];
     return v;
 }
 
-FrameError check(const Bytes& f)
-{
-    return slim::pack::validate_frame(f.data(), f.size()).error;
-}
+FrameError check(const Bytes& f) { return slim::pack::validate_frame(f.data(), f.size()).error; }
 
 }  // namespace
 
@@ -560,10 +570,26 @@ TEST_CASE("malformed frames are rejected with the matching error", "[frame]")
         CHECK(slim::pack::validate_frame(f.data(), 0).error == FrameError::truncated);
         CHECK(slim::pack::validate_frame(nullptr, 100).error == FrameError::truncated);
     }
-    SECTION("bad magic") { f[0] = 0x5B; CHECK(check(f) == FrameError::bad_magic); }
-    SECTION("bad version") { f[1] = 2; CHECK(check(f) == FrameError::bad_version); }
-    SECTION("bad kind") { f[2] = 2; CHECK(check(f) == FrameError::bad_kind); }
-    SECTION("header reserved field not zero") { f[13] = 1; CHECK(check(f) == FrameError::field_not_zero); }
+    SECTION("bad magic")
+    {
+        f[0] = 0x5B;
+        CHECK(check(f) == FrameError::bad_magic);
+    }
+    SECTION("bad version")
+    {
+        f[1] = 2;
+        CHECK(check(f) == FrameError::bad_version);
+    }
+    SECTION("bad kind")
+    {
+        f[2] = 2;
+        CHECK(check(f) == FrameError::bad_kind);
+    }
+    SECTION("header reserved field not zero")
+    {
+        f[13] = 1;
+        CHECK(check(f) == FrameError::field_not_zero);
+    }
     SECTION("active message with a remote address")
     {
         f[23] = 1;
@@ -609,13 +635,13 @@ TEST_CASE("malformed frames are rejected with the matching error", "[frame]")
     }
     SECTION("segment reserved byte, raw keep or raw mode not zero")
     {
-        Bytes g = f;
+        Bytes g           = f;
         g[s.entry(1) + 3] = 1;
         CHECK(check(g) == FrameError::field_not_zero);
-        g = f;
+        g                 = f;
         g[s.entry(0) + 1] = 3;
         CHECK(check(g) == FrameError::field_not_zero);
-        g = f;
+        g                 = f;
         g[s.entry(2) + 2] = 1;
         CHECK(check(g) == FrameError::field_not_zero);
     }
@@ -632,11 +658,11 @@ TEST_CASE("malformed frames are rejected with the matching error", "[frame]")
         g = f;
         put_le(g, 8, get_le(g, 8, 4) - 1, 4);
         CHECK(check(g) == FrameError::payload_length_mismatch);
-        g = f;   // a huge packed segment: rejected without overflowing
+        g = f;  // a huge packed segment: rejected without overflowing
         put_le(g, s.entry(1) + 4, 0xFFFFFFF8u, 4);
         CHECK(check(g) == FrameError::payload_length_mismatch);
         g = f;
-        put_le(g, 6, 0, 2);   // no segments, payload left over
+        put_le(g, 6, 0, 2);  // no segments, payload left over
         CHECK(check(g) == FrameError::payload_length_mismatch);
     }
     SECTION("segment data not exactly the rest of the frame")
@@ -647,7 +673,7 @@ TEST_CASE("malformed frames are rejected with the matching error", "[frame]")
         g = f;
         g.pop_back();
         CHECK(check(g) == FrameError::wire_size_mismatch);
-        g = f;   // consistent lengths, one byte of data missing
+        g = f;  // consistent lengths, one byte of data missing
         put_le(g, s.entry(0) + 4, get_le(g, s.entry(0) + 4, 4) + 1, 4);
         put_le(g, 8, get_le(g, 8, 4) + 1, 4);
         CHECK(check(g) == FrameError::wire_size_mismatch);
@@ -664,7 +690,7 @@ TEST_CASE("malformed frames are rejected with the matching error", "[frame]")
 TEST_CASE("decode_into refuses a buffer smaller than the payload", "[frame]")
 {
     const Sample s = sample_frame();
-    const auto v = slim::pack::validate_frame(s.frame.data(), s.frame.size());
+    const auto v   = slim::pack::validate_frame(s.frame.data(), s.frame.size());
     REQUIRE(v.ok());
     const std::size_t n = v.view.orig_payload_len();
     Bytes out(n, 0xEE);
@@ -687,14 +713,17 @@ TEST_CASE("random mutations of valid frames never crash the decoder", "[frame]")
 {
     std::mt19937_64 rng(13);
     const Sample s = sample_frame();
-    int valid = 0;
+    int valid      = 0;
     for (int trial = 0; trial < 10000; ++trial) {
-        Bytes f = s.frame;
+        Bytes f         = s.frame;
         const int edits = 1 + static_cast<int>(rng() % 4);
         for (int i = 0; i < edits; ++i) {
             switch (rng() % 4) {
             case 0: f[rng() % f.size()] = static_cast<std::uint8_t>(rng()); break;
-            case 1: f[rng() % std::min<std::size_t>(f.size(), 64)] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
+            case 1:
+                f[rng() % std::min<std::size_t>(f.size(), 64)] ^=
+                        static_cast<std::uint8_t>(1u << (rng() % 8));
+                break;
             case 2: f.resize(rng() % (f.size() + 1)); break;
             default: f.resize(f.size() + rng() % 16, static_cast<std::uint8_t>(rng())); break;
             }
@@ -718,11 +747,12 @@ TEST_CASE("random mutations of valid frames never crash the decoder", "[frame]")
 // SLIM_FRAME_CORPUS_DIR is set: `slim-unit-tests "[.frame-corpus]"`.
 TEST_CASE("write the frame fuzzer seed corpus", "[.frame-corpus]")
 {
-    const char* dir = std::getenv("SLIM_FRAME_CORPUS_DIR");
+    const char *dir = std::getenv("SLIM_FRAME_CORPUS_DIR");
     REQUIRE(dir != nullptr);
     auto write = [&](const std::string& name, const Bytes& frame) {
         std::ofstream(std::string(dir) + "/" + name, std::ios::binary)
-            .write(reinterpret_cast<const char*>(frame.data()), static_cast<std::streamsize>(frame.size()));
+                .write(reinterpret_cast<const char *>(frame.data()),
+                       static_cast<std::streamsize>(frame.size()));
     };
     write("am-mixed", sample_frame().frame);
 
@@ -735,8 +765,8 @@ TEST_CASE("write the frame fuzzer seed corpus", "[.frame-corpus]")
     REQUIRE(reg.mark(buf.bytes() + 3, buf.size() - 3, Precision{2, Rounding::truncate}));
     const auto runs = find_runs(reg, buf.bytes(), buf.size());
     FrameRequest rq = am_request(&piece, 1, addr_of(buf.bytes()), runs);
-    rq.kind = FrameKind::put;
-    rq.remote_addr = 0x1000;
+    rq.kind         = FrameKind::put;
+    rq.remote_addr  = 0x1000;
     write("put-packed", encode(rq).frame);
     write("empty", encode(am_request(nullptr, 0, 0, {})).frame);
 }
@@ -766,11 +796,11 @@ TEST_CASE("elements cut by fragment edges arrive quantized, however the message 
         CAPTURE(cut);
         Bytes received;
         std::size_t edge_patch_count = 0;
-        for (const auto& [from, to] : {std::pair<std::size_t, std::size_t>{0, cut},
-                                       {cut, buf.size()}}) {
-            std::uint8_t* p = buf.bytes() + from;
+        for (const auto& [from, to] :
+             {std::pair<std::size_t, std::size_t>{0, cut}, {cut, buf.size()}}) {
+            std::uint8_t *p     = buf.bytes() + from;
             const std::size_t n = to - from;
-            const auto runs = find_runs(reg, p, n);
+            const auto runs     = find_runs(reg, p, n);
             std::vector<slim::pack::EdgePatch> patches(2 * runs.size());
             std::size_t count = 0;
             for (const MarkedRun& run : runs) {
@@ -779,8 +809,8 @@ TEST_CASE("elements cut by fragment edges arrive quantized, however the message 
             edge_patch_count += count;
             const ByteSpan piece{p, n};
             FrameRequest rq = am_request(&piece, 1, addr_of(p), runs);
-            rq.patches = patches.data();
-            rq.patch_count = count;
+            rq.patches      = patches.data();
+            rq.patch_count  = count;
             const Bytes got = decode(encode(rq).frame);
             received.insert(received.end(), got.begin(), got.end());
         }
@@ -799,7 +829,7 @@ TEST_CASE("a piece inside one marked element is patched once", "[frame][edge]")
     RegionRegistry reg;
     const Precision prec{2, Rounding::truncate};
     REQUIRE(reg.mark(buf.bytes(), buf.size(), prec));
-    std::uint8_t* p = buf.bytes() + 10;   // bytes 2..5 of element 1
+    std::uint8_t *p = buf.bytes() + 10;  // bytes 2..5 of element 1
     const auto runs = find_runs(reg, p, 4);
     REQUIRE(runs.size() == 1);
     slim::pack::EdgePatch patches[2];
@@ -809,5 +839,5 @@ TEST_CASE("a piece inside one marked element is patched once", "[frame][edge]")
     double d;
     std::memcpy(&d, buf.bytes() + 8, 8);
     d = slim::pack::round_trip(d, prec);
-    CHECK(std::memcmp(patches[0].bytes, reinterpret_cast<const std::uint8_t*>(&d) + 2, 4) == 0);
+    CHECK(std::memcmp(patches[0].bytes, reinterpret_cast<const std::uint8_t *>(&d) + 2, 4) == 0);
 }

@@ -16,8 +16,8 @@ namespace {
 
 struct Alloc {
     std::vector<std::uint8_t> buffer;
-    int                       calls = 0;
-    bool                      refuse = false;
+    int calls   = 0;
+    bool refuse = false;
 
     static void *cb(void *arg, size_t size)
     {
@@ -34,11 +34,17 @@ std::vector<double> random_doubles(std::size_t n, std::uint64_t seed)
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> dist(-1e3, 1e3);
     std::vector<double> v(n);
-    for (double &d : v) d = dist(rng);
+    for (double& d : v)
+        d = dist(rng);
     return v;
 }
 
-slim_packing_stats_t packing() { slim_packing_stats_t s{}; slim_packing_get(&s); return s; }
+slim_packing_stats_t packing()
+{
+    slim_packing_stats_t s{};
+    slim_packing_get(&s);
+    return s;
+}
 
 // Marks on construction, unmarks on scope exit (other tests share the
 // process-wide registry).
@@ -51,7 +57,7 @@ struct Mark {
     const void *ptr;
 };
 
-} // namespace
+}  // namespace
 
 TEST_CASE("an unmarked message is left alone, without building anything")
 {
@@ -141,7 +147,8 @@ TEST_CASE("iov pieces cut at odd offsets keep element boundaries of the region")
 
     std::vector<std::uint8_t> out(320);
     std::uint8_t am_id = 0;
-    REQUIRE(slim_core_frame_unpack(frame, info.frame_length, out.data(), out.size(), &am_id) == 320);
+    REQUIRE(slim_core_frame_unpack(frame, info.frame_length, out.data(), out.size(), &am_id) ==
+            320);
     std::vector<double> quantized(64);
     slim_quantize(data.data(), quantized.data(), 64, 5, SLIM_ROUND_TRUNCATE);
     auto *q = reinterpret_cast<const std::uint8_t *>(quantized.data());
@@ -169,7 +176,7 @@ TEST_CASE("a marked message that cannot be framed is counted as missed")
 
     Alloc alloc;
     alloc.refuse = true;
-    void *frame = nullptr;
+    void *frame  = nullptr;
     slim_frame_info_t info;
     CHECK(slim_core_frame_build(&rq, Alloc::cb, &alloc, &frame, &info) == SLIM_FRAME_UNFRAMED);
     CHECK(info.marked_bytes == 128);
@@ -183,7 +190,8 @@ TEST_CASE("a marked message that cannot be framed is counted as missed")
     CHECK(after.frames_sent == before.frames_sent);
 }
 
-TEST_CASE("a put holding only parts of marked values goes quantized, or as it is when the mark cuts them")
+TEST_CASE("a put holding only parts of marked values goes quantized, or as it is when the mark "
+          "cuts them")
 {
     // UCP splits a rendezvous into puts wherever its lanes' shares end: a
     // put may hold the tail of one value and nothing whole. When the value
@@ -195,13 +203,13 @@ TEST_CASE("a put holding only parts of marked values goes quantized, or as it is
     std::vector<double> data = random_doubles(16, 5);
     const Mark mark(data.data(), 128, 4, SLIM_ROUND_TRUNCATE);
     std::vector<double> part = random_doubles(4, 6);
-    const Mark part_mark(part.data(), 12, 4, SLIM_ROUND_TRUNCATE);   // value 1 cut by the mark
+    const Mark part_mark(part.data(), 12, 4, SLIM_ROUND_TRUNCATE);  // value 1 cut by the mark
     std::vector<std::uint8_t> wire(4096 + SLIM_PUT_SLACK);
     std::vector<std::uint8_t> notice(SLIM_EXPAND_NOTICE_MAX);
-    const auto *bytes = reinterpret_cast<const std::uint8_t *>(data.data());
+    const auto *bytes                 = reinterpret_cast<const std::uint8_t *>(data.data());
     const slim_packing_stats_t before = packing();
 
-    const slim_frame_piece_t cut{bytes + 2, 6};   // the last 6 bytes of value 0
+    const slim_frame_piece_t cut{bytes + 2, 6};  // the last 6 bytes of value 0
     const slim_put_request_t cut_rq{&cut, 1, 0x10000, 7, 1};
     slim_put_info_t info;
     REQUIRE(slim_core_put_pack(&cut_rq, wire.data(), wire.size(), notice.data(), &info) ==
@@ -253,7 +261,8 @@ TEST_CASE("received frames that do not validate are dropped and counted")
         const slim_frame_request_t rq{1, nullptr, 0, &piece, 1};
         REQUIRE(slim_core_frame_build(&rq, Alloc::cb, &alloc, &frame, &info) == SLIM_FRAME_READY);
         const slim_packing_stats_t before = packing();
-        CHECK(slim_core_frame_unpack(frame, info.frame_length - 1, out.data(), out.size(), &am_id) == -1);
+        CHECK(slim_core_frame_unpack(frame, info.frame_length - 1, out.data(), out.size(),
+                                     &am_id) == -1);
         CHECK(packing().frames_rejected - before.frames_rejected == 1);
         CHECK(out == std::vector<std::uint8_t>(256, 0xAB));
     }
@@ -261,14 +270,16 @@ TEST_CASE("received frames that do not validate are dropped and counted")
     {
         const slim_frame_request_t rq{SLIM_FRAME_AM_ID, nullptr, 0, &piece, 1};
         REQUIRE(slim_core_frame_build(&rq, Alloc::cb, &alloc, &frame, &info) == SLIM_FRAME_READY);
-        CHECK(slim_core_frame_unpack(frame, info.frame_length, out.data(), out.size(), &am_id) == -1);
+        CHECK(slim_core_frame_unpack(frame, info.frame_length, out.data(), out.size(), &am_id) ==
+              -1);
     }
     SECTION("a put frame")
     {
         const slim_frame_request_t rq{1, nullptr, 0, &piece, 1};
         REQUIRE(slim_core_frame_build(&rq, Alloc::cb, &alloc, &frame, &info) == SLIM_FRAME_READY);
-        static_cast<std::uint8_t *>(frame)[2] = 1;   // kind: put
-        CHECK(slim_core_frame_unpack(frame, info.frame_length, out.data(), out.size(), &am_id) == -1);
+        static_cast<std::uint8_t *>(frame)[2] = 1;  // kind: put
+        CHECK(slim_core_frame_unpack(frame, info.frame_length, out.data(), out.size(), &am_id) ==
+              -1);
     }
     SECTION("a buffer too small gets the size needed and nothing written")
     {
@@ -291,7 +302,8 @@ TEST_CASE("slim_quantize matches the codec and refuses bad arguments")
     }
     CHECK(slim_quantize(nullptr, out.data(), 1, 4, SLIM_ROUND_NEAREST) == SLIM_ERR_INVALID);
     CHECK(slim_quantize(in.data(), out.data(), 1, 8, SLIM_ROUND_NEAREST) == SLIM_ERR_INVALID);
-    CHECK(slim_quantize(in.data(), out.data(), 1, 4, static_cast<slim_round_t>(7)) == SLIM_ERR_INVALID);
+    CHECK(slim_quantize(in.data(), out.data(), 1, 4, static_cast<slim_round_t>(7)) ==
+          SLIM_ERR_INVALID);
     CHECK(slim_quantize(nullptr, nullptr, 0, 2, SLIM_ROUND_TRUNCATE) == SLIM_OK);
     CHECK(slim_packing_get(nullptr) == SLIM_ERR_INVALID);
 }

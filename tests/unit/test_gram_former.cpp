@@ -45,7 +45,7 @@ TEST_CASE("gram former splits on idle time above the grouping threshold", "[pred
 {
     // Figure 5.2 (Alya): three MPI_Sendrecv (41) close together, then two
     // isolated MPI_Allreduce (10).
-    GramTable  table(64, 16);
+    GramTable table(64, 16);
     GramFormer former(table);
     CHECK_FALSE(former.on_event(41, std::nullopt, kGt));
     CHECK_FALSE(former.on_event(41, kShort, kGt));
@@ -73,7 +73,7 @@ TEST_CASE("gram former splits on idle time above the grouping threshold", "[pred
 TEST_CASE("an idle interval exactly at the grouping threshold stays inside the gram", "[predict]")
 {
     // Algorithm 1, line 1: a new gram needs previousIdleTime > GT.
-    GramTable  table(64, 16);
+    GramTable table(64, 16);
     GramFormer former(table);
     former.on_event(1, std::nullopt, kGt);
     CHECK_FALSE(former.on_event(2, kGt, kGt));
@@ -84,7 +84,7 @@ TEST_CASE("an idle interval exactly at the grouping threshold stays inside the g
 TEST_CASE("the first event of a run never completes a gram, however long the idle before it",
           "[predict]")
 {
-    GramTable  table(64, 16);
+    GramTable table(64, 16);
     GramFormer former(table);
     CHECK_FALSE(former.on_event(7, kLong, kGt));
     former.clear();
@@ -95,7 +95,7 @@ TEST_CASE("the first event of a run never completes a gram, however long the idl
 TEST_CASE("a gram longer than max_gram_events is known by its first events and its length",
           "[predict]")
 {
-    GramTable  table(64, 4);
+    GramTable table(64, 4);
     GramFormer former(table);
     // The events of one gram, then the first event of the next, completing it.
     auto gram_of = [&](const std::vector<EventId>& ids) {
@@ -182,7 +182,7 @@ TEST_CASE("the gram table survives long churn: lookups, erasures and compaction 
             REQUIRE(ids_of(table, g) == seq);
         } else {
             const std::size_t pick = rng() % alive.size();
-            auto it = model.find(alive[pick]);
+            auto it                = model.find(alive[pick]);
             table.release(it->second.first);
             if (--it->second.second == 0) {
                 model.erase(it);

@@ -258,7 +258,7 @@ TEST_CASE("a down-transition draws the wider end and the low width 0.5 W", "[lin
 
 namespace {
 
-constexpr int    kBursts     = 1000;
+constexpr int kBursts        = 1000;
 constexpr TimeNs kBurstNs    = 100 * kUs;
 constexpr TimeNs kPeriodNs   = 1 * kMs;
 constexpr TimeNs kOriginalNs = (kBursts - 1) * kPeriodNs + kBurstNs;
@@ -381,33 +381,38 @@ TEST_CASE("link config parses any subset of keys in any order", "[link]")
 
 TEST_CASE("link config rejects bad values naming the key and the accepted range", "[link]")
 {
-    const auto rejects = [](const char* text, const char* needle1, const char* needle2) {
+    const auto rejects = [](const char *text, const char *needle1, const char *needle2) {
         INFO(text);
         CHECK_THROWS_WITH(parse_link_config(text), Contains(needle1) && Contains(needle2));
         CHECK_THROWS_AS(parse_link_config(text), slim::Error);
     };
-    SECTION("L") {
+    SECTION("L")
+    {
         rejects("L=3", "L='3'", "1, 2, 4, 8 or 12");
         rejects("L=16", "L='16'", "1, 2, 4, 8 or 12");
         rejects("L=0", "L='0'", "1, 2, 4, 8 or 12");
     }
-    SECTION("P") {
+    SECTION("P")
+    {
         rejects("P=0", "P='0'", "greater than 0 and at most 100");
         rejects("P=-1", "P='-1'", "greater than 0 and at most 100");
         rejects("P=101", "P='101'", "greater than 0 and at most 100");
         rejects("P=abc", "P='abc'", "greater than 0 and at most 100");
     }
-    SECTION("low") {
+    SECTION("low")
+    {
         rejects("low=0", "low='0'", "integers from 1 to 4");
         rejects("low=5", "low='5'", "integers from 1 to 4");
         rejects("low=4,L=2", "low='4'", "integers from 1 to 2");
     }
-    SECTION("tau") {
+    SECTION("tau")
+    {
         rejects("tau=2s", "tau='2s'", "0ns to 1s");
         rejects("tau=10", "tau='10'", "0ns to 1s");
         rejects("tau=-1us", "tau='-1us'", "0ns to 1s");
     }
-    SECTION("malformed text") {
+    SECTION("malformed text")
+    {
         rejects("foo=1", "'foo'", "L, P, low and tau");
         rejects("L", "'L'", "key=value");
         rejects("L=4,L=8", "'L'", "more than once");

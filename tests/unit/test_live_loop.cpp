@@ -33,15 +33,18 @@ namespace {
 
 struct ManualClock {
     TimeNs now = 1'000'000;
-    slim::link::Clock clock() { return [this] { return now; }; }
+    slim::link::Clock clock()
+    {
+        return [this] { return now; };
+    }
 };
 
-LiveConfig config_for(ManualClock& clock, const char* policy, const std::string& trace = {})
+LiveConfig config_for(ManualClock& clock, const char *policy, const std::string& trace = {})
 {
     LiveConfig c;
-    c.policy                = slim::link::live_policy(policy);
-    c.backend.clock         = clock.clock();
-    c.trace_path            = trace;
+    c.policy                       = slim::link::live_policy(policy);
+    c.backend.clock                = clock.clock();
+    c.trace_path                   = trace;
     c.policy.predictor.fixed_gt_ns = 20'000;
     // These cases time the loop's mechanisms on the 5 us gap they were
     // written for; the default (2 tau) is checked on its own below.
@@ -75,17 +78,17 @@ void iteration(LiveLoop& loop, ManualClock& clock)
     loop.on_traffic(op(0, 4096, 1));
     clock.now += 2'000;
     loop.on_traffic(op(0, 4096, 2));
-    idle(loop, clock, 400'000);   // compute
+    idle(loop, clock, 400'000);  // compute
     loop.on_traffic(op(1, 8, 3));
     idle(loop, clock, 200'000);
 }
 
-std::string temp_path(const char* name)
+std::string temp_path(const char *name)
 {
     return "/tmp/slim-live-test-" + std::to_string(::getpid()) + "-" + name;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("operations closer than the burst gap form one event, identified by the first")
 {
@@ -100,7 +103,7 @@ TEST_CASE("operations closer than the burst gap form one event, identified by th
     CHECK_FALSE(loop.burst_open());
     const auto s = loop.summary(true);
     CHECK(s.events == 1);
-    CHECK(s.span_ns == 7'000);   // ends when the gap was noticed
+    CHECK(s.span_ns == 7'000);  // ends when the gap was noticed
     CHECK(s.predictor == "off");
     CHECK(s.energy_savings_pct.has_value());
     CHECK(*s.energy_savings_pct == Approx(0.0).margin(1e-9));
@@ -125,7 +128,7 @@ TEST_CASE("a burst is named by its first send, whichever neighbour's message arr
         loop.summary(true);
     }
     std::ifstream in(path);
-    std::string   line;
+    std::string line;
     std::vector<std::uint64_t> ids;
     while (std::getline(in, line)) {
         if (line.empty() || line[0] == '#') continue;
@@ -147,32 +150,33 @@ TEST_CASE("the drain thread ends a burst a gap after its last operation, with no
     // Below MPI nobody calls the transport while the application computes:
     // the drain thread closes the burst on its own schedule, dated a gap
     // after the last operation, not when it happened to look.
-    TimeNs           replay_now = 0;
-    LiveConfig       c;
-    c.policy          = slim::link::live_policy("spps");
-    c.backend.clock   = slim::live::LiveDrain::replay_clock(replay_now);
+    TimeNs replay_now = 0;
+    LiveConfig c;
+    c.policy                     = slim::link::live_policy("spps");
+    c.backend.clock              = slim::live::LiveDrain::replay_clock(replay_now);
     const slim::link::Clock wall = slim::link::steady_clock_ns();
-    replay_now = wall();
-    LiveLoop             loop(c);
-    slim::live::OpLog    log(64, 64, c.burst_gap_ns);
-    slim::live::OpRing&  ring = log.shared();
+    replay_now                   = wall();
+    LiveLoop loop(c);
+    slim::live::OpLog log(64, 64, c.burst_gap_ns);
+    slim::live::OpRing& ring = log.shared();
     slim::live::LiveDrain drain(log, loop, replay_now, wall);
     drain.start();
     slim::live::OpRecord r;
     r.t_ns       = wall();
     r.wire_bytes = r.orig_bytes = 4096;
-    r.peer       = 1;
+    r.peer                      = 1;
     REQUIRE(ring.push(r));
     bool closed = false;
     for (int i = 0; i < 2000 && !closed; ++i) {  // up to 2 s on a loaded machine
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        closed = drain.with_loop([](LiveLoop& l) { return !l.burst_open() && l.summary(false).events == 1; });
+        closed = drain.with_loop(
+                [](LiveLoop& l) { return !l.burst_open() && l.summary(false).events == 1; });
     }
     CHECK(closed);
     drain.finish();
     const auto s = drain.with_loop([](LiveLoop& l) { return l.summary(true); });
     CHECK(s.events == 1);
-    CHECK(s.span_ns == c.burst_gap_ns + 1);   // the gap, to the nanosecond
+    CHECK(s.span_ns == c.burst_gap_ns + 1);  // the gap, to the nanosecond
     CHECK(drain.stats().records == 1);
 }
 
@@ -183,19 +187,20 @@ TEST_CASE("the drain writes the trace to its file within its flush period, with 
     const std::string path = temp_path("flush.trace");
     std::remove(path.c_str());
     ManualClock unused;
-    TimeNs      replay_now = 1'000'000;
-    LiveConfig  c          = config_for(unused, "pps", path);
-    c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
-    LiveLoop                    loop(c);
+    TimeNs replay_now = 1'000'000;
+    LiveConfig c      = config_for(unused, "pps", path);
+    c.backend.clock   = slim::live::LiveDrain::replay_clock(replay_now);
+    LiveLoop loop(c);
     REQUIRE(loop.trace_error().empty());
-    slim::live::OpLog           log(16, 64, c.burst_gap_ns);
-    TimeNs                      wall = replay_now;
+    slim::live::OpLog log(16, 64, c.burst_gap_ns);
+    TimeNs wall = replay_now;
     const slim::live::DrainOptions options;
-    slim::live::LiveDrain drain(log, loop, replay_now, [&wall] { return wall; }, options);
+    slim::live::LiveDrain drain(
+            log, loop, replay_now, [&wall] { return wall; }, options);
     const auto events_in_file = [&path] {
         std::ifstream in(path);
-        std::string   line;
-        int           events = 0;
+        std::string line;
+        int events = 0;
         while (std::getline(in, line)) {
             events += !line.empty() && line[0] != '#';
         }
@@ -207,7 +212,7 @@ TEST_CASE("the drain writes the trace to its file within its flush period, with 
             slim::live::OpRecord r;
             r.t_ns       = wall;
             r.wire_bytes = r.orig_bytes = 4096;
-            r.peer       = 1;
+            r.peer                      = 1;
             REQUIRE(log.shared().push(r));
             wall += 100'000;
         }
@@ -216,7 +221,7 @@ TEST_CASE("the drain writes the trace to its file within its flush period, with 
     wall += 1'000'000;
     drain.drain();
     wall += options.trace_flush_ns;
-    drain.drain();   // an idle round, a period later
+    drain.drain();  // an idle round, a period later
     CHECK(events_in_file() == 10);
     operations(5);
     wall += options.trace_flush_ns;
@@ -234,23 +239,23 @@ TEST_CASE("the drain replays recorded operations exactly as a perfectly timed lo
     // polls every 2 us, once recorded into the ring and drained in one go
     // much later. Energy, events and late wake-ups agree.
     ManualClock direct_clock;
-    LiveLoop    direct(config_for(direct_clock, "pps"));
+    LiveLoop direct(config_for(direct_clock, "pps"));
 
-    TimeNs     replay_now = 0;
-    LiveConfig c = config_for(direct_clock, "pps");
-    c.backend.clock = slim::live::LiveDrain::replay_clock(replay_now);
-    replay_now = direct_clock.now;
-    LiveLoop             drained(c);
+    TimeNs replay_now = 0;
+    LiveConfig c      = config_for(direct_clock, "pps");
+    c.backend.clock   = slim::live::LiveDrain::replay_clock(replay_now);
+    replay_now        = direct_clock.now;
+    LiveLoop drained(c);
     // Two interfaces' serial rings, as the transport records (each folds
     // operations within the burst gap into its totals), and the shared ring.
-    slim::live::OpLog    log(16, 1024, c.burst_gap_ns);
+    slim::live::OpLog log(16, 1024, c.burst_gap_ns);
     slim::live::SerialOpRing& lo   = *log.open_serial();
     slim::live::SerialOpRing& eth0 = *log.open_serial();
-    TimeNs               wall = 0;
+    TimeNs wall                    = 0;
     slim::live::LiveDrain drain(log, drained, replay_now, [&wall] { return wall; });
 
     std::uint64_t ops = 0;
-    const auto record = [&](const Traffic& t, slim::live::SerialOpRing* ring) {
+    const auto record = [&](const Traffic& t, slim::live::SerialOpRing *ring) {
         slim::live::OpRecord r;
         r.t_ns       = direct_clock.now;
         r.op_class   = static_cast<std::uint8_t>(t.op_class);
@@ -337,7 +342,7 @@ TEST_CASE("a full serial ring drops records and counts them, and never blocks")
     r.op.wire_bytes = 4;
     CHECK(ring.push(r));
     std::uint32_t expect = 1;
-    while (const slim::live::SerialRecord* out = ring.peek()) {
+    while (const slim::live::SerialRecord *out = ring.peek()) {
         CHECK(out->op.wire_bytes == expect++);
         ring.pop();
     }
@@ -362,11 +367,11 @@ TEST_CASE("a serial ring hands a producer thread's records to a consumer thread 
         done.store(true, std::memory_order_release);
     });
     std::uint64_t received = 0;
-    std::int64_t  last     = -1;
-    bool          intact   = true;
+    std::int64_t last      = -1;
+    bool intact            = true;
     for (;;) {
         const bool finished = done.load(std::memory_order_acquire);
-        while (const slim::live::SerialRecord* r = ring.peek()) {
+        while (const slim::live::SerialRecord *r = ring.peek()) {
             intact = intact && static_cast<std::int64_t>(r->op.wire_bytes) > last &&
                      r->op.orig_bytes == ~r->op.wire_bytes;
             last = r->op.wire_bytes;
@@ -403,8 +408,8 @@ std::vector<std::string> drain_items(slim::live::OpLog& log)
         if (item.kind == slim::live::LogItem::Kind::op) {
             items.push_back("op@" + std::to_string(item.op.t_ns));
         } else {
-            std::string s = "cont@" + std::to_string(item.start) + "-" +
-                            std::to_string(item.end) + "/" + std::to_string(item.ops);
+            std::string s = "cont@" + std::to_string(item.start) + "-" + std::to_string(item.end) +
+                            "/" + std::to_string(item.ops);
             if (item.began != 0 || item.ended != 0) {
                 s += "+" + std::to_string(item.began) + "-" + std::to_string(item.ended);
             }
@@ -420,8 +425,8 @@ TEST_CASE("the op log replays every ring's records oldest first, closed rings in
 {
     // A gap of 1 ns: every operation here starts a run of its own.
     slim::live::OpLog log(8, 8, 1);
-    slim::live::SerialOpRing* a = log.open_serial();
-    slim::live::SerialOpRing* b = log.open_serial();
+    slim::live::SerialOpRing *a = log.open_serial();
+    slim::live::SerialOpRing *b = log.open_serial();
     a->record(op_at(10), 1);
     a->record(op_at(40), 1);
     b->record(op_at(20), 1);
@@ -505,8 +510,7 @@ TEST_CASE("records pushed by several threads all arrive, each once")
                 slim::live::OpRecord r;
                 r.peer       = static_cast<std::uintptr_t>(t);
                 r.wire_bytes = static_cast<std::uint64_t>(i);
-                while (!ring.push(r)) {
-                }
+                while (!ring.push(r)) {}
             }
         });
     }
@@ -537,7 +541,8 @@ TEST_CASE("a repeating pattern lets the predictor save link energy, and the trac
     ManualClock clock;
     const std::string trace = temp_path("pattern.trace");
     LiveLoop loop(config_for(clock, "pps", trace));
-    for (int i = 0; i < 200; ++i) iteration(loop, clock);
+    for (int i = 0; i < 200; ++i)
+        iteration(loop, clock);
     const auto live = loop.summary(true);
 
     CHECK(live.events == 400);
@@ -550,11 +555,12 @@ TEST_CASE("a repeating pattern lets the predictor save link energy, and the trac
 
     // slim-replay's engine over the trace, same policy: the same savings.
     slim::link::ReplayConfig rc;
-    rc.policy = slim::link::bound_to(slim::link::live_policy("pps"), rc.link);
+    rc.policy                       = slim::link::bound_to(slim::link::live_policy("pps"), rc.link);
     rc.policy.predictor.fixed_gt_ns = 20'000;
     slim::predict::TraceReader reader(trace);
     slim::link::Replay replay(rc);
-    while (auto e = reader.next()) replay.on_event(*e);
+    while (auto e = reader.next())
+        replay.on_event(*e);
     const auto replayed = replay.result();
     REQUIRE(replayed.energy_savings_pct.has_value());
     CHECK(*replayed.energy_savings_pct == Approx(*live.energy_savings_pct).margin(1.0));
@@ -565,7 +571,8 @@ TEST_CASE("SPPS tunes its threshold on live traffic and saves energy")
 {
     ManualClock clock;
     LiveLoop loop(config_for(clock, "spps"));
-    for (int i = 0; i < 400; ++i) iteration(loop, clock);
+    for (int i = 0; i < 400; ++i)
+        iteration(loop, clock);
     const auto s = loop.summary(true);
     CHECK(s.gt_ns.has_value());
     CHECK(s.hits > 0);
@@ -577,11 +584,12 @@ TEST_CASE("the timeout baseline lowers the link after the idle timeout")
 {
     ManualClock clock;
     LiveLoop loop(config_for(clock, "timeout"));
-    for (int i = 0; i < 50; ++i) iteration(loop, clock);
+    for (int i = 0; i < 50; ++i)
+        iteration(loop, clock);
     const auto s = loop.summary(true);
     REQUIRE(s.energy_savings_pct.has_value());
     CHECK(*s.energy_savings_pct > 10.0);
-    CHECK(s.late_wakeups > 0);   // a timeout policy always wakes late
+    CHECK(s.late_wakeups > 0);  // a timeout policy always wakes late
 }
 
 TEST_CASE("an unwritable trace path is reported, and the loop goes on")
@@ -595,16 +603,16 @@ TEST_CASE("an unwritable trace path is reported, and the loop goes on")
 }
 
 // Bursts of 200 us of packed traffic (wire 0.5 of the original), 50 us apart.
-slim::live::LiveSummary packed_bursts(const char* policy)
+slim::live::LiveSummary packed_bursts(const char *policy)
 {
     ManualClock clock;
-    LiveConfig  c = config_for(clock, policy);
+    LiveConfig c        = config_for(clock, policy);
     c.policy.timeout_ns = 20'000;
     LiveLoop loop(c);
     for (int i = 0; i < 20; ++i) {
         for (int k = 0; k < 100; ++k) {
-            Traffic packed = op(0, 2048, 1);
-            packed.orig_bytes = 4096;   // 2 of 4 lanes
+            Traffic packed    = op(0, 2048, 1);
+            packed.orig_bytes = 4096;  // 2 of 4 lanes
             loop.on_traffic(packed);
             clock.now += 2'000;
         }
@@ -628,7 +636,7 @@ TEST_CASE("a packed burst after a low-power period that already ended keeps the 
     // PPS predicts each 300 us gap and wakes the link before the next burst
     // (displacement and t_react): those bursts find it at full width again.
     ManualClock clock;
-    LiveLoop    loop(config_for(clock, "pps"));
+    LiveLoop loop(config_for(clock, "pps"));
     for (int i = 0; i < 200; ++i) {
         for (int k = 0; k < 50; ++k) {
             Traffic packed    = op(0, 2048, 1);
@@ -657,7 +665,7 @@ TEST_CASE("a link at full width is not narrowed for a packed burst")
 TEST_CASE("unpacked bursts wake a low link to full width")
 {
     ManualClock clock;
-    LiveConfig  c = config_for(clock, "timeout");
+    LiveConfig c        = config_for(clock, "timeout");
     c.policy.timeout_ns = 20'000;
     LiveLoop loop(c);
     for (int i = 0; i < 20; ++i) {
@@ -680,28 +688,29 @@ TEST_CASE("a region holds the width its packing needs until it ends")
     LiveLoop loop(config_for(clock, "off"));
     loop.on_traffic(op(0, 8, 1));
     idle(loop, clock, 10'000);
-    loop.region_begin(0.5);            // keep 4 of 8: 2 of 4 lanes
-    for (int k = 0; k < 100; ++k) {   // the region's traffic, unpacked
+    loop.region_begin(0.5);          // keep 4 of 8: 2 of 4 lanes
+    for (int k = 0; k < 100; ++k) {  // the region's traffic, unpacked
         loop.on_traffic(op(0, 4096, 1));
         clock.now += 2'000;
     }
     idle(loop, clock, 20'000);
-    loop.region_end();                 // back to full width, which takes tau
+    loop.region_end();  // back to full width, which takes tau
     idle(loop, clock, 20'000);
     loop.on_traffic(op(0, 4096, 1));
     const auto s = loop.summary(true);
     CHECK(s.time_at_width_ns[2] > 150'000);
-    CHECK(s.late_wakeups == 0);        // raised before the traffic came
+    CHECK(s.late_wakeups == 0);  // raised before the traffic came
 }
 
-TEST_CASE("the default burst gap is two link transitions, so protocol round trips stay in one event")
+TEST_CASE(
+        "the default burst gap is two link transitions, so protocol round trips stay in one event")
 {
     LiveConfig c;
     CHECK(c.policy.kind == slim::link::PolicyKind::adaptive);
     CHECK(c.burst_gap_ns == 2 * c.backend.link.tau_ns);
     // A rendezvous split by 12 us round trips: one event at the default gap.
     ManualClock clock;
-    c.backend.clock   = clock.clock();
+    c.backend.clock = clock.clock();
     LiveLoop loop(c);
     for (int part = 0; part < 4; ++part) {
         loop.on_traffic(op(0, 8192, 1));
@@ -714,9 +723,10 @@ TEST_CASE("the default burst gap is two link transitions, so protocol round trip
 TEST_CASE("the adaptive default saves on live traffic and names the policy it follows")
 {
     ManualClock clock;
-    LiveConfig  c = config_for(clock, "adaptive");
-    LiveLoop    loop(c);
-    for (int i = 0; i < 100; ++i) iteration(loop, clock);
+    LiveConfig c = config_for(clock, "adaptive");
+    LiveLoop loop(c);
+    for (int i = 0; i < 100; ++i)
+        iteration(loop, clock);
     const auto s = loop.summary(true);
     REQUIRE(s.energy_savings_pct);
     CHECK(*s.energy_savings_pct > 30.0);
@@ -745,9 +755,9 @@ TEST_CASE("the record clock's stamps convert to steady-clock time")
     // A stamp taken between two steady readings converts to between them,
     // give or take the calibration, now and after time passed.
     for (int round = 0; round < 3; ++round) {
-        const TimeNs        before = slim::link::steady_now_ns();
-        const std::uint64_t stamp  = clock.now();
-        const TimeNs        after  = slim::link::steady_now_ns();
+        const TimeNs before       = slim::link::steady_now_ns();
+        const std::uint64_t stamp = clock.now();
+        const TimeNs after        = slim::link::steady_now_ns();
         clock.recalibrate();
         const TimeNs t = clock.to_ns(stamp);
         CHECK(t >= before - 2'000);
@@ -762,7 +772,7 @@ namespace {
 LiveConfig defaults_on(ManualClock& clock)
 {
     LiveConfig c;
-    c.backend.clock   = clock.clock();
+    c.backend.clock = clock.clock();
     return c;
 }
 
@@ -771,13 +781,10 @@ LiveConfig defaults_on(ManualClock& clock)
 // runtime's arrangement. Replay time starts at `start`.
 struct DrainedLoop {
     DrainedLoop(TimeNs start, std::size_t ring_capacity)
-        : replay_now(start),
-          loop(config(replay_now)),
-          log(16, ring_capacity, slim::live::kDefaultBurstGapNs),
-          ring(*log.open_serial()),
+        : replay_now(start), loop(config(replay_now)),
+          log(16, ring_capacity, slim::live::kDefaultBurstGapNs), ring(*log.open_serial()),
           drain(log, loop, replay_now, [this] { return wall; })
-    {
-    }
+    {}
     static LiveConfig config(TimeNs& replay_now)
     {
         LiveConfig c;
@@ -785,12 +792,12 @@ struct DrainedLoop {
         return c;
     }
 
-    TimeNs                    replay_now;
-    LiveLoop                  loop;
-    slim::live::OpLog         log;
+    TimeNs replay_now;
+    LiveLoop loop;
+    slim::live::OpLog log;
     slim::live::SerialOpRing& ring;
-    TimeNs                    wall = 0;
-    slim::live::LiveDrain     drain;
+    TimeNs wall = 0;
+    slim::live::LiveDrain drain;
 };
 
 // Streaming: 64 KiB sent every 30 us (each its own event at a 20 us gap),
@@ -812,10 +819,10 @@ void stream(LiveLoop& loop, ManualClock& clock, int cycles, std::uint64_t wire =
 
 TEST_CASE("dense traffic widens the burst gap until it thins out, then it narrows back")
 {
-    ManualClock      clock;
+    ManualClock clock;
     const LiveConfig c = defaults_on(clock);
-    LiveLoop         loop(c);
-    const TimeNs     base = c.burst_gap_ns;
+    LiveLoop loop(c);
+    const TimeNs base = c.burst_gap_ns;
     stream(loop, clock, 40);
     const auto dense = loop.summary(false);
     CHECK(dense.widest_burst_gap_ns > base);
@@ -841,10 +848,10 @@ TEST_CASE("a rendezvous stream of 1 MiB puts merges into few events")
     // the configured gap each is an event (11000 a second), and the
     // drain's shadow replays of them cost 8-13 % of the bandwidth; the 46 us
     // gaps saved 4.8 % of the link's energy.
-    ManualClock      clock;
+    ManualClock clock;
     const LiveConfig c = defaults_on(clock);
-    LiveLoop         loop(c);
-    constexpr int    kPuts = 2000;
+    LiveLoop loop(c);
+    constexpr int kPuts = 2000;
     for (int k = 0; k < kPuts; ++k) {
         loop.on_traffic(op(0, 1 << 20, 1));
         idle(loop, clock, 72'000);
@@ -860,9 +867,9 @@ TEST_CASE("a dense start does not widen the gap, and a widened gap narrows back 
     // then come 160 and 490 us apart, a mean of about 325 us.
     const auto run = [](int dense_events, std::uint64_t settle = LiveConfig{}.dense_settle_events) {
         ManualClock clock;
-        LiveConfig  c          = defaults_on(clock);
-        c.dense_settle_events  = settle;
-        LiveLoop    loop(c);
+        LiveConfig c          = defaults_on(clock);
+        c.dense_settle_events = settle;
+        LiveLoop loop(c);
         for (int k = 0; k < dense_events; ++k) {
             loop.on_traffic(op(0, 64, 1));
             idle(loop, clock, 45'000);
@@ -874,7 +881,7 @@ TEST_CASE("a dense start does not widen the gap, and a widened gap narrows back 
         return loop.summary(true);
     };
     const TimeNs base = LiveConfig{}.burst_gap_ns;
-    const auto   start = run(16);
+    const auto start  = run(16);
     CHECK(start.widest_burst_gap_ns == base);
     // The same start widens the gap when the loop need not wait for it.
     CHECK(run(16, 0).widest_burst_gap_ns > base);
@@ -893,20 +900,20 @@ TEST_CASE("producers coalesce at the loop's widened gap, and the loop sees the s
     // the log's gap.
     struct Outcome {
         slim::live::LiveSummary direct, drained;
-        std::uint64_t           ops_after = 0, pushed_after = 0;
-        bool                    widened   = false;
+        std::uint64_t ops_after = 0, pushed_after = 0;
+        bool widened = false;
     };
     // `groups` groups of `per_group` operations `within` apart, `pause`
     // after each.
     const auto run = [](int groups, int per_group, TimeNs within, TimeNs pause) {
         ManualClock direct_clock;
-        LiveLoop    direct(defaults_on(direct_clock));
+        LiveLoop direct(defaults_on(direct_clock));
         DrainedLoop d(direct_clock.now, 8192);
-        slim::live::OpLog&        log  = d.log;
+        slim::live::OpLog& log         = d.log;
         slim::live::SerialOpRing& ring = d.ring;
 
-        Outcome       out;
-        TimeNs        next_drain = direct_clock.now + 16'000'000;
+        Outcome out;
+        TimeNs next_drain = direct_clock.now + 16'000'000;
         std::optional<std::uint64_t> pushed_before;
         std::uint64_t ops = 0, ops_before = 0;
         for (int g = 0; g < groups; ++g) {
@@ -935,10 +942,11 @@ TEST_CASE("producers coalesce at the loop's widened gap, and the loop sees the s
         out.ops_after    = ops - ops_before;
         out.pushed_after = ring.pushed() - pushed_before.value_or(0);
         out.direct       = direct.summary(true);
-        out.drained      = d.drain.with_loop([](LiveLoop& l) { return l.summary(true); });
+        out.drained      = d.drain.with_loop([](LiveLoop     &l) { return l.summary(true); });
         return out;
     };
-    SECTION("a 1 MiB rendezvous stream: a put every 72 us") {
+    SECTION("a 1 MiB rendezvous stream: a put every 72 us")
+    {
         const Outcome o = run(2000, 1, 72'000, 0);
         CHECK(o.widened);
         CHECK(o.pushed_after < 20);
@@ -946,7 +954,8 @@ TEST_CASE("producers coalesce at the loop's widened gap, and the loop sees the s
         CHECK(o.drained.burst_gap_ns == o.direct.burst_gap_ns);
         CHECK(o.drained.events == Approx(o.direct.events).margin(2));
     }
-    SECTION("groups of 8 operations 40 us apart, 600 us between groups") {
+    SECTION("groups of 8 operations 40 us apart, 600 us between groups")
+    {
         // Widened, each group is one event, 920 us after the last: sparse,
         // were it not for the 7 gaps inside it that the configured gap
         // would have split (what keeps the gap widened). The producer hides
@@ -966,9 +975,9 @@ TEST_CASE("a run that packs keeps the configured burst gap under dense traffic")
     // Packed bursts wake a low link to the lanes the same event id needed
     // last time; bursts merged by a wider gap differ from one time to the
     // next, and the trace would no longer replay to what the loop did.
-    ManualClock      clock;
+    ManualClock clock;
     const LiveConfig c = defaults_on(clock);
-    LiveLoop         loop(c);
+    LiveLoop loop(c);
     stream(loop, clock, 20, 32768);  // packed to half
     const auto s = loop.summary(true);
     CHECK(s.widest_burst_gap_ns == c.burst_gap_ns);
@@ -983,10 +992,10 @@ TEST_CASE("every operation of interfaces recording while the log drains is hande
     // an operation: the operations handed over sum to those recorded.
     slim::live::OpLog log(64, 256, 20'000,
                           slim::live::RecordClock(slim::live::RecordClock::Source::tsc));
-    slim::live::SerialOpRing* rings[2] = {log.open_serial(), log.open_serial()};
-    constexpr int kOps = 100'000;
+    slim::live::SerialOpRing *rings[2] = {log.open_serial(), log.open_serial()};
+    constexpr int kOps                 = 100'000;
     std::atomic<bool> done{false};
-    std::uint64_t     ops = 0, shared_ops = 0;
+    std::uint64_t ops = 0, shared_ops = 0;
     std::thread consumer([&] {
         const auto take = [&] {
             ops += log.drain([&](const slim::live::LogItem& it) {
@@ -1034,7 +1043,7 @@ TEST_CASE("every operation of interfaces recording while the log drains is hande
 
 TEST_CASE("an operation in flight keeps its interface's run going until it completes")
 {
-    slim::live::OpLog         log(8, 64, 20'000);
+    slim::live::OpLog log(8, 64, 20'000);
     slim::live::SerialOpRing& ring = *log.open_serial();
     // A 1 MiB put in flight, a receive 300 us later while it still is,
     // its completion at 500 us, and a send 30 us after that.
@@ -1072,7 +1081,7 @@ TEST_CASE("a transfer in flight is one burst until its completion, on the draine
     // put is a 20 us event and 380 us of idle link under its data.
     const auto run = [](bool in_flight) {
         const TimeNs t0 = 1'000'000;
-        DrainedLoop  d(t0, 64);
+        DrainedLoop d(t0, 64);
         d.ring.record(op_at(t0, true, 1 << 20), d.log.coalesce_ticks(), d.log.split_ticks(),
                       in_flight);
         d.wall = t0 + 300'000;
@@ -1082,10 +1091,11 @@ TEST_CASE("a transfer in flight is one burst until its completion, on the draine
         d.wall = t0 + 2'000'000;
         d.drain.drain();
         const std::uint64_t left = d.drain.with_loop([](LiveLoop& l) { return l.in_flight(); });
-        const auto s = d.drain.with_loop([](LiveLoop& l) { return l.summary(true); });
+        const auto s             = d.drain.with_loop([](LiveLoop            &l) { return l.summary(true); });
         return std::make_tuple(open_mid, left, s);
     };
-    SECTION("in flight") {
+    SECTION("in flight")
+    {
         const auto [open_mid, left, s] = run(true);
         CHECK(open_mid);
         CHECK(left == 0);
@@ -1093,7 +1103,8 @@ TEST_CASE("a transfer in flight is one burst until its completion, on the draine
         CHECK(s.span_ns > 400'000);
         CHECK(s.span_ns <= 400'000 + slim::live::kDefaultBurstGapNs + 1);
     }
-    SECTION("done at once") {
+    SECTION("done at once")
+    {
         const auto [open_mid, left, s] = run(false);
         CHECK_FALSE(open_mid);
         CHECK(s.events == 1);
@@ -1107,7 +1118,7 @@ TEST_CASE("an operation in flight holds its run no longer than the in-flight hol
     // computes): the run and the burst end the hold after their last
     // operation, and the next operation starts a run of its own.
     const TimeNs hold = slim::live::kInFlightHoldNs;
-    slim::live::OpLog         log(8, 64, 20'000);
+    slim::live::OpLog log(8, 64, 20'000);
     slim::live::SerialOpRing& ring = *log.open_serial();
     ring.record(op_at(100'000, true, 1 << 20), log.coalesce_ticks(), log.split_ticks(), true,
                 log.hold_ticks());
@@ -1119,7 +1130,7 @@ TEST_CASE("an operation in flight holds its run no longer than the in-flight hol
     CHECK(ring.pushed() == 2);  // past it: a new run, though still in flight
 
     ManualClock clock;
-    LiveLoop    loop(defaults_on(clock));
+    LiveLoop loop(defaults_on(clock));
     loop.continue_burst(clock.now, 1 << 20, 1 << 20, 0, 1, 0);  // a put goes in flight
     idle(loop, clock, hold / 2);
     CHECK(loop.burst_open());
@@ -1136,8 +1147,8 @@ namespace {
 
 // One operation of a trace shape: when, which way, how many bytes.
 struct ShapeOp {
-    TimeNs        t;
-    bool          send;
+    TimeNs t;
+    bool send;
     std::uint32_t bytes;
 };
 
@@ -1148,8 +1159,7 @@ std::string ring_state(slim::live::SerialOpRing& ring)
     s << "pushed " << ring.pushed();
     if (const auto t = ring.totals()) {
         s << " ops " << t->ops << " orig " << t->orig << " wire " << t->wire << " last "
-          << t->last_t << " splits " << t->splits << " began " << t->began << " ended "
-          << t->ended;
+          << t->last_t << " splits " << t->splits << " began " << t->began << " ended " << t->ended;
     }
     return s.str();
 }
@@ -1183,11 +1193,11 @@ slim::live::OpBatch batch_of(const std::vector<slim::live::OpRecord>& ops, TimeN
 slim::live::LiveSummary drained_summary(const std::vector<ShapeOp>& shape, TimeNs round_ns)
 {
     const TimeNs start = 1'000'000;
-    DrainedLoop  d(start, 4096);
-    TimeNs       next_drain = start + 4'000'000;
+    DrainedLoop d(start, 4096);
+    TimeNs next_drain = start + 4'000'000;
     std::vector<slim::live::OpRecord> pending;
-    TimeNs       stamp = 0;
-    const auto   hand_over = [&] {
+    TimeNs stamp         = 0;
+    const auto hand_over = [&] {
         if (!pending.empty()) {
             d.ring.record_batch(batch_of(pending, stamp), d.log.coalesce_ticks(),
                                 d.log.split_ticks());
@@ -1205,8 +1215,7 @@ slim::live::LiveSummary drained_summary(const std::vector<ShapeOp>& shape, TimeN
         const TimeNs t = start + o.t;
         if (round_ns == 0) {
             drain_until(t);
-            d.ring.record(op_at(t, o.send, o.bytes), d.log.coalesce_ticks(),
-                          d.log.split_ticks());
+            d.ring.record(op_at(t, o.send, o.bytes), d.log.coalesce_ticks(), d.log.split_ticks());
             continue;
         }
         const TimeNs round = (t / round_ns + 1) * round_ns;
@@ -1229,7 +1238,7 @@ slim::live::LiveSummary drained_summary(const std::vector<ShapeOp>& shape, TimeN
 std::vector<ShapeOp> solver_shape(int iterations)
 {
     std::vector<ShapeOp> ops;
-    TimeNs               t = 0;
+    TimeNs t = 0;
     for (int i = 0; i < iterations; ++i) {
         ops.push_back({t, true, 4096});
         ops.push_back({t + 800, true, 4096});
@@ -1249,7 +1258,7 @@ std::vector<ShapeOp> solver_shape(int iterations)
 std::vector<ShapeOp> stream_shape(int cycles)
 {
     std::vector<ShapeOp> ops;
-    TimeNs               t = 0;
+    TimeNs t = 0;
     for (int c = 0; c < cycles; ++c) {
         for (int k = 0; k < 100; ++k) {
             ops.push_back({t, true, 65536});
@@ -1267,11 +1276,12 @@ TEST_CASE("a batch records as its operations would, one by one at the batch's ti
 {
     using slim::live::OpRecord;
     slim::live::OpLog log(8, 64, 20'000);
-    auto&             one  = *log.open_serial();
-    auto&             many = *log.open_serial();
-    const auto        same = [&] { CHECK(ring_state(one) == ring_state(many)); };
+    auto& one       = *log.open_serial();
+    auto& many      = *log.open_serial();
+    const auto same = [&] { CHECK(ring_state(one) == ring_state(many)); };
 
-    SECTION("a new run that starts with a receive and has a send later") {
+    SECTION("a new run that starts with a receive and has a send later")
+    {
         const std::vector<OpRecord> ops{op_at(0, false, 8), op_at(0, false, 16),
                                         op_at(0, true, 100), op_at(0, true, 200)};
         for (OpRecord r : ops) {
@@ -1291,7 +1301,8 @@ TEST_CASE("a batch records as its operations would, one by one at the batch's ti
         same();
         CHECK(many.pushed() == 2);
     }
-    SECTION("a zero-copy operation in flight, and its completion in a later batch") {
+    SECTION("a zero-copy operation in flight, and its completion in a later batch")
+    {
         OpRecord put = op_at(100'000, true, 1 << 20);
         one.record(put, 20'000, 20'000, true);
         many.record_batch(batch_of({put}, 100'000, 1), 20'000, 20'000);
@@ -1304,7 +1315,8 @@ TEST_CASE("a batch records as its operations would, one by one at the batch's ti
         many.record_batch(batch_of({}, 500'000, 0, 1), 20'000, 20'000);
         same();
     }
-    SECTION("a batch after a gap longer than the split gap but within the coalescing gap") {
+    SECTION("a batch after a gap longer than the split gap but within the coalescing gap")
+    {
         one.record(op_at(10'000, true), 40'000, 20'000);
         many.record_batch(batch_of({op_at(0, true)}, 10'000), 40'000, 20'000);
         one.record(op_at(40'000, true), 40'000, 20'000);

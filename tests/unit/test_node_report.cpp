@@ -44,25 +44,25 @@ slim::ProcessIdentity process(int rank, int local_rank)
     return who;
 }
 
-slim::live::LiveSummary live(double energy, double baseline, double penalty,
-                             std::uint64_t events, std::uint64_t hits)
+slim::live::LiveSummary live(double energy, double baseline, double penalty, std::uint64_t events,
+                             std::uint64_t hits)
 {
     slim::live::LiveSummary l;
-    l.predictor          = "spps";
-    l.backend            = "emulated";
-    l.lanes              = 4;
-    l.events             = events;
-    l.span_ns            = 2'000'000'000;
-    l.energy_joules      = energy;
-    l.baseline_joules    = baseline;
-    l.energy_savings_pct = 100.0 * (1.0 - energy / baseline);
-    l.time_penalty_pct   = penalty;
-    l.late_wakeups       = 2;
-    l.wakeup_delay_ns    = 3000;
-    l.predictions        = events / 2;
-    l.hits               = hits;
-    l.restarts           = 1;
-    l.gt_ns              = 12'500;
+    l.predictor           = "spps";
+    l.backend             = "emulated";
+    l.lanes               = 4;
+    l.events              = events;
+    l.span_ns             = 2'000'000'000;
+    l.energy_joules       = energy;
+    l.baseline_joules     = baseline;
+    l.energy_savings_pct  = 100.0 * (1.0 - energy / baseline);
+    l.time_penalty_pct    = penalty;
+    l.late_wakeups        = 2;
+    l.wakeup_delay_ns     = 3000;
+    l.predictions         = events / 2;
+    l.hits                = hits;
+    l.restarts            = 1;
+    l.gt_ns               = 12'500;
     l.time_at_width_ns[1] = 500'000'000;
     l.time_at_width_ns[4] = 1'500'000'000;
     return l;
@@ -74,10 +74,10 @@ RankRecord record(int rank, int local_rank, double energy, double baseline, doub
     slim_traffic_t traffic{};
     traffic.op[SLIM_OP_AM_BCOPY][SLIM_DIR_SEND] = {10, 4096};
     slim_packing_stats_t packing{};
-    packing.payload_bytes = 8000;
-    packing.wire_bytes    = 5000;
-    packing.packed_bytes  = 7992;
-    packing.missed_bytes  = 64;
+    packing.payload_bytes           = 8000;
+    packing.wire_bytes              = 5000;
+    packing.packed_bytes            = 7992;
+    packing.missed_bytes            = 64;
     const slim::live::LiveSummary l = live(energy, baseline, penalty, events, hits);
     return slim::make_rank_record(process(rank, local_rank), traffic, packing,
                                   slim::ErrorBound{error_bits}, &l);
@@ -97,10 +97,7 @@ NodeCollection two_of_three()
     return c;
 }
 
-slim::NodeInfo node()
-{
-    return slim::NodeInfo{"node7", process(0, 0).local};
-}
+slim::NodeInfo node() { return slim::NodeInfo{"node7", process(0, 0).local}; }
 
 // What a node service returns for the job of two_of_three(): the records
 // as opaque bytes, the dead rank, and the port over the job.
@@ -109,20 +106,20 @@ slim::link::ReceivedReport from_service()
     using namespace slim::link::service;
     slim::link::ReceivedReport received;
     received.record_version = slim::rank_record_version;
-    PortSection &p = received.port;
+    PortSection& p          = received.port;
     std::snprintf(p.backend, sizeof p.backend, "emulated");
     std::snprintf(p.port, sizeof p.port, "emulated");
-    p.lanes           = 4;
-    p.has_energy      = 1;
-    p.span_ns         = 2'000'000'000;
-    p.energy_joules   = 1.0;
-    p.baseline_joules = 4.0;
-    p.transitions     = 12;
-    p.late_wakeups    = 3;
-    p.wakeup_delay_ns = 30'000;
-    p.time_at_width_ns[1] = 1'500'000'000;
-    p.time_at_width_ns[4] = 400'000'000;
-    const NodeCollection c = two_of_three();
+    p.lanes                     = 4;
+    p.has_energy                = 1;
+    p.span_ns                   = 2'000'000'000;
+    p.energy_joules             = 1.0;
+    p.baseline_joules           = 4.0;
+    p.transitions               = 12;
+    p.late_wakeups              = 3;
+    p.wakeup_delay_ns           = 30'000;
+    p.time_at_width_ns[1]       = 1'500'000'000;
+    p.time_at_width_ns[4]       = 400'000'000;
+    const NodeCollection c      = two_of_three();
     const RankRecord *records[] = {&c.reported[0], nullptr, &c.reported[1]};
     for (int local = 0; local < 3; ++local) {
         slim::link::ReceivedReport::Entry e;
@@ -132,9 +129,9 @@ slim::link::ReceivedReport from_service()
         if (records[local] != nullptr) {
             const auto *bytes = reinterpret_cast<const std::uint8_t *>(records[local]);
             e.record.assign(bytes, bytes + sizeof(RankRecord));
-            e.entry.state        = static_cast<std::uint32_t>(EntryState::reported);
-            e.entry.record_bytes = sizeof(RankRecord);
-            e.entry.late_wakeups = local == 0 ? 1 : 2;
+            e.entry.state           = static_cast<std::uint32_t>(EntryState::reported);
+            e.entry.record_bytes    = sizeof(RankRecord);
+            e.entry.late_wakeups    = local == 0 ? 1 : 2;
             e.entry.wakeup_delay_ns = local == 0 ? 10'000 : 20'000;
         } else {
             e.entry.state = static_cast<std::uint32_t>(EntryState::died);
@@ -144,7 +141,7 @@ slim::link::ReceivedReport from_service()
     return received;
 }
 
-} // namespace
+}  // namespace
 
 // ---- records, totals, formats ----------------------------------------------
 
@@ -220,9 +217,8 @@ TEST_CASE("the node JSON line has the documented schema and lists missing ranks"
     CHECK(line.back() == '\n');
     CHECK(line.find('\n') == line.size() - 1);
     const Json j = parse_json(line);
-    CHECK(keys(j) == Strings{"schema", "host", "job", "launcher", "local_size",
-                                             "ranks_reported", "ranks_missing", "totals",
-                                             "ranks", "port"});
+    CHECK(keys(j) == Strings{"schema", "host", "job", "launcher", "local_size", "ranks_reported",
+                             "ranks_missing", "totals", "ranks", "port"});
     CHECK(j.at("port").is_null());  // no node service drove this port
     CHECK(j.at("schema").get<std::string>() == "slimlink.node.v1");
     CHECK(j.at("host").get<std::string>() == "node7");
@@ -230,13 +226,13 @@ TEST_CASE("the node JSON line has the documented schema and lists missing ranks"
     CHECK(j.at("local_size").get<std::int64_t>() == 3);
     CHECK(j.at("ranks_reported").get<std::int64_t>() == 2);
     REQUIRE(j.at("ranks_missing").size() == 1);
-    const Json &missing = j.at("ranks_missing")[0];
+    const Json& missing = j.at("ranks_missing")[0];
     CHECK(missing.at("rank").get<std::int64_t>() == 1);
     CHECK(missing.at("local_rank").get<std::int64_t>() == 1);
     CHECK(missing.at("pid").get<std::int64_t>() == 1001);
     CHECK(missing.at("reason").get<std::string>() == "died");
 
-    const Json &t = j.at("totals");
+    const Json& t = j.at("totals");
     CHECK(t.at("energy_savings_pct").get<double>() == Approx(60.0));
     CHECK(t.at("time_penalty_pct_max").get<double>() == Approx(1.5));
     CHECK(t.at("time_penalty_pct_mean").get<double>() == Approx(1.0));
@@ -247,7 +243,7 @@ TEST_CASE("the node JSON line has the documented schema and lists missing ranks"
     CHECK(t.at("max_rel_error_bound").get<double>() == std::ldexp(1.0, -20));
 
     REQUIRE(j.at("ranks").size() == 2);
-    const Json &r2 = j.at("ranks")[1];
+    const Json& r2 = j.at("ranks")[1];
     CHECK(r2.at("rank").get<std::int64_t>() == 2);
     CHECK(r2.at("local_rank").get<std::int64_t>() == 2);
     CHECK(r2.at("gt_ns").get<std::int64_t>() == 12'500);
@@ -258,7 +254,7 @@ TEST_CASE("the node JSON line has the documented schema and lists missing ranks"
 TEST_CASE("a node where nobody reported still gives valid JSON with nulls")
 {
     NodeCollection c;
-    MissingRank    m;
+    MissingRank m;
     m.local_rank = 0;
     c.missing.push_back(m);
     const Json j = parse_json(slim::format_node_json(node(), c));
@@ -315,8 +311,8 @@ TEST_CASE("the service's report: the port's energy once, each rank's late wake-u
     CHECK(t.time_at_width_ns[1] == 1'500'000'000);
     CHECK(t.events == 400);  // events and hits stay sums over ranks
 
-    const Json j = parse_json(slim::format_node_json(node(), c));
-    const Json &port = j.at("port");
+    const Json j     = parse_json(slim::format_node_json(node(), c));
+    const Json& port = j.at("port");
     CHECK(port.at("owner").get<std::string>() == "slimlinkd");
     CHECK(port.at("backend").get<std::string>() == "emulated");
     CHECK(port.at("energy_savings_pct").get<double>() == Approx(75.0));
@@ -335,13 +331,13 @@ TEST_CASE("the service's report: the port's energy once, each rank's late wake-u
 TEST_CASE("the service's report says what its port numbers do not cover")
 {
     slim::link::ReceivedReport received = from_service();
-    auto &p           = received.port;
-    p.span_ns         = 300'000'000;
-    p.job_span_ns     = 800'000'000;
-    p.uncovered_ns    = 500'000'000;
-    p.late_records    = 7;
-    p.stalled_clients = 1;
-    const NodeCollection c = slim::collection_from_service(received);
+    auto& p                             = received.port;
+    p.span_ns                           = 300'000'000;
+    p.job_span_ns                       = 800'000'000;
+    p.uncovered_ns                      = 500'000'000;
+    p.late_records                      = 7;
+    p.stalled_clients                   = 1;
+    const NodeCollection c              = slim::collection_from_service(received);
 
     const std::string text = slim::format_node_text(node(), c);
     CHECK_THAT(text, Contains("port numbers cut short: they cover 0.300 s of the job's 0.800 s; "
@@ -350,8 +346,8 @@ TEST_CASE("the service's report says what its port numbers do not cover")
                               "of their demand records were applied late"));
     CHECK_THAT(text, !Contains("FAILED") && !Contains("UNKNOWN"));
 
-    const Json j = parse_json(slim::format_node_json(node(), c));
-    const Json &port = j.at("port");
+    const Json j     = parse_json(slim::format_node_json(node(), c));
+    const Json& port = j.at("port");
     CHECK(port.at("job_span_ns").get<std::int64_t>() == 800'000'000);
     CHECK(port.at("uncovered_ns").get<std::int64_t>() == 500'000'000);
     CHECK(port.at("late_records").get<std::int64_t>() == 7);
@@ -364,13 +360,13 @@ TEST_CASE("the service's report says what its port numbers do not cover")
 TEST_CASE("a failed backend is a failure in the node report, and no energy is made up")
 {
     slim::link::ReceivedReport received = from_service();
-    auto &p = received.port;
+    auto& p                             = received.port;
     std::snprintf(p.backend, sizeof p.backend, "exec");
     p.has_energy      = 0;
     p.energy_joules   = 0.0;
     p.baseline_joules = 0.0;
     p.transitions     = 0;
-    for (auto &w : p.time_at_width_ns) {
+    for (auto& w : p.time_at_width_ns) {
         w = 0;
     }
     p.backend_failed = 1;
@@ -389,8 +385,8 @@ TEST_CASE("a failed backend is a failure in the node report, and no energy is ma
     CHECK_THAT(text, !Contains(" J always on") && !Contains("time at width"));
     CHECK_THAT(text, Contains("time penalty max"));
 
-    const Json j = parse_json(slim::format_node_json(node(), c));
-    const Json &port = j.at("port");
+    const Json j     = parse_json(slim::format_node_json(node(), c));
+    const Json& port = j.at("port");
     CHECK(port.at("backend_failed").get<bool>());
     CHECK(port.at("width_unknown").get<bool>());
     CHECK_THAT(port.at("problem").get<std::string>(), Contains("did not end within 2000 ms"));
@@ -407,9 +403,9 @@ TEST_CASE("a record of another build is listed as missing, never misread")
     NodeCollection c = slim::collection_from_service(received);
     CHECK(c.reported.size() == 1);
     CHECK(c.missing.size() == 2);
-    received = from_service();
+    received                = from_service();
     received.record_version = slim::rank_record_version + 1;
-    c = slim::collection_from_service(received);
+    c                       = slim::collection_from_service(received);
     CHECK(c.reported.empty());
     CHECK(c.missing.size() == 3);
 }
@@ -433,7 +429,7 @@ TEST_CASE("the packing monitor keeps the coarsest precision it packed with")
     slim::PackingMonitor monitor;
     CHECK(!monitor.error_bound().packed());
     CHECK(monitor.error_bound().relative() == 0.0);
-    monitor.packed_with({8, slim::pack::Rounding::truncate}); // not packing: ignored
+    monitor.packed_with({8, slim::pack::Rounding::truncate});  // not packing: ignored
     CHECK(!monitor.error_bound().packed());
     monitor.packed_with({5, slim::pack::Rounding::nearest_even});
     CHECK(monitor.error_bound().min_bits == 29);
@@ -446,9 +442,10 @@ TEST_CASE("the packing monitor keeps the coarsest precision it packed with")
 TEST_CASE("the bound holds for values packed at the coarsest precision")
 {
     // A check of codec.h's statement that the bound is built on.
-    for (const slim::pack::Precision p : {slim::pack::Precision{2, slim::pack::Rounding::truncate},
-                                          slim::pack::Precision{3, slim::pack::Rounding::nearest_even},
-                                          slim::pack::Precision{7, slim::pack::Rounding::truncate}}) {
+    for (const slim::pack::Precision p :
+         {slim::pack::Precision{2, slim::pack::Rounding::truncate},
+          slim::pack::Precision{3, slim::pack::Rounding::nearest_even},
+          slim::pack::Precision{7, slim::pack::Rounding::truncate}}) {
         const double bound = std::ldexp(1.0, -slim::guaranteed_bits(p));
         for (const double x : {1.0, 1.9999999, 3.14159265358979, -2.718281828, 1e-300, 6.02e23}) {
             const double y = slim::pack::round_trip(x, p);
@@ -456,4 +453,3 @@ TEST_CASE("the bound holds for values packed at the coarsest precision")
         }
     }
 }
-

@@ -45,7 +45,7 @@ public:
         std::error_code ignored;
         fs::remove_all(path_, ignored);
     }
-    TempDir(const TempDir&) = delete;
+    TempDir(const TempDir&)            = delete;
     TempDir& operator=(const TempDir&) = delete;
 
     const fs::path& path() const { return path_; }
@@ -108,11 +108,10 @@ std::string error_of(F&& f)
 
 }  // namespace
 
-TEST_CASE("an OTF2 archive gives rank 0 one event per outermost MPI communication region",
-          "[otf2]")
+TEST_CASE("an OTF2 archive gives rank 0 one event per outermost MPI communication region", "[otf2]")
 {
     const SampleArchive archive;
-    const auto          stream = read_otf2(archive.anchor(), "");
+    const auto stream = read_otf2(archive.anchor(), "");
     CHECK(stream.location.id == 0);
     CHECK(stream.location.group == "MPI Rank 0");
     CHECK(stream.location.mpi);
@@ -120,16 +119,16 @@ TEST_CASE("an OTF2 archive gives rank 0 one event per outermost MPI communicatio
     // 401.2 ns). MPI_Comm_rank, "compute", the MPI_Wait nested in
     // MPI_Allreduce and the MPI_Test that completed nothing give none.
     const std::vector<Event> expected = {
-            event(401, 800, 1, 4096),     // MPI_Send to 1
-            event(2000, 2400, 1, 4096),   // MPI_Send to 1 again: same id
-            event(2800, 3000, 2, 64),     // MPI_Send to 0: another peer
-            event(3200, 3400, 3, 4096),   // MPI_Send to 1 on another communicator
-            event(4000, 4400, 4, 16),     // MPI_Allreduce: 8 sent + 8 received
-            event(4800, 4820, 5, 0),      // MPI_Irecv: no bytes yet
-            event(5200, 5400, 6, 1024),   // MPI_Wait that received them
-            event(5600, 5640, 7, 2048),   // MPI_Isend
-            event(6000, 6008, 8, 0),      // MPI_Test that completed the isend
-            event(8000, 8400, 1, 4096),   // MPI_Send to 1 a third time
+            event(401, 800, 1, 4096),    // MPI_Send to 1
+            event(2000, 2400, 1, 4096),  // MPI_Send to 1 again: same id
+            event(2800, 3000, 2, 64),    // MPI_Send to 0: another peer
+            event(3200, 3400, 3, 4096),  // MPI_Send to 1 on another communicator
+            event(4000, 4400, 4, 16),    // MPI_Allreduce: 8 sent + 8 received
+            event(4800, 4820, 5, 0),     // MPI_Irecv: no bytes yet
+            event(5200, 5400, 6, 1024),  // MPI_Wait that received them
+            event(5600, 5640, 7, 2048),  // MPI_Isend
+            event(6000, 6008, 8, 0),     // MPI_Test that completed the isend
+            event(8000, 8400, 1, 4096),  // MPI_Send to 1 a third time
     };
     CHECK(texts(stream.events) == texts(expected));
 }
@@ -138,7 +137,7 @@ TEST_CASE("ids are equal for the same MPI call with the same partner, different 
           "[otf2]")
 {
     const SampleArchive archive;
-    const auto          rank0 = read_otf2(archive.anchor(), "0").events;
+    const auto rank0 = read_otf2(archive.anchor(), "0").events;
     REQUIRE(rank0.size() == 10);
     SECTION("the same function to the same peer on the same communicator")
     {
@@ -155,26 +154,25 @@ TEST_CASE("ids are equal for the same MPI call with the same partner, different 
     {
         const auto rank1 = read_otf2(archive.anchor(), "1").events;
         REQUIRE(rank1.size() == 5);
-        CHECK(rank1[1].id == rank1[3].id);   // root 0, twice
-        CHECK(rank1[2].id != rank1[1].id);   // root 1
+        CHECK(rank1[1].id == rank1[3].id);  // root 0, twice
+        CHECK(rank1[2].id != rank1[1].id);  // root 1
     }
 }
 
-TEST_CASE("--location chooses another location; a region open at the end gives no event",
-          "[otf2]")
+TEST_CASE("--location chooses another location; a region open at the end gives no event", "[otf2]")
 {
     const SampleArchive archive;
-    const auto          stream = read_otf2(archive.anchor(), "1");
+    const auto stream = read_otf2(archive.anchor(), "1");
     CHECK(stream.location.id == 1);
     CHECK(stream.location.group == "MPI Rank 1");
     REQUIRE(stream.locations.size() == 2);
-    CHECK(stream.locations[0].id == 0);   // by id, not in definition order
+    CHECK(stream.locations[0].id == 0);  // by id, not in definition order
     const std::vector<Event> expected = {
-            event(600, 800, 1, 4096),     // MPI_Recv from 0
-            event(1200, 1400, 2, 256),    // MPI_Bcast, root 0: received
-            event(1600, 1800, 3, 256),    // MPI_Bcast, root 1: sent
-            event(2000, 2200, 2, 256),    // MPI_Bcast, root 0 again
-            event(4000, 4400, 4, 16),     // MPI_Allreduce
+            event(600, 800, 1, 4096),   // MPI_Recv from 0
+            event(1200, 1400, 2, 256),  // MPI_Bcast, root 0: received
+            event(1600, 1800, 3, 256),  // MPI_Bcast, root 1: sent
+            event(2000, 2200, 2, 256),  // MPI_Bcast, root 0 again
+            event(4000, 4400, 4, 16),   // MPI_Allreduce
     };
     CHECK(texts(stream.events) == texts(expected));
 }
@@ -183,10 +181,10 @@ TEST_CASE("a location the archive does not have is refused with the list of its 
           "[otf2]")
 {
     const SampleArchive archive;
-    const std::string   listed = "its locations (OTF2 location ids): 0 \"Master thread\" in "
-                                 "\"MPI Rank 0\" (MPI), 1 \"Master thread\" in \"MPI Rank 1\" "
-                                 "(MPI)";
-    for (const char* wrong : {"7", "rank0", "-1", "99999999999999999999999"}) {
+    const std::string listed = "its locations (OTF2 location ids): 0 \"Master thread\" in "
+                               "\"MPI Rank 0\" (MPI), 1 \"Master thread\" in \"MPI Rank 1\" "
+                               "(MPI)";
+    for (const char *wrong : {"7", "rank0", "-1", "99999999999999999999999"}) {
         INFO(wrong);
         CHECK(error_of([&] { read_otf2(archive.anchor(), wrong); }) ==
               archive.anchor() + ": --location '" + wrong +
@@ -227,8 +225,8 @@ TEST_CASE("names from the archive reach messages escaped, never as terminal esca
     }
     SECTION("rank 0's events are read as from the usual archive")
     {
-        CHECK(read_otf2(hostile.anchor(), "").events.size() == read_otf2(SampleArchive().anchor(), "")
-                                                                        .events.size());
+        CHECK(read_otf2(hostile.anchor(), "").events.size() ==
+              read_otf2(SampleArchive().anchor(), "").events.size());
     }
 }
 
@@ -257,7 +255,7 @@ TEST_CASE("a missing or malformed OTF2 archive is refused, naming the file", "[o
     SECTION("a truncated anchor file")
     {
         const SampleArchive archive;
-        const auto          size = fs::file_size(archive.anchor());
+        const auto size = fs::file_size(archive.anchor());
         fs::resize_file(archive.anchor(), size / 2);
         CHECK_THAT(error_of([&] { read_otf2(archive.anchor(), ""); }),
                    StartsWith(archive.anchor() + ": "));
@@ -267,8 +265,8 @@ TEST_CASE("a missing or malformed OTF2 archive is refused, naming the file", "[o
         // The fuzzer's input: libotf2 callocs 9.9 GB for it and walks the
         // array (44 s, 9.7 GB resident) unless reading is capped.
         const SampleArchive archive;
-        std::vector<char>   bytes(fs::file_size(archive.anchor()));
-        std::fstream        anchor(archive.anchor(), std::ios::in | std::ios::out | std::ios::binary);
+        std::vector<char> bytes(fs::file_size(archive.anchor()));
+        std::fstream anchor(archive.anchor(), std::ios::in | std::ios::out | std::ios::binary);
         anchor.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         const std::size_t at = 0x3124 % bytes.size();
         anchor.seekp(static_cast<std::streamoff>(at));
@@ -289,8 +287,7 @@ TEST_CASE("a missing or malformed OTF2 archive is refused, naming the file", "[o
     }
 }
 
-TEST_CASE("slim-replay opens .otf2 files as archives and anything else as a text trace",
-          "[otf2]")
+TEST_CASE("slim-replay opens .otf2 files as archives and anything else as a text trace", "[otf2]")
 {
     const SampleArchive archive;
     SECTION("an archive: its events through TraceReader, named by the anchor file")

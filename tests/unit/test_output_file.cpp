@@ -41,10 +41,7 @@ std::string read_file(const std::string& path)
     return s.str();
 }
 
-void write_file(const std::string& path, const std::string& text)
-{
-    std::ofstream(path) << text;
-}
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 }  // namespace
 
@@ -52,8 +49,8 @@ TEST_CASE("a new output file is created with the mode asked for, whatever the um
           "[output_file]")
 {
     const TempDir dir;
-    const mode_t  old = umask(022);
-    const int     fd  = open_output_file(dir.path + "/rank0.trace", ExistingFile::truncate, 0600);
+    const mode_t old = umask(022);
+    const int fd     = open_output_file(dir.path + "/rank0.trace", ExistingFile::truncate, 0600);
     umask(old);
     REQUIRE(fd >= 0);
     struct stat st {};
@@ -65,7 +62,7 @@ TEST_CASE("a new output file is created with the mode asked for, whatever the um
 
 TEST_CASE("a planted symbolic link is refused and its target left untouched", "[output_file]")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string target = dir.path + "/victim";
     const std::string link   = dir.path + "/rank0.trace";
     write_file(target, "precious\n");
@@ -85,10 +82,9 @@ TEST_CASE("a planted symbolic link is refused and its target left untouched", "[
     {
         const std::string dangling = dir.path + "/r1.trace";
         REQUIRE(symlink((dir.path + "/nothing").c_str(), dangling.c_str()) == 0);
-        CHECK_THROWS_AS(open_output_file(dangling, ExistingFile::truncate, 0600),
-                        OutputFileError);
+        CHECK_THROWS_AS(open_output_file(dangling, ExistingFile::truncate, 0600), OutputFileError);
         struct stat st {};
-        CHECK(stat((dir.path + "/nothing").c_str(), &st) == -1);   // not created through it
+        CHECK(stat((dir.path + "/nothing").c_str(), &st) == -1);  // not created through it
     }
     CHECK(read_file(target) == "precious\n");
 }
@@ -96,7 +92,7 @@ TEST_CASE("a planted symbolic link is refused and its target left untouched", "[
 TEST_CASE("an existing file of this user is truncated for a trace and appended for a report",
           "[output_file]")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string path = dir.path + "/f";
     write_file(path, "old\n");
     {
@@ -136,7 +132,7 @@ TEST_CASE("a directory, a missing directory and another user's file are refused,
 TEST_CASE("a planted FIFO is refused at once, with or without a reader, and never truncated",
           "[output_file]")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string fifo = dir.path + "/rank0.trace";
     REQUIRE(mkfifo(fifo.c_str(), 0666) == 0);
     // Without a reader a blocking open would wait forever; this must return.
@@ -146,8 +142,7 @@ TEST_CASE("a planted FIFO is refused at once, with or without a reader, and neve
                           Catch::Contains("rank0.trace: exists and is not a regular file"));
         CHECK_THROWS_WITH(open_output_file(fifo, ExistingFile::append, 0644),
                           Catch::Contains("not a regular file"));
-        CHECK_THROWS_WITH(slim::predict::TraceWriter(fifo),
-                          Catch::Contains("not a regular file"));
+        CHECK_THROWS_WITH(slim::predict::TraceWriter(fifo), Catch::Contains("not a regular file"));
     }
     SECTION("a reader holds it open")
     {
@@ -156,7 +151,7 @@ TEST_CASE("a planted FIFO is refused at once, with or without a reader, and neve
         CHECK_THROWS_WITH(open_output_file(fifo, ExistingFile::truncate, 0600),
                           Catch::Contains("not a regular file"));
         char byte = 0;
-        CHECK(read(reader, &byte, 1) <= 0);   // nothing was written into it
+        CHECK(read(reader, &byte, 1) <= 0);  // nothing was written into it
         close(reader);
     }
     struct stat st {};
@@ -168,7 +163,7 @@ TEST_CASE("an opened output file blocks on writes again and an existing one is t
           "after the checks",
           "[output_file]")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string path = dir.path + "/f";
     write_file(path, "old\n");
     const int fd = open_output_file(path, ExistingFile::truncate, 0600);
@@ -184,7 +179,7 @@ TEST_CASE("an opened output file blocks on writes again and an existing one is t
 TEST_CASE("a hard link to one of this user's files is refused and the file left whole",
           "[output_file]")
 {
-    const TempDir     dir;
+    const TempDir dir;
     const std::string precious = dir.path + "/precious";
     const std::string link     = dir.path + "/rank0.trace";
     write_file(precious, "precious\n");

@@ -51,7 +51,7 @@ struct Ppc {
     void event(EventId id, bool starts_gram)
     {
         const std::optional<TimeNs> idle =
-            first ? std::nullopt : std::optional<TimeNs>(starts_gram ? kLong : kShort);
+                first ? std::nullopt : std::optional<TimeNs>(starts_gram ? kLong : kShort);
         first = false;
         if (auto done = former.on_event(id, idle, kGt)) {
             ppa.add_gram(*done);
@@ -80,21 +80,21 @@ struct Ppc {
         return s;
     }
 
-    GramTable                 table;
-    GramFormer                former;
-    PatternPredictor          ppa;
-    bool                      first  = true;
-    bool                      active = false;
+    GramTable table;
+    GramFormer former;
+    PatternPredictor ppa;
+    bool first  = true;
+    bool active = false;
     std::optional<Activation> activation;
-    std::vector<std::string>  insertions;
-    std::vector<std::string>  removed;
+    std::vector<std::string> insertions;
+    std::vector<std::string> removed;
 };
 
 // The Alya stream of Figures 5.2 and 5.3: 41-41-41, 10, 10, ...
 // (41 = MPI_Sendrecv, 10 = MPI_Allreduce).
 struct AlyaEvent {
     EventId id;
-    bool    starts_gram;
+    bool starts_gram;
 };
 AlyaEvent alya(int n)  // n: 1-based event number
 {
@@ -112,27 +112,27 @@ TEST_CASE("Figure 5.3: the PPA execution table and the pattern list insertions a
     // Panel (b), one row per event: size of the gram array, current gram,
     // whether the PPA ran (every action but "Not enough grams"), prediction.
     struct Row {
-        int         event;
+        int event;
         std::size_t grams;
-        const char* current;
-        bool        ppa_ran;
-        bool        prediction;
+        const char *current;
+        bool ppa_ran;
+        bool prediction;
     };
     // Row 13 of the thesis shows the current gram as "41-41"; event 13 is the
     // third MPI_Sendrecv in a row, so it is 41-41-41 (a typo in the table:
     // the array column of the same row agrees with three).
     const Row rows[] = {
-        {1, 0, "41", false, false},       {2, 0, "41-41", false, false},
-        {3, 0, "41-41-41", false, false}, {4, 1, "10", false, false},
-        {5, 2, "10", false, false},       {6, 3, "41", false, false},
-        {7, 3, "41-41", false, false},    {8, 3, "41-41-41", false, false},
-        {9, 4, "10", true, false},        {10, 5, "10", true, false},
-        {11, 6, "41", true, false},       {12, 6, "41-41", true, false},
-        {13, 6, "41-41-41", true, false}, {14, 7, "10", true, false},
-        {15, 8, "10", true, false},       {16, 9, "41", true, false},
-        {17, 9, "41-41", true, false},    {18, 9, "41-41-41", false, false},
-        {19, 10, "10", false, false},     {20, 11, "10", false, false},
-        {21, 12, "41", true, true},
+            {1, 0, "41", false, false},       {2, 0, "41-41", false, false},
+            {3, 0, "41-41-41", false, false}, {4, 1, "10", false, false},
+            {5, 2, "10", false, false},       {6, 3, "41", false, false},
+            {7, 3, "41-41", false, false},    {8, 3, "41-41-41", false, false},
+            {9, 4, "10", true, false},        {10, 5, "10", true, false},
+            {11, 6, "41", true, false},       {12, 6, "41-41", true, false},
+            {13, 6, "41-41-41", true, false}, {14, 7, "10", true, false},
+            {15, 8, "10", true, false},       {16, 9, "41", true, false},
+            {17, 9, "41-41", true, false},    {18, 9, "41-41-41", false, false},
+            {19, 10, "10", false, false},     {20, 11, "10", false, false},
+            {21, 12, "41", true, true},
     };
     std::uint64_t invocations = 0;
     for (const Row& row : rows) {
@@ -145,8 +145,7 @@ TEST_CASE("Figure 5.3: the PPA execution table and the pattern list insertions a
         CHECK(ppc.active == row.prediction);
         invocations = ppc.ppa.ppa_invocations();
     }
-    CHECK(ppc.array() ==
-          "[41-41-41,10,10,41-41-41,10,10,41-41-41,10,10,41-41-41,10,10]");
+    CHECK(ppc.array() == "[41-41-41,10,10,41-41-41,10,10,41-41-41,10,10,41-41-41,10,10]");
 
     // Panel (c): event, pattern, frequency, positions, number of MPI calls.
     CHECK(ppc.insertions == std::vector<std::string>{
@@ -179,7 +178,7 @@ TEST_CASE("a pattern of single-event grams is found after three back-to-back occ
     // FFT-like: two all-to-alls and an allreduce per iteration, each alone.
     Ppc ppc;
     const EventId iteration[] = {70, 70, 10};
-    int           n           = 0;
+    int n                     = 0;
     while (!ppc.active && n < 100) {
         ppc.event(iteration[n % 3], true);
         ++n;
@@ -197,7 +196,7 @@ TEST_CASE("a previously used pattern is reactivated when it is seen once more", 
 {
     Ppc ppc;
     const EventId iteration[] = {41, 10, 10};
-    int           n           = 0;
+    int n                     = 0;
     for (; n < 30; ++n) {
         ppc.event(iteration[n % 3], true);
     }
@@ -260,9 +259,9 @@ TEST_CASE("the pattern list stays within its capacity and keeps finding patterns
 
 TEST_CASE("memory of the pattern predictor does not depend on the events it saw", "[predict]")
 {
-    Ppc               ppc;
+    Ppc ppc;
     const std::size_t before = ppc.ppa.memory_bytes();
-    std::uint32_t     x      = 7;
+    std::uint32_t x          = 7;
     for (int n = 0; n < 20000; ++n) {
         x = x * 1103515245u + 12345u;
         ppc.event((x >> 16) % 7, (x >> 8) % 3 != 0);

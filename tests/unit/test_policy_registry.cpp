@@ -50,7 +50,7 @@ TEST_CASE("the live names are the registry's, the default first, in any case", "
     CHECK(slim::link::live_policy("SPPS").kind == PolicyKind::spps);
     CHECK(slim::link::live_policy("off").kind == PolicyKind::always_on);
     // What needs the future or a parameter is a replay's alone.
-    for (const char* name : {"oracle", "always-on", "context:2", "timeout:100us", "nothing"}) {
+    for (const char *name : {"oracle", "always-on", "context:2", "timeout:100us", "nothing"}) {
         CAPTURE(name);
         CHECK_THROWS_AS(slim::link::live_policy(name), slim::Error);
     }
@@ -70,13 +70,15 @@ TEST_CASE("a replay's names take their parameters", "[registry]")
     CHECK(slim::link::replay_policy("runs:1").context.key == slim::predict::ContextKey::runs);
     CHECK(slim::link::replay_policy("always-on").kind == PolicyKind::always_on);
     CHECK(slim::link::replay_policy("oracle").kind == PolicyKind::oracle);
-    for (const char* name : {"off", "timeout", "context:9", "context:", "runs:x", "timeout:2s", "PPS"}) {
+    for (const char *name :
+         {"off", "timeout", "context:9", "context:", "runs:x", "timeout:2s", "PPS"}) {
         CAPTURE(name);
         CHECK_THROWS(slim::link::replay_policy(name));
     }
 }
 
-TEST_CASE("a timeout policy asks for its timeout after every event, and never a window", "[registry]")
+TEST_CASE("a timeout policy asks for its timeout after every event, and never a window",
+          "[registry]")
 {
     PolicySpec spec = slim::link::live_policy("timeout");
     spec.timeout_ns = 30'000;
@@ -91,7 +93,8 @@ TEST_CASE("a timeout policy asks for its timeout after every event, and never a 
 }
 
 TEST_CASE("a context policy falls back to its timeout where it foresees no window, "
-          "and goes low again after a window the gap outlasts", "[registry]")
+          "and goes low again after a window the gap outlasts",
+          "[registry]")
 {
     PolicySpec spec          = slim::link::replay_policy("context:1");
     spec.fallback_timeout_ns = 50'000;
@@ -122,13 +125,13 @@ TEST_CASE("the replay carries out a policy's decisions: a timeout saves what a t
     // timeout does, through the same interpreter.
     const std::vector<Event> events = periodic(200, 300'000);
     slim::link::ReplayConfig plain;
-    plain.policy            = slim::link::replay_policy("timeout:50us");
-    const auto by_timeout   = slim::link::replay(events, plain);
+    plain.policy          = slim::link::replay_policy("timeout:50us");
+    const auto by_timeout = slim::link::replay(events, plain);
     slim::link::AdaptiveConfig only;
     only.candidates = {plain.policy};
     only.initial    = 0;
     slim::link::AdaptivePolicy adaptive(only);
-    slim::link::Replay         follow(plain);
+    slim::link::Replay follow(plain);
     for (const Event& e : events) {
         const auto decision = adaptive.on_event(e);
         REQUIRE(decision.timeout_ns);

@@ -96,8 +96,8 @@ void check_same(const LinkStats& got, const LinkStats& want)
 // stand-in for real hardware.
 struct Commands {
     std::vector<std::pair<unsigned, TimeNs>> widths;  // width, at (-1: now)
-    unsigned                                 fail_below = 0;
-    unsigned                                 restores   = 0;
+    unsigned fail_below = 0;
+    unsigned restores   = 0;
 };
 
 class RecordingBackend final : public LinkBackend {
@@ -240,9 +240,9 @@ TEST_CASE("records arriving late and out of order between clients give the same 
           "[port_service]")
 {
     const auto run = [](bool in_order) {
-        auto service = emulated_service();
-        const auto a = service->attach(rank(0, 0), 0);
-        const auto b = service->attach(rank(1, 1), 0);
+        auto service                         = emulated_service();
+        const auto a                         = service->attach(rank(0, 0), 0);
+        const auto b                         = service->attach(rank(1, 1), 0);
         const std::vector<DemandRecord> of_a = {needs(10 * kUs, 1), traffic(50 * kUs, 4),
                                                 low_until(70 * kUs, 1, 120 * kUs)};
         const std::vector<DemandRecord> of_b = {needs(20 * kUs, 2), needs(40 * kUs, 1),
@@ -277,8 +277,8 @@ TEST_CASE("records arriving late and out of order between clients give the same 
         return std::make_pair(port_stats(*service),
                               std::make_pair(service->late_wakeups(a), service->late_wakeups(b)));
     };
-    const auto in_order  = run(true);
-    const auto late      = run(false);
+    const auto in_order = run(true);
+    const auto late     = run(false);
     check_same(late.first, in_order.first);
     CHECK(late.second == in_order.second);
     CHECK(in_order.second.first == 1);   // a's traffic at 50 us met 1 lane
@@ -331,20 +331,24 @@ TEST_CASE("garbage records are refused with a message and change nothing", "[por
     const LinkStats before = port_stats(*service);
 
     struct Case {
-        const char*               name;
+        const char *name;
         std::vector<DemandRecord> records;
-        TimeNs                    through;
-        const char*               message;
+        TimeNs through;
+        const char *message;
     };
-    DemandRecord unknown_flag = needs(300 * kUs, 1);
-    unknown_flag.flags        = 1u << 5;
+    DemandRecord unknown_flag     = needs(300 * kUs, 1);
+    unknown_flag.flags            = 1u << 5;
     const std::vector<Case> cases = {
             {"width 0", {needs(300 * kUs, 0)}, 400 * kUs, "width 0"},
             {"width above full", {needs(300 * kUs, 5)}, 400 * kUs, "width 5"},
             {"time before through", {needs(150 * kUs, 1)}, 400 * kUs, "t_ns 150000"},
-            {"time going back", {needs(300 * kUs, 1), needs(250 * kUs, 1)}, 400 * kUs,
+            {"time going back",
+             {needs(300 * kUs, 1), needs(250 * kUs, 1)},
+             400 * kUs,
              "t_ns 250000"},
-            {"until not after t", {low_until(300 * kUs, 1, 300 * kUs)}, 400 * kUs,
+            {"until not after t",
+             {low_until(300 * kUs, 1, 300 * kUs)},
+             400 * kUs,
              "until_ns 300000"},
             {"unknown flags", {unknown_flag}, 400 * kUs, "flags 32"},
             {"through going back", {needs(300 * kUs, 1)}, 150 * kUs, "through_ns 150000"},
@@ -368,7 +372,7 @@ TEST_CASE("garbage records are refused with a message and change nothing", "[por
     SECTION("too many records at once")
     {
         std::vector<DemandRecord> many(service::kRingCapacity + 1, needs(300 * kUs, 1));
-        std::string               why;
+        std::string why;
         CHECK_FALSE(service->publish(a, many.data(), many.size(), 400 * kUs, &why));
         CHECK_THAT(why, Contains("count"));
     }
@@ -387,7 +391,7 @@ TEST_CASE("a backend error sends the port to full width for good, counted", "[po
     auto commands        = std::make_shared<Commands>();
     commands->fail_below = 2;
     PortService service(std::make_unique<RecordingBackend>(commands));
-    const auto  a = service.attach(rank(0, 0), 0);
+    const auto a = service.attach(rank(0, 0), 0);
     publish(service, a, {needs(10 * kUs, 2)}, 20 * kUs);
     service.advance();
     CHECK(service.width() == 2);
@@ -417,7 +421,7 @@ TEST_CASE("a backend error sends the port to full width for good, counted", "[po
 TEST_CASE("a rank that dies after the others deposited does not cost the job its report",
           "[port_service]")
 {
-    auto service = emulated_service();
+    auto service  = emulated_service();
     const auto r0 = service->attach(rank(10, 0, 3), 0);
     const auto r1 = service->attach(rank(11, 1, 3), 0);
     const auto r2 = service->attach(rank(12, 2, 3), 0);
@@ -428,7 +432,7 @@ TEST_CASE("a rank that dies after the others deposited does not cost the job its
     CHECK_FALSE(service->deposit(r2, 7, {3}, 120 * kUs, 1000 * kUs));
     service->drop(r2, 125 * kUs, false);
     CHECK(service->ready_reports(126 * kUs).empty());  // r1 still runs
-    service->drop(r1, 130 * kUs, true);                 // and dies
+    service->drop(r1, 130 * kUs, true);                // and dies
     auto reports = service->ready_reports(131 * kUs);
     REQUIRE(reports.size() == 1);
     CHECK(reports[0].first == r0);
@@ -441,7 +445,7 @@ TEST_CASE("a rank that dies after the others deposited does not cost the job its
 TEST_CASE("a two-rank job's node report: one reporter, entries in local-rank order",
           "[port_service]")
 {
-    auto service = emulated_service();
+    auto service  = emulated_service();
     const auto r1 = service->attach(rank(11, 1, 2), 0);
     const auto r0 = service->attach(rank(10, 0, 2), 0);
     publish(*service, r0, {needs(50 * kUs, 1)}, 60 * kUs);
@@ -483,7 +487,7 @@ TEST_CASE("a two-rank job's node report: one reporter, entries in local-rank ord
     port.traffic(100 * kUs, 4);
     port.request_width(200 * kUs, 1);
     const LinkStats at_end = port.stats_at(300 * kUs);
-    const auto&     p      = report.port;
+    const auto& p          = report.port;
     CHECK(std::string(p.backend) == "emulated");
     CHECK(std::string(p.port) == "emulated");
     CHECK(p.lanes == 4);
@@ -504,10 +508,9 @@ TEST_CASE("a two-rank job's node report: one reporter, entries in local-rank ord
     CHECK_FALSE(service->next_report_deadline());
 }
 
-TEST_CASE("a rank that died is listed as died; the report does not wait for it",
-          "[port_service]")
+TEST_CASE("a rank that died is listed as died; the report does not wait for it", "[port_service]")
 {
-    auto service = emulated_service();
+    auto service  = emulated_service();
     const auto r0 = service->attach(rank(0, 0, 2), 0);
     const auto r1 = service->attach(rank(1, 1, 2), 0);
     service->drop(r1, 10 * kUs, true);
@@ -526,7 +529,7 @@ TEST_CASE("a rank that died is listed as died; the report does not wait for it",
 TEST_CASE("after the wait a rank still running times out and one never seen never started",
           "[port_service]")
 {
-    auto service = emulated_service();
+    auto service     = emulated_service();
     const auto other = service->attach(rank(0, 0, 1, "other job"), 0);
     const auto r0    = service->attach(rank(0, 0, 3), 0);
     publish(*service, other, {}, 1000 * kUs);
@@ -555,13 +558,12 @@ TEST_CASE("after the wait a rank still running times out and one never seen neve
 
 // --------------------------------------------------------------- real ports
 
-TEST_CASE("a real port is raised at a published deadline while the horizon lags",
-          "[port_service]")
+TEST_CASE("a real port is raised at a published deadline while the horizon lags", "[port_service]")
 {
-    auto        commands = std::make_shared<Commands>();
+    auto commands = std::make_shared<Commands>();
     PortService service(std::make_unique<RecordingBackend>(commands));
-    const auto  a = service.attach(rank(0, 0), 0);
-    const auto  b = service.attach(rank(1, 1), 0);
+    const auto a = service.attach(rank(0, 0), 0);
+    const auto b = service.attach(rank(1, 1), 0);
     publish(service, a, {low_until(10 * kUs, 1, 100 * kUs)}, 20 * kUs);
     publish(service, b, {needs(10 * kUs, 1)}, 20 * kUs);
     service.advance();
@@ -592,10 +594,10 @@ TEST_CASE("a real port is raised at a published deadline while the horizon lags"
 
 TEST_CASE("a raise reaches a real port at once, whatever the horizon", "[port_service]")
 {
-    auto        commands = std::make_shared<Commands>();
+    auto commands = std::make_shared<Commands>();
     PortService service(std::make_unique<RecordingBackend>(commands));
-    const auto  a = service.attach(rank(0, 0), 0);
-    const auto  b = service.attach(rank(1, 1), 0);
+    const auto a = service.attach(rank(0, 0), 0);
+    const auto b = service.attach(rank(1, 1), 0);
     publish(service, a, {needs(10 * kUs, 1)}, 20 * kUs);
     publish(service, b, {needs(10 * kUs, 1)}, 20 * kUs);
     service.advance();
@@ -701,7 +703,7 @@ TEST_CASE("a client of another uid naming a job's key starts a job of its own an
     // The key is readable from /proc by anyone; the uid comes from the
     // socket. The intruder attaches first as local rank 0 and deposits
     // first, as a hijacker would.
-    auto service = emulated_service();
+    auto service        = emulated_service();
     const auto intruder = service->attach(of_uid(rank(0, 0, 2, "hydra-42-7"), 4242), 0);
     const auto v0       = service->attach(of_uid(rank(0, 0, 2, "hydra-42-7"), 65534), 0);
     const auto v1       = service->attach(of_uid(rank(1, 1, 2, "hydra-42-7"), 65534), 0);
@@ -712,7 +714,7 @@ TEST_CASE("a client of another uid naming a job's key starts a job of its own an
         publish(*service, id, {}, 100 * kUs);
     }
     CHECK(service->deposit(intruder, 1, {0xee}, 100 * kUs, 1000 * kUs));  // its own job's
-    CHECK(service->deposit(v1, 1, {1}, 110 * kUs, 1000 * kUs));  // the victim's reporter
+    CHECK(service->deposit(v1, 1, {1}, 110 * kUs, 1000 * kUs));           // the victim's reporter
     CHECK_FALSE(service->deposit(v0, 1, {0}, 120 * kUs, 1000 * kUs));
 
     auto reports = service->ready_reports(130 * kUs);
@@ -743,7 +745,7 @@ TEST_CASE("a status request lists the asker's own clients and counts the others"
     REQUIRE((a != 0 && b != 0 && c != 0));
 
     std::size_t others = 99;
-    const auto  own    = service->clients(1000, &others);
+    const auto own     = service->clients(1000, &others);
     REQUIRE(own.size() == 2);
     CHECK(own[0].uid == 1000);
     CHECK(own[1].uid == 1000);
@@ -766,7 +768,7 @@ TEST_CASE("a status request lists the asker's own clients and counts the others"
 TEST_CASE("a second live client claiming a local rank of its job is refused, naming both",
           "[port_service][security]")
 {
-    auto service = emulated_service();
+    auto service     = emulated_service();
     const auto first = service->attach(of_uid(rank(0, 0, 2), 1000), 0);
     REQUIRE(first != 0);
     std::string why;
@@ -785,7 +787,7 @@ TEST_CASE("a client flooding its queue while another holds the horizon is refuse
           "bound, and its queue is let go",
           "[port_service][security]")
 {
-    auto service = emulated_service();
+    auto service      = emulated_service();
     const auto silent = service->attach(rank(0, 0), 0);
     const auto flood  = service->attach(rank(1, 1), 0);
     (void)silent;
@@ -793,7 +795,7 @@ TEST_CASE("a client flooding its queue while another holds the horizon is refuse
     std::vector<DemandRecord> batch(service::kRingCapacity);
     std::size_t published = 0;
     std::string why;
-    bool        queue_full = false;
+    bool queue_full = false;
     for (;;) {
         for (std::size_t i = 0; i < batch.size(); ++i) {
             batch[i] = needs(ahead + static_cast<TimeNs>(published + i), 1 + (i & 3));

@@ -74,10 +74,10 @@ ClientInfo rank(std::int32_t r, std::int32_t local, std::int32_t local_size, con
 // A real port whose commands finish later (as exec's do): what it
 // confirmed, and what poll() says, are set by the test.
 struct AsyncPort {
-    std::vector<unsigned>   requested;
-    LinkBackend::Confirmed  confirmed;
-    Status                  poll = Status::success();
-    bool                    fail_full = false;  // full-width commands fail at once
+    std::vector<unsigned> requested;
+    LinkBackend::Confirmed confirmed;
+    Status poll    = Status::success();
+    bool fail_full = false;  // full-width commands fail at once
 };
 
 class AsyncBackend final : public LinkBackend {
@@ -121,7 +121,7 @@ struct TempDir {
 
 bool exists(const std::string& path)
 {
-    struct stat st{};
+    struct stat st {};
     return ::lstat(path.c_str(), &st) == 0;
 }
 
@@ -136,8 +136,8 @@ TEST_CASE("a client that attached and published nothing does not start a job's s
     service->attach(rank(0, 0, 1, "idle"), kUptime);  // silent from here on
 
     const TimeNs start = kUptime + 10 * kS;
-    const auto   r0    = service->attach(rank(0, 0, 2, "job"), start);
-    const auto   r1    = service->attach(rank(1, 1, 2, "job"), start);
+    const auto r0      = service->attach(rank(0, 0, 2, "job"), start);
+    const auto r1      = service->attach(rank(1, 1, 2, "job"), start);
     const TimeNs first = start + kMs;
     const TimeNs end   = first + 430 * kMs;
     publish(*service, r0, {needs(first, 1), needs(first + 400 * kMs, 4)}, end);
@@ -178,7 +178,7 @@ TEST_CASE("a suspended job does not cut another job's report to nothing; its lat
     // ... and then SIGSTOP: nothing more from it.
 
     const TimeNs start = kUptime + kS;
-    const auto   b     = service->attach(rank(0, 0, 1, "job"), start);
+    const auto b       = service->attach(rank(0, 0, 1, "job"), start);
     publish(*service, b, {needs(start + kMs, 2), needs(start + 600 * kMs, 1)}, start + kS);
     CHECK(service->deposit(b, 1, {1}, start + kS, 10 * kS));
     CHECK(service->ready_reports(start + kS).empty());
@@ -211,8 +211,8 @@ TEST_CASE("a report due before the merge reached the job's end says what it does
     SECTION("the merge passed the job's start: cut at the horizon")
     {
         const TimeNs start = kUptime + 10 * kS;
-        const auto   r0    = service->attach(rank(0, 0, 2, "job"), start);
-        const auto   r1    = service->attach(rank(1, 1, 2, "job"), start);
+        const auto r0      = service->attach(rank(0, 0, 2, "job"), start);
+        const auto r1      = service->attach(rank(1, 1, 2, "job"), start);
         const TimeNs end   = start + 800 * kMs;
         publish(*service, r0, {needs(start + kMs, 2)}, end);
         publish(*service, r1, {needs(start + kMs, 2)}, end);
@@ -228,7 +228,7 @@ TEST_CASE("a report due before the merge reached the job's end says what it does
     SECTION("the merge had not reached the job's first attach: nothing covered")
     {
         const TimeNs start = kUptime + 10 * kS;
-        const auto   r0    = service->attach(rank(0, 0, 2, "job"), start);
+        const auto r0      = service->attach(rank(0, 0, 2, "job"), start);
         service->attach(rank(1, 1, 2, "job"), start);
         const TimeNs end = start + 200 * kMs;
         publish(*service, r0, {needs(start + kMs, 2)}, end);
@@ -248,8 +248,8 @@ TEST_CASE("a report due before the merge reached the job's end says what it does
 TEST_CASE("a backend that never confirmed: no transitions claimed, the failure in the report",
           "[port_service][reports]")
 {
-    auto port    = std::make_shared<AsyncPort>();
-    auto service = std::make_unique<PortService>(std::make_unique<AsyncBackend>(port));
+    auto port     = std::make_shared<AsyncPort>();
+    auto service  = std::make_unique<PortService>(std::make_unique<AsyncBackend>(port));
     const auto r0 = service->attach(rank(0, 0, 1, "job"), kUptime);
     for (int i = 1; i <= 20; ++i) {
         const TimeNs t = kUptime + i * kMs;
@@ -283,8 +283,8 @@ TEST_CASE("a backend that never confirmed: no transitions claimed, the failure i
 TEST_CASE("transitions are the changes the backend confirmed, not the widths requested",
           "[port_service][reports]")
 {
-    auto port    = std::make_shared<AsyncPort>();
-    auto service = std::make_unique<PortService>(std::make_unique<AsyncBackend>(port));
+    auto port     = std::make_shared<AsyncPort>();
+    auto service  = std::make_unique<PortService>(std::make_unique<AsyncBackend>(port));
     const auto r0 = service->attach(rank(0, 0, 1, "job"), kUptime);
     publish(*service, r0, {needs(kUptime + kMs, 1), needs(kUptime + 2 * kMs, 4)},
             kUptime + 3 * kMs);
@@ -303,9 +303,9 @@ TEST_CASE("transitions are the changes the backend confirmed, not the widths req
 TEST_CASE("a real port left narrow is remembered next to the socket until a restore succeeds",
           "[port_service][reports]")
 {
-    TempDir      dir;
+    TempDir dir;
     const std::string state = dir.path + "/port.sock" + kStateFileSuffix;
-    auto         port       = std::make_shared<AsyncPort>();
+    auto port               = std::make_shared<AsyncPort>();
 
     SECTION("narrow: the file is there (what a SIGKILL leaves); a clean exit removes it")
     {
@@ -383,16 +383,16 @@ TEST_CASE("a failed restore is retried while the service runs, backing off, and 
           "it succeeds",
           "[port_service][reports]")
 {
-    TempDir           dir;
+    TempDir dir;
     const std::string state = dir.path + "/port.sock" + kStateFileSuffix;
-    auto              port  = std::make_shared<AsyncPort>();
+    auto port               = std::make_shared<AsyncPort>();
     std::ofstream(state) << "slimlinkd pid 1 drove port emulated (exec) below full width\n";
     auto service = std::make_unique<PortService>(std::make_unique<AsyncBackend>(port));
     service->use_state_file(state);
     const std::size_t asked = port->requested.size();
 
     // The restore at start fails: remembered, and nothing is retried at once.
-    port->poll = Status::error("async backend: 'set 4' exited with status 3");
+    port->poll                 = Status::error("async backend: 'set 4' exited with status 3");
     std::optional<TimeNs> next = service->act_on_deadlines(kUptime);
     REQUIRE(service->width_unknown());
     CHECK_THAT(service->problem(), Contains("restoring full width failed"));
@@ -403,12 +403,12 @@ TEST_CASE("a failed restore is retried while the service runs, backing off, and 
 
     // Each retry fails too: the waits double from 1 s and stop at 60 s.
     std::vector<TimeNs> waits;
-    TimeNs              failed_at = kUptime;
+    TimeNs failed_at = kUptime;
     for (int i = 0; i < 9; ++i) {
         REQUIRE(next);
         CHECK(service->act_on_deadlines(*next - 1) == next);  // not before it is due
         const std::size_t before = port->requested.size();
-        const TimeNs      t      = *next;
+        const TimeNs t           = *next;
         service->act_on_deadlines(t);
         REQUIRE(port->requested.size() == before + 1);
         CHECK(port->requested.back() == 4);
@@ -419,8 +419,8 @@ TEST_CASE("a failed restore is retried while the service runs, backing off, and 
         CHECK(service->width_unknown());
         CHECK(exists(state));
     }
-    CHECK(waits == std::vector<TimeNs>{1 * kS, 2 * kS, 4 * kS, 8 * kS, 16 * kS, 32 * kS,
-                                       60 * kS, 60 * kS, 60 * kS});
+    CHECK(waits == std::vector<TimeNs>{1 * kS, 2 * kS, 4 * kS, 8 * kS, 16 * kS, 32 * kS, 60 * kS,
+                                       60 * kS, 60 * kS});
     CHECK(service->restore_retries() == 9);
 
     // The next retry succeeds: the width is known again, the state file

@@ -41,7 +41,7 @@ struct Alya {
     // Starts following the pattern with `first` as the gram in progress.
     void start(std::size_t index, std::vector<EventId> first, TimeNs end)
     {
-        partial = first;
+        partial      = first;
         const auto r = pmcc.activate(grams.data(), idles.data(), grams.size(), index,
                                      PartialGram{partial.data(), partial.size(),
                                                  static_cast<std::uint32_t>(partial.size())},
@@ -49,10 +49,10 @@ struct Alya {
         REQUIRE_FALSE(r.mismatch);
     }
 
-    GramTable            table;
-    PowerModeControl     pmcc;
-    std::vector<GramId>  grams;
-    std::vector<TimeNs>  idles{1'000'000, 200'000, 2'000'000};
+    GramTable table;
+    PowerModeControl pmcc;
+    std::vector<GramId> grams;
+    std::vector<TimeNs> idles{1'000'000, 200'000, 2'000'000};
     std::vector<EventId> partial;
 };
 
@@ -137,7 +137,7 @@ TEST_CASE("a misprediction switches the prediction off", "[predict]")
 
 TEST_CASE("activation checks the events already in the gram in progress", "[predict]")
 {
-    Alya             alya;
+    Alya alya;
     std::vector<EventId> wrong{41, 10};
     const auto r = alya.pmcc.activate(alya.grams.data(), alya.idles.data(), 3, 0,
                                       PartialGram{wrong.data(), wrong.size(), 2}, 100);
@@ -156,7 +156,7 @@ TEST_CASE("activation checks the events already in the gram in progress", "[pred
 TEST_CASE("the idle intervals of the predicted pattern follow their latest values", "[predict]")
 {
     Alya alya;
-    alya.start(1, {10}, 0);                                  // gram 1 done, t2 requested
+    alya.start(1, {10}, 0);                                             // gram 1 done, t2 requested
     REQUIRE(alya.pmcc.on_event(10, true, 210'000, 210'100).low_power);  // t2 seen: 210 us
     REQUIRE(alya.pmcc.on_event(41, true, 1'500'000, 2'000'000).low_power == std::nullopt);
     CHECK(alya.pmcc.idle(2) == 1'500'000);  // t3 was 2 ms, now 1.5 ms

@@ -21,17 +21,17 @@ using slim::precision::PrecisionRulesError;
 namespace {
 
 // The PrecisionRulesError message for `spec`, or "" when it parses.
-std::string error_for(const std::string &spec)
+std::string error_for(const std::string& spec)
 {
     try {
         PrecisionRules::parse(spec);
-    } catch (const PrecisionRulesError &e) {
+    } catch (const PrecisionRulesError& e) {
         return e.what();
     }
     return "";
 }
 
-void check_rejected(const std::string &spec, const std::string &token, const std::string &why)
+void check_rejected(const std::string& spec, const std::string& token, const std::string& why)
 {
     INFO("spec: " << spec);
     const std::string msg = error_for(spec);
@@ -40,7 +40,7 @@ void check_rejected(const std::string &spec, const std::string &token, const std
                              "LABEL=rel:EPS[:truncate|round], LABEL is [A-Za-z0-9_.-]+ or *"));
 }
 
-bool packs_as(const PrecisionRules &policy, const std::string &label, int keep, Rounding mode)
+bool packs_as(const PrecisionRules& policy, const std::string& label, int keep, Rounding mode)
 {
     const std::optional<Precision> p = policy.lookup(label);
     return p && p->keep_bytes == keep && p->mode == mode;
@@ -48,9 +48,9 @@ bool packs_as(const PrecisionRules &policy, const std::string &label, int keep, 
 
 class TempFile {
 public:
-    explicit TempFile(const std::string &text)
+    explicit TempFile(const std::string& text)
     {
-        char name[] = "/tmp/slim-policy-XXXXXX";
+        char name[]  = "/tmp/slim-policy-XXXXXX";
         const int fd = ::mkstemp(name);
         REQUIRE(fd >= 0);
         ::close(fd);
@@ -58,15 +58,15 @@ public:
         std::ofstream(path_) << text;
     }
     ~TempFile() { std::remove(path_.c_str()); }
-    TempFile(const TempFile &)            = delete;
-    TempFile &operator=(const TempFile &) = delete;
-    const std::string &path() const { return path_; }
+    TempFile(const TempFile&)            = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    const std::string& path() const { return path_; }
 
 private:
     std::string path_;
 };
 
-} // namespace
+}  // namespace
 
 TEST_CASE("an empty policy packs nothing", "[precision]")
 {
@@ -86,15 +86,16 @@ TEST_CASE("keep rules take N 2..7 and an optional mode, truncate by default", "[
     CHECK(packs_as(p, "a", 2, Rounding::truncate));
     CHECK(packs_as(p, "b", 7, Rounding::nearest_even));
     CHECK(packs_as(p, "c", 4, Rounding::truncate));
-    CHECK_FALSE(p.lookup("d")); // no rule, no '*'
+    CHECK_FALSE(p.lookup("d"));  // no rule, no '*'
 }
 
 TEST_CASE("off rules and the '*' default decide labels without their own rule", "[precision]")
 {
-    const PrecisionRules p = PrecisionRules::parse("halo=keep:4:round;fft=rel:1e-6;ghost=off;*=keep:3");
+    const PrecisionRules p =
+            PrecisionRules::parse("halo=keep:4:round;fft=rel:1e-6;ghost=off;*=keep:3");
     CHECK(packs_as(p, "halo", 4, Rounding::nearest_even));
     CHECK(packs_as(p, "other", 3, Rounding::truncate));
-    CHECK_FALSE(p.lookup("ghost")); // its own off beats '*'
+    CHECK_FALSE(p.lookup("ghost"));  // its own off beats '*'
 
     const PrecisionRules off_default = PrecisionRules::parse("*=off;halo=keep:5");
     CHECK(packs_as(off_default, "halo", 5, Rounding::truncate));
@@ -106,15 +107,16 @@ TEST_CASE("rel rules pick the smallest keep whose bound meets the epsilon", "[pr
 {
     // truncate bound 2^-(8k-12): k=2 6.25e-2, k=3 2.4e-4, k=4 9.5e-7, k=5 3.7e-9,
     // k=6 1.5e-11, k=7 5.7e-14; round bound is half of that.
-    const PrecisionRules p = PrecisionRules::parse("a=rel:1e-3;b=rel:0.25;c=rel:1e-6;d=rel:1e-6:round;"
-                                   "e=rel:0.0625;f=rel:0.03125:round;g=rel:6e-14;"
-                                   "h=rel:3e-14:round;i=rel:0.06:round");
+    const PrecisionRules p =
+            PrecisionRules::parse("a=rel:1e-3;b=rel:0.25;c=rel:1e-6;d=rel:1e-6:round;"
+                                  "e=rel:0.0625;f=rel:0.03125:round;g=rel:6e-14;"
+                                  "h=rel:3e-14:round;i=rel:0.06:round");
     CHECK(packs_as(p, "a", 3, Rounding::truncate));
     CHECK(packs_as(p, "b", 2, Rounding::truncate));
     CHECK(packs_as(p, "c", 4, Rounding::truncate));
     CHECK(packs_as(p, "d", 4, Rounding::nearest_even));
-    CHECK(packs_as(p, "e", 2, Rounding::truncate));     // bound exactly met
-    CHECK(packs_as(p, "f", 2, Rounding::nearest_even)); // bound exactly met
+    CHECK(packs_as(p, "e", 2, Rounding::truncate));      // bound exactly met
+    CHECK(packs_as(p, "f", 2, Rounding::nearest_even));  // bound exactly met
     CHECK(packs_as(p, "g", 7, Rounding::truncate));
     CHECK(packs_as(p, "h", 7, Rounding::nearest_even));
     CHECK(packs_as(p, "i", 2, Rounding::nearest_even));
@@ -127,7 +129,7 @@ TEST_CASE("labels may use letters, digits, '_', '.' and '-'; blanks around rules
 {
     const PrecisionRules p = PrecisionRules::parse(" Halo_2.x-y = keep:3 ; fft=off; ");
     CHECK(packs_as(p, "Halo_2.x-y", 3, Rounding::truncate));
-    CHECK_FALSE(p.lookup("halo_2.x-y")); // labels are case-sensitive
+    CHECK_FALSE(p.lookup("halo_2.x-y"));  // labels are case-sensitive
 }
 
 TEST_CASE("malformed rules are rejected naming the rule and the reason", "[precision]")
@@ -189,14 +191,14 @@ TEST_CASE("@file errors name the file and line of the bad rule", "[precision]")
 {
     SECTION("a bad line")
     {
-        const TempFile    file("halo=keep:4\n# fine\n\nfft=keep:9\n");
+        const TempFile file("halo=keep:4\n# fine\n\nfft=keep:9\n");
         const std::string msg = error_for("@" + file.path());
         CHECK_THAT(msg, Contains("UCX_SLIM_POLICY: " + file.path() +
                                  ":4: 'fft=keep:9': keep must be 2..7; accepted forms:"));
     }
     SECTION("a duplicate across lines")
     {
-        const TempFile    file("halo=keep:4\nhalo=keep:5\n");
+        const TempFile file("halo=keep:4\nhalo=keep:5\n");
         const std::string msg = error_for("@" + file.path());
         CHECK_THAT(msg, Contains(file.path() + ":2: 'halo=keep:5': duplicate label 'halo'"));
     }

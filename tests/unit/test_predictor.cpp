@@ -30,35 +30,35 @@ using slim::predict::TimeNs;
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
 
-void* counted_malloc(std::size_t size) noexcept
+void *counted_malloc(std::size_t size) noexcept
 {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
     return std::malloc(size ? size : 1);
 }
 }  // namespace
 
-void* operator new(std::size_t size)
+void *operator new(std::size_t size)
 {
-    if (void* p = counted_malloc(size)) {
+    if (void *p = counted_malloc(size)) {
         return p;
     }
     throw std::bad_alloc();
 }
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept
+void *operator new[](std::size_t size) { return operator new(size); }
+void *operator new(std::size_t size, const std::nothrow_t&) noexcept
 {
     return counted_malloc(size);
 }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept
+void *operator new[](std::size_t size, const std::nothrow_t&) noexcept
 {
     return counted_malloc(size);
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 
@@ -94,7 +94,7 @@ public:
     {
         std::uniform_real_distribution<double> factor(1.0 - jitter, 1.0 + jitter);
         const TimeNs start =
-            events.empty() ? 0 : now_ + std::llround(static_cast<double>(idle) * factor(rng_));
+                events.empty() ? 0 : now_ + std::llround(static_cast<double>(idle) * factor(rng_));
         Event e;
         e.start_ns = start;
         e.end_ns   = start + duration;
@@ -127,15 +127,15 @@ public:
 
 private:
     std::mt19937_64 rng_;
-    double          jitter_;
-    TimeNs          now_ = 0;
+    double jitter_;
+    TimeNs now_ = 0;
 };
 
 // Feeds `events`; hits and events counted from `measure_from` on.
 struct Replay {
     std::uint64_t events = 0;
     std::uint64_t hits   = 0;
-    double        hit_rate() const { return events ? static_cast<double>(hits) / events : 0.0; }
+    double hit_rate() const { return events ? static_cast<double>(hits) / events : 0.0; }
 };
 
 Replay replay(Predictor& p, const std::vector<Event>& events, std::size_t measure_from = 0)
@@ -167,7 +167,7 @@ void alya_events(TraceBuilder& t, int count, TimeNs long_idle = 500 * kUs)
 TEST_CASE("Figure 5.3 through the predictor: prediction is off for events 1-20, on from event 21",
           "[predict]")
 {
-    Predictor    p(pps());
+    Predictor p(pps());
     TraceBuilder t(1);
     alya_events(t, 25);
     for (int n = 1; n <= 25; ++n) {
@@ -198,7 +198,7 @@ TEST_CASE("Figure 5.3 through the predictor: prediction is off for events 1-20, 
 
 TEST_CASE("requested low-power time is counted up to the next event only", "[predict]")
 {
-    Predictor    p(pps());
+    Predictor p(pps());
     TraceBuilder t(1);
     alya_events(t, 23);
     t.add(10, 300 * kUs, kUs);  // t1 predicted at 500 us turns out to be 300 us
@@ -215,7 +215,7 @@ TEST_CASE("requested low-power time is counted up to the next event only", "[pre
 TEST_CASE("a misprediction turns prediction off; the used pattern returns on its next occurrence",
           "[predict]")
 {
-    Predictor    p(pps());
+    Predictor p(pps());
     TraceBuilder t(2);
     alya_events(t, 60);
     replay(p, t.events);
@@ -223,10 +223,10 @@ TEST_CASE("a misprediction turns prediction off; the used pattern returns on its
     REQUIRE(p.stats().hits > 30);
 
     // An unexpected MPI call (id 99) where the next 41-41-41 should start.
-    Event noise    = t.events.back();
-    noise.start_ns = noise.end_ns + 500 * kUs;
-    noise.end_ns   = noise.start_ns + kUs;
-    noise.id       = 99;
+    Event noise      = t.events.back();
+    noise.start_ns   = noise.end_ns + 500 * kUs;
+    noise.end_ns     = noise.start_ns + kUs;
+    noise.id         = 99;
     const Decision d = p.on_event(noise);
     CHECK_FALSE(d.hit);
     CHECK_FALSE(d.prediction_active);
@@ -236,12 +236,12 @@ TEST_CASE("a misprediction turns prediction off; the used pattern returns on its
     // 41-41-41_10_10 would take nine completed grams; the used pattern is
     // recognised again sooner.
     const std::uint64_t grams_at_noise = p.stats().grams;
-    TimeNs              now            = noise.end_ns;
-    bool                back_on        = false;
-    std::uint64_t       grams_needed   = 0;
+    TimeNs now                         = noise.end_ns;
+    bool back_on                       = false;
+    std::uint64_t grams_needed         = 0;
     for (int n = 1; n <= 30 && !back_on; ++n) {
-        const int k   = (n - 1) % 5;
-        Event     e;
+        const int k = (n - 1) % 5;
+        Event e;
         e.start_ns = now + (k == 1 || k == 2 ? 2 * kUs : 500 * kUs);
         e.end_ns   = e.start_ns + kUs;
         e.id       = k < 3 ? 41 : 10;
@@ -261,7 +261,7 @@ TEST_CASE("PPS predicts a CG-like trace with jittered idle times", "[predict]")
     for (int i = 0; i < 2000; ++i) {
         t.cg_iteration();
     }
-    Predictor    p(pps());
+    Predictor p(pps());
     const Replay r = replay(p, t.events, t.events.size() / 2);
     CHECK(r.hit_rate() >= 0.9);
     CHECK(p.stats().mispredictions == 0);
@@ -275,7 +275,7 @@ TEST_CASE("PPS recovers from occasional unexpected calls in a CG-like trace", "[
     // misprediction, and the used pattern is reactivated soon after.
     TraceBuilder t(21, 0.10);
     std::mt19937 rng(22);
-    int          extra = 0;
+    int extra = 0;
     for (int i = 0; i < 4000; ++i) {
         t.cg_iteration();
         if (i > 100 && rng() % 50 == 0) {
@@ -283,7 +283,7 @@ TEST_CASE("PPS recovers from occasional unexpected calls in a CG-like trace", "[
             ++extra;
         }
     }
-    Predictor    p(pps());
+    Predictor p(pps());
     const Replay r = replay(p, t.events, t.events.size() / 2);
     CHECK(p.stats().mispredictions > 0);
     CHECK(p.stats().mispredictions <= static_cast<std::uint64_t>(extra));
@@ -304,7 +304,7 @@ TEST_CASE("PPS finds a longer iteration after a phase with a shorter one", "[pre
             t.add(id, 300 * kUs);
         }
     }
-    Predictor    p(pps());
+    Predictor p(pps());
     const Replay r = replay(p, t.events, phase2 + (t.events.size() - phase2) / 2);
     CHECK(r.hit_rate() >= 0.9);
 }
@@ -315,7 +315,7 @@ TEST_CASE("PPS predicts an FFT-like trace with jittered idle times", "[predict]"
     for (int i = 0; i < 2000; ++i) {
         t.fft_iteration();
     }
-    Predictor    p(pps());
+    Predictor p(pps());
     const Replay r = replay(p, t.events, t.events.size() / 2);
     CHECK(r.hit_rate() >= 0.9);
     CHECK(p.stats().mispredictions == 0);
@@ -344,8 +344,7 @@ TEST_CASE("SPPS tunes the grouping threshold and then predicts a CG-like trace",
     CHECK(*p.stats().gt_ns > 3 * kUs * 1.1 / 0.9);
     CHECK(*p.stats().gt_ns < 225 * kUs * 0.9);
 
-    std::vector<Event> rest(t.events.begin() + static_cast<std::ptrdiff_t>(tuning),
-                            t.events.end());
+    std::vector<Event> rest(t.events.begin() + static_cast<std::ptrdiff_t>(tuning), t.events.end());
     const Replay r = replay(p, rest, rest.size() / 2);
     CHECK(r.hit_rate() >= 0.9);
     CHECK(p.stats().restarts == 0);
@@ -358,7 +357,7 @@ TEST_CASE("SPPS tunes the grouping threshold and then predicts an FFT-like trace
     for (int i = 0; i < 2000; ++i) {
         t.fft_iteration();
     }
-    Predictor    p(spps());
+    Predictor p(spps());
     const Replay r = replay(p, t.events, t.events.size() / 2);
     REQUIRE(p.stats().gt_ns);
     CHECK(*p.stats().gt_ns < 90 * kUs * 0.9);  // below the shortest computation
@@ -386,7 +385,7 @@ TEST_CASE("SPPS restarts when idle intervals fall in the dangerous zone, and tun
         next.cg_iteration(old_gt);
     }
     std::vector<Event> phase2 = next.events;
-    const TimeNs       shift  = t.events.back().end_ns + 400 * kUs;
+    const TimeNs shift        = t.events.back().end_ns + 400 * kUs;
     for (Event& e : phase2) {
         e.start_ns += shift;
         e.end_ns += shift;
@@ -410,7 +409,7 @@ TEST_CASE("SPPS tolerates one interval in the dangerous zone, not two within thr
     Predictor p(spps());
     replay(p, t.events);
     REQUIRE(p.stats().gt_ns);
-    const TimeNs gt = *p.stats().gt_ns;
+    const TimeNs gt            = *p.stats().gt_ns;
     const std::size_t tuned_at = t.events.size();
 
     // An iteration whose first computation lasts exactly the GT (no jitter):
@@ -457,11 +456,11 @@ TEST_CASE("SPPS without a usable grouping threshold predicts nothing", "[predict
 {
     // Idle times spread evenly over the whole log-scale range: every
     // histogram bin is crowded, ADGT gives up.
-    std::mt19937_64                        rng(17);
+    std::mt19937_64 rng(17);
     std::uniform_real_distribution<double> exponent(std::log(20e3), std::log(1e9));
-    Predictor                              p(spps());
-    TimeNs                                 now = 0;
-    bool                                   ever_active = false;
+    Predictor p(spps());
+    TimeNs now       = 0;
+    bool ever_active = false;
     for (int i = 0; i < 1000; ++i) {
         Event e;
         e.start_ns = now + static_cast<TimeNs>(std::exp(exponent(rng)));
@@ -480,9 +479,9 @@ TEST_CASE("SPPS samples again after giving up, and finds a later regular phase",
 {
     // 600 intervals of noise (ADGT gives up), then a regular CG-like phase.
     const auto run = [](std::size_t retry_after) {
-        std::mt19937_64                        rng(19);
+        std::mt19937_64 rng(19);
         std::uniform_real_distribution<double> exponent(std::log(20e3), std::log(1e9));
-        TraceBuilder                           t(20, 0.10);
+        TraceBuilder t(20, 0.10);
         for (int i = 0; i < 600; ++i) {
             t.add(static_cast<EventId>(i % 3), static_cast<TimeNs>(std::exp(exponent(rng))), kUs,
                   0.0);
@@ -490,7 +489,7 @@ TEST_CASE("SPPS samples again after giving up, and finds a later regular phase",
         for (int i = 0; i < 3000; ++i) {
             t.cg_iteration();
         }
-        PredictorConfig c = spps();
+        PredictorConfig c       = spps();
         c.retry_after_intervals = retry_after;
         Predictor p(c);
         for (const Event& e : t.events) {
@@ -533,13 +532,13 @@ TEST_CASE("the predictor allocates nothing per event once constructed", "[predic
     }
     for (const bool tuned : {false, true}) {
         CAPTURE(!tuned);
-        PredictorConfig c = tuned ? spps() : pps();
-        c.gram_kinds_capacity = 512;  // fills up during the churn
-        c.pattern_capacity    = 256;
+        PredictorConfig c            = tuned ? spps() : pps();
+        c.gram_kinds_capacity        = 512;  // fills up during the churn
+        c.pattern_capacity           = 256;
         const std::uint64_t at_start = g_allocations.load();
-        Predictor           p(c);
+        Predictor p(c);
         CHECK(g_allocations.load() > at_start);  // the counter does count
-        std::uint64_t       hits   = 0;
+        std::uint64_t hits         = 0;
         const std::uint64_t before = g_allocations.load();
         for (const Event& e : t.events) {
             hits += p.on_event(e).hit;
@@ -554,21 +553,21 @@ TEST_CASE("memory stays bounded: 10^7 events in less than 1 MiB", "[predict]")
 {
     // Generated on the fly (a stored trace would need 320 MB): phases of a
     // regular pattern alternate with phases of new, ever-changing grams.
-    Predictor         p(pps());
+    Predictor p(pps());
     const std::size_t initial = p.memory_bytes();
     CHECK(initial < 1024 * 1024);
 
-    std::uint64_t x   = 88172645463325252ull;
-    TimeNs        now = 0;
+    std::uint64_t x    = 88172645463325252ull;
+    TimeNs now         = 0;
     std::uint64_t hits = 0;
-    const auto    start = std::chrono::steady_clock::now();
+    const auto start   = std::chrono::steady_clock::now();
     for (std::uint64_t i = 0; i < 10'000'000; ++i) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         const bool regular = (i / 50'000) % 2 == 0;
-        const int  k       = static_cast<int>(i % 5);
-        Event      e;
+        const int k        = static_cast<int>(i % 5);
+        Event e;
         e.id       = regular ? (k < 3 ? 41 : 10) : static_cast<EventId>(1000 + x % 100'000);
         e.start_ns = now + (regular ? (k == 1 || k == 2 ? 2 * kUs : 500 * kUs)
                                     : static_cast<TimeNs>(x % 3 ? 3 * kUs : 300 * kUs));
@@ -577,7 +576,7 @@ TEST_CASE("memory stays bounded: 10^7 events in less than 1 MiB", "[predict]")
         hits += p.on_event(e).hit;
     }
     const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     INFO("10^7 events in " << seconds << " s, " << p.memory_bytes() << " bytes");
     CHECK(p.stats().events == 10'000'000);
     CHECK(p.memory_bytes() == initial);

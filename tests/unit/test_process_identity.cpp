@@ -19,7 +19,7 @@ slim::EnvLookup lookup_in(std::map<std::string, std::string> env)
     };
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("the rank comes from the first launcher variable that is set")
 {
@@ -72,7 +72,7 @@ slim::HydraProxyLookup proxy(std::optional<std::string> key)
     return [key] { return key; };
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("hydra's local rank and size come with the proxy as the job key")
 {
@@ -88,9 +88,12 @@ TEST_CASE("hydra's local rank and size come with the proxy as the job key")
 
 TEST_CASE("hydra ranks without a hydra_pmi_proxy ancestor have no local job")
 {
-    const auto env = lookup_in({{"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "2"},
-                                {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "7"},
-                                {"SLURM_STEP_ID", "0"}, {"SLURM_NODEID", "0"},
+    const auto env = lookup_in({{"MPI_LOCALRANKID", "0"},
+                                {"MPI_LOCALNRANKS", "2"},
+                                {"SLURM_LOCALID", "0"},
+                                {"SLURM_JOB_ID", "7"},
+                                {"SLURM_STEP_ID", "0"},
+                                {"SLURM_NODEID", "0"},
                                 {"SLURM_TASKS_PER_NODE", "2"}});
     // Not Slurm's either: under hydra SLURM_LOCALID is the proxy's, not the rank's.
     CHECK(!slim::detect_local_job(env, proxy(std::nullopt)).known());
@@ -100,23 +103,23 @@ TEST_CASE("Open MPI's local rank comes with the PMIx namespace or the job id as 
 {
     SECTION("PMIx namespace first")
     {
-        const slim::LocalJob job = slim::detect_local_job(
-                lookup_in({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
-                           {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
-                           {"PMIX_NAMESPACE", "prterun-vm-123@1"},
-                           {"OMPI_MCA_ess_base_jobid", "44433409"}}),
-                proxy("unused"));
+        const slim::LocalJob job =
+                slim::detect_local_job(lookup_in({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                                                  {"PMIX_NAMESPACE", "prterun-vm-123@1"},
+                                                  {"OMPI_MCA_ess_base_jobid", "44433409"}}),
+                                       proxy("unused"));
         CHECK(job.known());
         CHECK(job.local_size == 4);
         CHECK(job.key == "openmpi-prterun-vm-123@1");
     }
     SECTION("Open MPI 4 job id")
     {
-        const slim::LocalJob job = slim::detect_local_job(
-                lookup_in({{"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
-                           {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
-                           {"OMPI_MCA_ess_base_jobid", "44433409"}}),
-                proxy(std::nullopt));
+        const slim::LocalJob job =
+                slim::detect_local_job(lookup_in({{"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                                                  {"OMPI_MCA_ess_base_jobid", "44433409"}}),
+                                       proxy(std::nullopt));
         CHECK(job.local_rank == 3);
         CHECK(job.key == "openmpi-44433409");
     }
@@ -125,18 +128,20 @@ TEST_CASE("Open MPI's local rank comes with the PMIx namespace or the job id as 
         CHECK(!slim::detect_local_job(lookup_in({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
                                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}),
                                       proxy(std::nullopt))
-                        .known());
+                       .known());
     }
 }
 
 TEST_CASE("Slurm's local size is this node's entry of the tasks-per-node list")
 {
     const auto slurm = [](const char *node, const char *per_node) {
-        return slim::detect_local_job(
-                lookup_in({{"SLURM_LOCALID", "1"}, {"SLURM_JOB_ID", "812"}, {"SLURM_STEP_ID", "3"},
-                           {"SLURM_NODEID", node}, {"SLURM_STEP_TASKS_PER_NODE", per_node},
-                           {"SLURM_TASKS_PER_NODE", "99"}}),
-                proxy(std::nullopt));
+        return slim::detect_local_job(lookup_in({{"SLURM_LOCALID", "1"},
+                                                 {"SLURM_JOB_ID", "812"},
+                                                 {"SLURM_STEP_ID", "3"},
+                                                 {"SLURM_NODEID", node},
+                                                 {"SLURM_STEP_TASKS_PER_NODE", per_node},
+                                                 {"SLURM_TASKS_PER_NODE", "99"}}),
+                                      proxy(std::nullopt));
     };
     const slim::LocalJob job = slurm("3", "2(x3),4");
     CHECK(job.known());
@@ -144,8 +149,8 @@ TEST_CASE("Slurm's local size is this node's entry of the tasks-per-node list")
     CHECK(job.local_size == 4);
     CHECK(job.key == "slurm-812.3");
     CHECK(slurm("2", "2(x3),4").local_size == 2);
-    CHECK(!slurm("4", "2(x3),4").known()); // no such node
-    CHECK(!slurm("0", "1").known());       // local rank 1 of 1
+    CHECK(!slurm("4", "2(x3),4").known());  // no such node
+    CHECK(!slurm("0", "1").known());        // local rank 1 of 1
 }
 
 TEST_CASE("Slurm tasks-per-node lists are parsed strictly")

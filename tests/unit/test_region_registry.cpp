@@ -36,17 +36,17 @@ Precision keep(int k, Rounding mode = Rounding::truncate)
     return p;
 }
 
-std::vector<MarkedRun> find_all(const RegionRegistry &registry, std::size_t offset,
+std::vector<MarkedRun> find_all(const RegionRegistry& registry, std::size_t offset,
                                 std::size_t bytes)
 {
     std::vector<MarkedRun> runs(64);
-    const std::size_t      n = registry.find(at(offset), bytes, runs.data(), runs.size());
+    const std::size_t n = registry.find(at(offset), bytes, runs.data(), runs.size());
     REQUIRE(n <= runs.size());
     runs.resize(n);
     return runs;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("a new registry is empty and finds nothing", "[registry]")
 {
@@ -91,8 +91,8 @@ TEST_CASE("unmark removes only the region that starts at the pointer", "[registr
     RegionRegistry registry;
     REQUIRE(registry.mark(at(0), 100, keep(3)));
     REQUIRE(registry.mark(at(200), 100, keep(5)));
-    CHECK_FALSE(registry.unmark(at(8)));   // inside, not at the start
-    CHECK_FALSE(registry.unmark(at(150))); // not marked at all
+    CHECK_FALSE(registry.unmark(at(8)));    // inside, not at the start
+    CHECK_FALSE(registry.unmark(at(150)));  // not marked at all
     CHECK_FALSE(registry.unmark(nullptr));
     CHECK(registry.size() == 2);
     CHECK(registry.unmark(at(200)));
@@ -109,11 +109,11 @@ TEST_CASE("runs are clipped to the queried range and come in address order", "[r
     REQUIRE(registry.mark(at(0), 100, keep(2)));
     REQUIRE(registry.mark(at(150), 100, keep(4)));
 
-    const auto runs = find_all(registry, 50, 300); // [50, 350)
+    const auto runs = find_all(registry, 50, 300);  // [50, 350)
     REQUIRE(runs.size() == 3);
     CHECK(runs[0].begin == addr(50));
     CHECK(runs[0].end == addr(100));
-    CHECK(runs[0].region_base == addr(0)); // clipping keeps the element base
+    CHECK(runs[0].region_base == addr(0));  // clipping keeps the element base
     CHECK(runs[1].begin == addr(150));
     CHECK(runs[1].end == addr(250));
     CHECK(runs[2].begin == addr(300));
@@ -122,8 +122,8 @@ TEST_CASE("runs are clipped to the queried range and come in address order", "[r
 
     SECTION("a range touching a region's end or start does not overlap it")
     {
-        CHECK(find_all(registry, 100, 50).empty()); // [100, 150)
-        CHECK(find_all(registry, 250, 50).empty()); // [250, 300)
+        CHECK(find_all(registry, 100, 50).empty());  // [100, 150)
+        CHECK(find_all(registry, 250, 50).empty());  // [250, 300)
     }
     SECTION("a query inside one region returns that region clipped on both sides")
     {
@@ -166,7 +166,7 @@ TEST_CASE("marking over a region replaces the overlap; remainders keep their ori
         CHECK(runs[1].precision.keep_bytes == 5);
         CHECK(runs[2].begin == addr(300));
         CHECK(runs[2].end == addr(800));
-        CHECK(runs[2].region_base == addr(0)); // not 300: elements stay aligned to 0
+        CHECK(runs[2].region_base == addr(0));  // not 300: elements stay aligned to 0
         CHECK(runs[2].precision.keep_bytes == 3);
 
         // The remainders are regions of their own and can be unmarked.
@@ -211,13 +211,13 @@ TEST_CASE("marking over a region replaces the overlap; remainders keep their ori
 TEST_CASE("lookups among thousands of regions find exactly the overlapping ones", "[registry]")
 {
     RegionRegistry registry;
-    constexpr std::size_t count = 4000; // 16-byte regions every 16 bytes, every other one
+    constexpr std::size_t count = 4000;  // 16-byte regions every 16 bytes, every other one
     for (std::size_t i = 0; i < count; i += 2) {
         REQUIRE(registry.mark(at(i * 16), 16, keep(static_cast<int>(2 + i % 6))));
     }
     CHECK(registry.size() == count / 2);
     for (std::size_t i = 0; i + 8 < count; i += 97) {
-        const auto runs = find_all(registry, i * 16 + 3, 8 * 16); // spans 8 or 9 slots
+        const auto runs         = find_all(registry, i * 16 + 3, 8 * 16);  // spans 8 or 9 slots
         const std::size_t first = i % 2 == 0 ? i : i + 1;
         REQUIRE(runs.size() == (i % 2 == 0 ? 5U : 4U));
         CHECK(runs.front().region_base == addr(first * 16));
@@ -234,7 +234,7 @@ TEST_CASE("concurrent readers always see consistent runs while a writer marks an
     // A fixed region that is never touched, and a churned area next to it.
     REQUIRE(registry.mark(at(0), 64, keep(4)));
 
-    std::atomic<bool>        stop{false};
+    std::atomic<bool> stop{false};
     std::atomic<std::size_t> bad{0};
     std::atomic<std::size_t> lookups{0};
     std::vector<std::thread> readers;
@@ -242,12 +242,12 @@ TEST_CASE("concurrent readers always see consistent runs while a writer marks an
         readers.emplace_back([&] {
             std::array<MarkedRun, 16> runs{};
             while (!stop.load(std::memory_order_relaxed)) {
-                const std::size_t n = registry.find(at(0), 4096, runs.data(), runs.size());
+                const std::size_t n     = registry.find(at(0), 4096, runs.data(), runs.size());
                 const std::size_t shown = n < runs.size() ? n : runs.size();
                 bool ok = n >= 1 && runs[0].begin == addr(0) && runs[0].end == addr(64) &&
                           runs[0].precision.keep_bytes == 4;
                 for (std::size_t i = 0; i < shown; ++i) {
-                    const MarkedRun &r = runs[i];
+                    const MarkedRun& r = runs[i];
                     // Each run lies inside a region the writer marks: 64-byte
                     // aligned, at most 128 bytes, in order, not overlapping.
                     ok = ok && r.begin < r.end && r.region_base <= r.begin &&
@@ -278,7 +278,7 @@ TEST_CASE("concurrent readers always see consistent runs while a writer marks an
         std::this_thread::yield();
     }
     stop = true;
-    for (std::thread &t : readers) {
+    for (std::thread& t : readers) {
         t.join();
     }
     CHECK(writes == 2000);
@@ -303,7 +303,7 @@ TEST_CASE("release drops every mark inside freed memory and cuts regions reachin
     CHECK(runs[0].end == addr(50));
     CHECK(runs[1].begin == addr(450));
     CHECK(runs[1].end == addr(500));
-    CHECK(runs[1].region_base == addr(400));   // element boundaries kept
+    CHECK(runs[1].region_base == addr(400));  // element boundaries kept
     CHECK(runs[1].precision.keep_bytes == 6);
     CHECK(registry.release(at(50), 400, &label) == 0);
     CHECK(registry.size() == 2);
@@ -336,12 +336,12 @@ namespace {
 void check_against_model(std::size_t span, int steps, std::size_t max_len, std::uint64_t seed)
 {
     std::vector<unsigned char> memory(span);
-    const auto                 at_off = [&](std::size_t o) { return memory.data() + o; };
-    std::vector<int>           model(span, 0);
-    std::vector<std::size_t>   starts;   // where marks began (for unmark)
-    RegionRegistry             registry;
-    std::uint64_t              state = seed;
-    auto                       next  = [&state] {
+    const auto at_off = [&](std::size_t o) { return memory.data() + o; };
+    std::vector<int> model(span, 0);
+    std::vector<std::size_t> starts;  // where marks began (for unmark)
+    RegionRegistry registry;
+    std::uint64_t state = seed;
+    auto next           = [&state] {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         return static_cast<std::size_t>(state >> 33);
     };
@@ -360,7 +360,7 @@ void check_against_model(std::size_t span, int steps, std::size_t max_len, std::
             // Unmark where some mark began: succeeds only if a region still
             // starts there, and then removes exactly that region.
             const std::size_t b = starts[next() % starts.size()];
-            MarkedRun         first;
+            MarkedRun first;
             const std::size_t n = registry.find(at_off(b), span - b, &first, 1);
             if (registry.unmark(at_off(b))) {
                 // The region starting at b is gone: it was the first run
@@ -377,7 +377,7 @@ void check_against_model(std::size_t span, int steps, std::size_t max_len, std::
                       model.begin() + static_cast<std::ptrdiff_t>(end), 0);
         }
     }
-    std::vector<int>       seen(span, 0);
+    std::vector<int> seen(span, 0);
     std::vector<MarkedRun> runs(span);
     const std::size_t n = registry.find(at_off(0), span, runs.data(), runs.size());
     REQUIRE(n <= runs.size());
@@ -391,7 +391,7 @@ void check_against_model(std::size_t span, int steps, std::size_t max_len, std::
         }
     }
     CHECK(seen == model);
-    CHECK(registry.size() == n);   // every region lies inside the span
+    CHECK(registry.size() == n);  // every region lies inside the span
 }
 
 }  // namespace
@@ -411,14 +411,14 @@ TEST_CASE("the chunk filter never hides a counted region, and forgets an uncount
 {
     using slim::pack::ChunkFilter;
     constexpr std::uintptr_t chunk = std::uintptr_t{1} << ChunkFilter::kChunkShift;
-    const std::uintptr_t     base  = 1000 * chunk;
-    ChunkFilter              filter;
+    const std::uintptr_t base      = 1000 * chunk;
+    ChunkFilter filter;
     CHECK_FALSE(filter.maybe_marked(base, base + 64));
 
-    filter.count(base + 10, base + chunk + 10, true);   // touches two chunks
+    filter.count(base + 10, base + chunk + 10, true);  // touches two chunks
     CHECK(filter.maybe_marked(base, base + 1));
     CHECK(filter.maybe_marked(base + chunk, base + chunk + 1));
-    CHECK(filter.maybe_marked(base - chunk, base + 1));   // reaches into it
+    CHECK(filter.maybe_marked(base - chunk, base + 1));  // reaches into it
     filter.count(base + 10, base + chunk + 10, false);
     CHECK_FALSE(filter.maybe_marked(base, base + 2 * chunk));
 

@@ -40,8 +40,8 @@ std::vector<Event> periodic_trace(std::uint64_t bytes = 0, std::uint64_t packed 
 std::vector<Event> alya_trace(int repeats)
 {
     std::vector<Event> events;
-    TimeNs t = 0;
-    const EventId ids[] = {41, 41, 41, 10, 10};
+    TimeNs t                  = 0;
+    const EventId ids[]       = {41, 41, 41, 10, 10};
     const TimeNs idle_after[] = {5'000, 5'000, 1'000'000, 1'000'000, 1'000'000};
     for (int r = 0; r < repeats; ++r) {
         for (int k = 0; k < 5; ++k) {
@@ -88,15 +88,15 @@ TEST_CASE("the oracle saves 66 % on the periodic trace and is always back in tim
 TEST_CASE("the oracle leaves gaps shorter than two reactivation times alone", "[replay]")
 {
     const std::vector<Event> events = {{0, 1'000, 1, 0, 0}, {20'999, 22'000, 1, 0, 0}};
-    const ReplayResult r = slim::link::replay(events, with_policy(PolicyKind::oracle));
+    const ReplayResult r            = slim::link::replay(events, with_policy(PolicyKind::oracle));
     CHECK(r.transitions == 0);
     CHECK(*r.energy_savings_pct == Approx(0.0).margin(1e-9));
 }
 
 TEST_CASE("a 100 us timeout saves 58.2 % and pays a 10 us wake-up per burst", "[replay]")
 {
-    ReplayConfig c = with_policy(PolicyKind::timeout);
-    c.policy.timeout_ns = 100'000;
+    ReplayConfig c       = with_policy(PolicyKind::timeout);
+    c.policy.timeout_ns  = 100'000;
     const ReplayResult r = slim::link::replay(periodic_trace(), c);
     REQUIRE(r.energy_savings_pct);
     CHECK(*r.energy_savings_pct == Approx(58.2).margin(0.1));
@@ -106,8 +106,9 @@ TEST_CASE("a 100 us timeout saves 58.2 % and pays a 10 us wake-up per burst", "[
     CHECK(r.wakeup_delay_ns == r.delay_ns);
     CHECK(r.energy_joules == Approx(1000 * 200e-6 + 999 * 635e-6));
 
-    SECTION("a timeout longer than every gap never goes low") {
-        c.policy.timeout_ns = 900'000;
+    SECTION("a timeout longer than every gap never goes low")
+    {
+        c.policy.timeout_ns      = 900'000;
         const ReplayResult never = slim::link::replay(periodic_trace(), c);
         CHECK(never.transitions == 0);
         CHECK(*never.energy_savings_pct == Approx(0.0).margin(1e-9));
@@ -118,28 +119,32 @@ TEST_CASE("packed bursts need only the lanes their packed bytes fill", "[replay]
 {
     // Bp/B = 0.5 on 4 lanes: width 2 keeps the recorded duration.
     const std::vector<Event> half = periodic_trace(4096, 2048);
-    ReplayConfig c = with_policy(PolicyKind::timeout);
-    c.link.low_width = 2;
-    c.policy.timeout_ns = 100'000;
+    ReplayConfig c                = with_policy(PolicyKind::timeout);
+    c.link.low_width              = 2;
+    c.policy.timeout_ns           = 100'000;
 
-    SECTION("the required width is 2") {
+    SECTION("the required width is 2")
+    {
         c.packed = true;
         CHECK(slim::link::Replay(c).required_width(half.front()) == 2);
     }
-    SECTION("with --packed the low width 2 carries the bursts: no wake-up, no slowdown") {
-        c.packed = true;
+    SECTION("with --packed the low width 2 carries the bursts: no wake-up, no slowdown")
+    {
+        c.packed             = true;
         const ReplayResult r = slim::link::replay(half, c);
         CHECK(r.late_wakeups == 0);
         CHECK(r.delay_ns == 0);
         CHECK(r.stretch_ns == 0);
         CHECK(r.replayed_span_ns == r.original_span_ns);
     }
-    SECTION("without --packed every burst needs 4 lanes and waits") {
+    SECTION("without --packed every burst needs 4 lanes and waits")
+    {
         const ReplayResult r = slim::link::replay(half, c);
         CHECK(r.late_wakeups == 999);
         CHECK(r.delay_ns == 999 * 10'000);
     }
-    SECTION("events without sizes need the full width even with --packed") {
+    SECTION("events without sizes need the full width even with --packed")
+    {
         c.packed = true;
         CHECK(slim::link::Replay(c).required_width(Event{0, 1, 1, 0, 0}) == 4);
         CHECK(slim::link::Replay(c).required_width(Event{0, 1, 1, 4096, 0}) == 4);
@@ -148,7 +153,7 @@ TEST_CASE("packed bursts need only the lanes their packed bytes fill", "[replay]
 
 TEST_CASE("PPS on the Figure 5.3 trace puts the link in low power and saves energy", "[replay]")
 {
-    ReplayConfig c = with_policy(PolicyKind::pps);
+    ReplayConfig c                 = with_policy(PolicyKind::pps);
     c.policy.predictor.fixed_gt_ns = 20'000;
     slim::link::Replay driver(c);
     std::uint64_t requests = 0;
@@ -172,8 +177,7 @@ TEST_CASE("an empty trace has no savings and no penalty rather than NaN", "[repl
     CHECK_FALSE(r.time_penalty_pct);
 }
 
-TEST_CASE("at the largest accepted times energy and baseline stay positive and exact",
-          "[replay]")
+TEST_CASE("at the largest accepted times energy and baseline stay positive and exact", "[replay]")
 {
     // Lanes x watts x span: 4 lanes over 2^62 ns and 12 over 2^60 ns both
     // overflow 64-bit lane-nanoseconds, which made the baseline negative.
@@ -203,9 +207,9 @@ TEST_CASE("at the largest accepted times energy and baseline stay positive and e
     SECTION("12 lanes of 2 W over 2^60 ns")
     {
         constexpr TimeNs span = TimeNs{1} << 60;
-        ReplayConfig     c    = with_policy(PolicyKind::always_on);
-        c.link.lanes      = 12;
-        c.link.lane_watts = 2.0;
+        ReplayConfig c        = with_policy(PolicyKind::always_on);
+        c.link.lanes          = 12;
+        c.link.lane_watts     = 2.0;
         const ReplayResult r =
                 slim::link::replay({Event{0, 1000, 5, 0, 0}, Event{span - 1000, span, 5, 0, 0}}, c);
         CHECK(r.baseline_joules == Approx(12 * 2.0 * static_cast<double>(span) * 1e-9));

@@ -37,7 +37,7 @@ slim_traffic_t sample_traffic()
     return t;
 }
 
-std::size_t count_lines(const std::string &s)
+std::size_t count_lines(const std::string& s)
 {
     std::size_t n = 0;
     for (const char c : s) {
@@ -46,7 +46,7 @@ std::size_t count_lines(const std::string &s)
     return n;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("the JSON report is one valid JSON line with the documented schema")
 {
@@ -57,8 +57,8 @@ TEST_CASE("the JSON report is one valid JSON line with the documented schema")
 
     const Json j = parse_json(line);
     REQUIRE(j.is_object());
-    CHECK(keys(j) == Strings{"schema", "rank", "host", "pid", "traffic", "totals",
-                                             "packing", "link"});
+    CHECK(keys(j) ==
+          Strings{"schema", "rank", "host", "pid", "traffic", "totals", "packing", "link"});
     CHECK(j.at("schema").get<std::string>() == "slimlink.report.v1");
     CHECK(j.at("rank").get<std::int64_t>() == 3);
     CHECK(j.at("host").get<std::string>() == "node\"7\\x");
@@ -68,31 +68,30 @@ TEST_CASE("the JSON report is one valid JSON line with the documented schema")
 TEST_CASE("packed puts add a line and a JSON object only when there were any")
 {
     slim_packing_stats_t packing{};
-    packing.frames_sent   = 2;
-    packing.payload_bytes = 1000;
-    packing.wire_bytes    = 500;
-    packing.marked_bytes  = 1000;
-    packing.packed_bytes  = 1000;
-    const std::string quiet =
-            slim::format_text_report(sample_process(), sample_traffic(), packing);
+    packing.frames_sent     = 2;
+    packing.payload_bytes   = 1000;
+    packing.wire_bytes      = 500;
+    packing.marked_bytes    = 1000;
+    packing.packed_bytes    = 1000;
+    const std::string quiet = slim::format_text_report(sample_process(), sample_traffic(), packing);
     CHECK(quiet.find("puts packed") == std::string::npos);
     CHECK(parse_json(slim::format_json_report(sample_process(), sample_traffic(), packing))
                   .at("packing")
                   .count("puts") == 0);
 
     slim::PackingMonitor::PutCounts puts;
-    puts.puts_packed      = 2;
-    puts.notices_rejected = 1;
-    puts.bounce_empty     = 3;
-    puts.bounce_buffers   = 16;
-    puts.bounce_bytes     = 16 * (std::uint64_t{516} << 10);
-    const std::string text = slim::format_text_report(sample_process(), sample_traffic(),
-                                                      packing, nullptr, {}, puts);
+    puts.puts_packed       = 2;
+    puts.notices_rejected  = 1;
+    puts.bounce_empty      = 3;
+    puts.bounce_buffers    = 16;
+    puts.bounce_bytes      = 16 * (std::uint64_t{516} << 10);
+    const std::string text = slim::format_text_report(sample_process(), sample_traffic(), packing,
+                                                      nullptr, {}, puts);
     CHECK_THAT(text, Contains("of those, puts packed 2; expand notices rejected 1; puts unpacked "
                               "for want of a bounce buffer 3"));
     CHECK_THAT(text, Contains("bounce buffers 16 (8.1 MiB registered)"));
-    const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic(),
-                                                       packing, nullptr, {}, puts));
+    const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic(), packing,
+                                                       nullptr, {}, puts));
     CHECK(j.at("packing").at("puts").at("packed").get<std::uint64_t>() == 2);
     CHECK(j.at("packing").at("puts").at("notices_rejected").get<std::uint64_t>() == 1);
     CHECK(j.at("packing").at("puts").at("bounce_empty").get<std::uint64_t>() == 3);
@@ -102,10 +101,10 @@ TEST_CASE("packed puts add a line and a JSON object only when there were any")
 
 TEST_CASE("the JSON report lists every operation kind with its counters")
 {
-    const Json j = parse_json(slim::format_json_report(sample_process(), sample_traffic()));
-    const Json &traffic = j.at("traffic");
-    CHECK(keys(traffic) == Strings{"am_short", "am_bcopy", "am_zcopy", "am_any",
-                                                   "put", "get", "atomic"});
+    const Json j        = parse_json(slim::format_json_report(sample_process(), sample_traffic()));
+    const Json& traffic = j.at("traffic");
+    CHECK(keys(traffic) ==
+          Strings{"am_short", "am_bcopy", "am_zcopy", "am_any", "put", "get", "atomic"});
     CHECK(traffic.at("am_short").at("sent").at("count").get<std::int64_t>() == 10);
     CHECK(traffic.at("am_short").at("sent").at("bytes").get<std::int64_t>() == 640);
     CHECK(traffic.at("am_short").at("received").at("count").get<std::int64_t>() == 0);
@@ -114,7 +113,7 @@ TEST_CASE("the JSON report lists every operation kind with its counters")
     CHECK(traffic.at("put").at("sent").at("bytes").get<std::int64_t>() == 1 << 20);
     CHECK(traffic.at("atomic").at("sent").at("count").get<std::int64_t>() == 0);
 
-    const Json &totals = j.at("totals");
+    const Json& totals = j.at("totals");
     CHECK(totals.at("sent").at("count").get<std::int64_t>() == 11);
     CHECK(totals.at("sent").at("bytes").get<std::int64_t>() == 640 + (1 << 20));
     CHECK(totals.at("received").at("count").get<std::int64_t>() == 12);
@@ -131,8 +130,8 @@ TEST_CASE("the JSON report of a process without traffic has zero totals")
 TEST_CASE("an unknown rank is reported as -1")
 {
     slim::ProcessIdentity who = sample_process();
-    who.rank = -1;
-    const auto j = parse_json(slim::format_json_report(who, slim_traffic_t{}));
+    who.rank                  = -1;
+    const auto j              = parse_json(slim::format_json_report(who, slim_traffic_t{}));
     CHECK(j.at("rank").get<std::int64_t>() == -1);
     CHECK_THAT(slim::format_text_report(who, slim_traffic_t{}), Contains("rank unknown"));
 }
@@ -140,8 +139,8 @@ TEST_CASE("an unknown rank is reported as -1")
 TEST_CASE("JSON strings keep quotes, backslashes and control characters")
 {
     slim::ProcessIdentity who = sample_process();
-    who.host = std::string("a\"b\\c\n\t\x01\x1f\xc3\xa9", 12);
-    const std::string line = slim::format_json_report(who, slim_traffic_t{});
+    who.host                  = std::string("a\"b\\c\n\t\x01\x1f\xc3\xa9", 12);
+    const std::string line    = slim::format_json_report(who, slim_traffic_t{});
     CHECK(count_lines(line) == 1);
     CHECK(parse_json(line).at("host").get<std::string>() == who.host);
 }
@@ -149,8 +148,8 @@ TEST_CASE("JSON strings keep quotes, backslashes and control characters")
 TEST_CASE("a host name that is not UTF-8 still gives a valid report")
 {
     slim::ProcessIdentity who = sample_process();
-    who.host = "bad\xff";
-    const std::string line = slim::format_json_report(who, slim_traffic_t{});
+    who.host                  = "bad\xff";
+    const std::string line    = slim::format_json_report(who, slim_traffic_t{});
     CHECK(parse_json(line).at("host").get<std::string>() == "bad\xef\xbf\xbd");  // U+FFFD
 }
 
@@ -176,11 +175,11 @@ TEST_CASE("the text report rows carry the counters in column order")
 {
     const std::string text = slim::format_text_report(sample_process(), sample_traffic());
     std::istringstream lines(text);
-    std::string        line;
-    bool               found_put = false, found_total = false;
+    std::string line;
+    bool found_put = false, found_total = false;
     while (std::getline(lines, line)) {
         std::istringstream words(line);
-        std::string        name;
+        std::string name;
         unsigned long long sent_count = 0, sent_bytes = 0, recv_count = 0, recv_bytes = 0;
         words >> name >> sent_count >> sent_bytes >> recv_count >> recv_bytes;
         if (name == "put") {
@@ -222,7 +221,7 @@ TEST_CASE("JSON reports are appended one line per write")
     slim::write_report(target, sample_process(), slim_traffic_t{});
 
     std::ifstream in(path);
-    std::string   first, second, extra;
+    std::string first, second, extra;
     REQUIRE(std::getline(in, first));
     REQUIRE(std::getline(in, second));
     CHECK_FALSE(std::getline(in, extra));
@@ -260,17 +259,16 @@ slim_packing_stats_t sample_packing()
     return p;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("the JSON report carries every packing counter")
 {
     const Json j = parse_json(
             slim::format_json_report(sample_process(), sample_traffic(), sample_packing()));
-    const Json &p = j.at("packing");
-    CHECK(keys(p) == Strings{"frames_sent", "payload_bytes", "wire_bytes",
-                                             "marked_bytes", "packed_bytes", "edge_bytes",
-                                             "missed_bytes", "frames_received",
-                                             "frames_rejected", "max_rel_error_bound"});
+    const Json& p = j.at("packing");
+    CHECK(keys(p) == Strings{"frames_sent", "payload_bytes", "wire_bytes", "marked_bytes",
+                             "packed_bytes", "edge_bytes", "missed_bytes", "frames_received",
+                             "frames_rejected", "max_rel_error_bound"});
     CHECK(p.at("frames_sent").get<std::int64_t>() == 5);
     CHECK(p.at("wire_bytes").get<std::int64_t>() == 40208);
     CHECK(p.at("missed_bytes").get<std::int64_t>() == 100);
@@ -291,8 +289,9 @@ TEST_CASE("the text report shows packing only when something was marked or frame
 TEST_CASE("the error bound is null until something is packed, then the exact power of two")
 {
     CHECK(parse_json(slim::format_json_report(sample_process(), sample_traffic(), sample_packing()))
-                  .at("packing").at("max_rel_error_bound")
-                          .is_null());
+                  .at("packing")
+                  .at("max_rel_error_bound")
+                  .is_null());
     // keep 4 bytes, truncated: 20 mantissa bits survive.
     const slim::ErrorBound bound{slim::guaranteed_bits({4, slim::pack::Rounding::truncate})};
     REQUIRE(bound.min_bits == 20);
@@ -327,7 +326,7 @@ TEST_CASE("swallowed errors add a line and a JSON field only when there were any
     CHECK(slim::format_json_report(data) ==
           slim::format_json_report(sample_process(), sample_traffic()));
 
-    data.errors_swallowed = 3;
+    data.errors_swallowed  = 3;
     const std::string text = slim::format_text_report(data);
     CHECK_THAT(text, Contains("  errors swallowed 3 (logged as they happened)\n"));
     CHECK(text.size() - text.rfind("errors swallowed") ==

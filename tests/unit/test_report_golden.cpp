@@ -25,7 +25,7 @@ using nlohmann::ordered_json;
 
 namespace {
 
-std::string golden_path(const std::string &name)
+std::string golden_path(const std::string& name)
 {
     const char *srcdir = std::getenv("abs_top_srcdir");
     return std::string(srcdir != nullptr ? srcdir : SLIM_TEST_SRCDIR) + "/tests/data/" + name;
@@ -33,7 +33,7 @@ std::string golden_path(const std::string &name)
 
 // Compares `line` with the golden file `name`, or writes it there under
 // SLIM_WRITE_GOLDEN=1.
-void check_golden(const std::string &name, const std::string &line)
+void check_golden(const std::string& name, const std::string& line)
 {
     const std::string path = golden_path(name);
     if (const char *write = std::getenv("SLIM_WRITE_GOLDEN"); write && std::string(write) == "1") {
@@ -92,8 +92,8 @@ slim_packing_stats_t packing()
     return p;
 }
 
-slim::live::LiveSummary live(double energy, double baseline, double penalty,
-                             std::uint64_t events, std::uint64_t hits)
+slim::live::LiveSummary live(double energy, double baseline, double penalty, std::uint64_t events,
+                             std::uint64_t hits)
 {
     slim::live::LiveSummary l;
     l.predictor           = "adaptive";
@@ -138,7 +138,7 @@ slim::RankRecord record(int rank, int local_rank, double energy, double baseline
 
 slim::NodeInfo node() { return slim::NodeInfo{"node7", process(0, 0).local}; }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("the rank report's JSON keeps every field and value of the golden file", "[golden]")
 {
@@ -215,7 +215,7 @@ TEST_CASE("the node report's JSON keeps every field and value of the golden file
     SECTION("nobody reported")
     {
         slim::NodeCollection c;
-        slim::MissingRank    m;
+        slim::MissingRank m;
         m.local_rank = 0;
         c.missing.push_back(m);
         check_golden("golden-node-empty.json", slim::format_node_json(node(), c));

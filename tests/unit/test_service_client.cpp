@@ -52,7 +52,7 @@ constexpr TimeNs kMs = 1'000'000;
 // The port as the service commands it, readable from the test's thread.
 struct PortState {
     std::atomic<unsigned> width{4};
-    std::atomic<TimeNs>   changed_ns{0};  // steady time of the last change
+    std::atomic<TimeNs> changed_ns{0};  // steady time of the last change
     std::atomic<unsigned> calls{0};
 };
 
@@ -93,11 +93,11 @@ struct TempDir {
 
 // A service on its own thread, stopped and joined by the destructor.
 struct RunningService {
-    std::shared_ptr<PortState>     port = std::make_shared<PortState>();
-    std::unique_ptr<PortService>   service;
+    std::shared_ptr<PortState> port = std::make_shared<PortState>();
+    std::unique_ptr<PortService> service;
     std::unique_ptr<ServiceServer> server;
-    std::atomic<bool>              stop{false};
-    std::thread                    thread;
+    std::atomic<bool> stop{false};
+    std::thread thread;
 
     explicit RunningService(const std::string& socket_path)
     {
@@ -106,8 +106,8 @@ struct RunningService {
         options.socket_path       = socket_path;
         options.grace             = 0ms;
         options.first_client_wait = 0ms;
-        server = std::make_unique<ServiceServer>(*service, options);
-        thread = std::thread([this] { server->run(stop); });
+        server                    = std::make_unique<ServiceServer>(*service, options);
+        thread                    = std::thread([this] { server->run(stop); });
     }
     void halt()
     {
@@ -167,12 +167,15 @@ struct RawClient {
         path.copy(addr.sun_path, path.size());
         fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         REQUIRE(fd >= 0);
-        REQUIRE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+        REQUIRE(::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0);
     }
     ~RawClient() { ::close(fd); }
-    void send_bytes(const void* p, std::size_t n) { REQUIRE(::send(fd, p, n, MSG_NOSIGNAL) == ssize_t(n)); }
+    void send_bytes(const void *p, std::size_t n)
+    {
+        REQUIRE(::send(fd, p, n, MSG_NOSIGNAL) == ssize_t(n));
+    }
     // The next message: (header, payload); header.type 0 at end of file.
-    std::pair<svc::MessageHeader, std::vector<std::uint8_t>> receive(int* passed = nullptr)
+    std::pair<svc::MessageHeader, std::vector<std::uint8_t>> receive(int *passed = nullptr)
     {
         std::vector<std::uint8_t> buf(sizeof(svc::MessageHeader) + svc::kMaxMessageBytes);
         const io::Received r = io::receive_wait(fd, buf.data(), buf.size(), 2000ms);
@@ -220,7 +223,7 @@ svc::StatusReply status_of(const std::string& path)
 
 // The "slim" logger's lines while it lives (levels warn and up).
 struct LogCapture {
-    std::shared_ptr<std::ostringstream>          text = std::make_shared<std::ostringstream>();
+    std::shared_ptr<std::ostringstream> text = std::make_shared<std::ostringstream>();
     std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink =
             std::make_shared<spdlog::sinks::ostream_sink_mt>(*text);
     LogCapture() { slim::logger().sinks().push_back(sink); }
@@ -236,7 +239,7 @@ struct LogCapture {
 
 TEST_CASE("two clients through slimlinkd: the port runs at the maximum demand", "[service]")
 {
-    TempDir        dir;
+    TempDir dir;
     RunningService s(dir.socket());
     auto a = ServiceClient::connect(dir.socket(), false, request(0));
     auto b = ServiceClient::connect(dir.socket(), false, request(1));
@@ -248,7 +251,7 @@ TEST_CASE("two clients through slimlinkd: the port runs at the maximum demand", 
     // (port_service.h): each step, both say their timelines are complete.
     const auto step = [&](ServiceClient& who, unsigned w) {
         publish(who, w);
-        for (ServiceClient* c : {a.get(), b.get()}) {
+        for (ServiceClient *c : {a.get(), b.get()}) {
             c->set_through(steady_now_ns());
             REQUIRE(c->sync());
         }
@@ -276,10 +279,10 @@ TEST_CASE("two clients through slimlinkd: the port runs at the maximum demand", 
 
 TEST_CASE("a ServiceBackend's low-until is raised at its deadline without the rank", "[service]")
 {
-    TempDir        dir;
+    TempDir dir;
     RunningService s(dir.socket());
     std::shared_ptr<ServiceClient> client = ServiceClient::connect(dir.socket(), false, request(0));
-    std::unique_ptr<LinkBackend>   backend = make_service_backend(client, steady_clock_ns());
+    std::unique_ptr<LinkBackend> backend  = make_service_backend(client, steady_clock_ns());
     CHECK(backend->name() == "service:recording");
     CHECK(backend->full_width() == 4);
     CHECK(backend->stats() == nullptr);
@@ -311,9 +314,9 @@ TEST_CASE("a ServiceBackend's first record, timed before the attach, is not garb
     // (the drain runs every 16 ms): the service started the ring's
     // timeline at the attach and refused such a record as "t_ns is before
     // through_ns", so the rank lost the node service.
-    TempDir        dir;
+    TempDir dir;
     RunningService s(dir.socket());
-    const TimeNs   before = steady_now_ns() - 5 * kMs;
+    const TimeNs before                   = steady_now_ns() - 5 * kMs;
     std::shared_ptr<ServiceClient> client = ServiceClient::connect(dir.socket(), false, request(0));
     CHECK(client->through() > before);
     std::unique_ptr<LinkBackend> backend = make_service_backend(client, steady_clock_ns());
@@ -328,7 +331,7 @@ TEST_CASE("a ServiceBackend's first record, timed before the attach, is not garb
 TEST_CASE("a client killed with SIGKILL while low: the port is full again within 50 ms",
           "[service]")
 {
-    TempDir        dir;
+    TempDir dir;
     RunningService s(dir.socket());
     int ready[2];
     REQUIRE(::pipe(ready) == 0);
@@ -337,7 +340,7 @@ TEST_CASE("a client killed with SIGKILL while low: the port is full again within
     if (child == 0) {
         ::close(ready[0]);
         try {
-            auto c = ServiceClient::connect(dir.socket(), false, request(7));
+            auto c           = ServiceClient::connect(dir.socket(), false, request(7));
             const TimeNs now = steady_now_ns();
             c->publish(svc::DemandRecord{now, now + 3600'000 * kMs, 1, 0});
             c->set_through(now + 1);
@@ -360,7 +363,7 @@ TEST_CASE("a client killed with SIGKILL while low: the port is full again within
     REQUIRE(::kill(child, SIGKILL) == 0);
     REQUIRE(eventually([&] { return s.port->width == 4; }, 1000ms));
     const TimeNs detection = s.port->changed_ns.load() - killed;
-    int status = 0;
+    int status             = 0;
     ::waitpid(child, &status, 0);
     std::cout << "[service] SIGKILL to full width: " << detection / 1000 << " us\n";
     CHECK(WIFSIGNALED(status));
@@ -376,7 +379,8 @@ TEST_CASE("the service gone: clients see it at their next sync and nothing hangs
     SECTION("stopped")
     {
         RunningService s(dir.socket());
-        std::shared_ptr<ServiceClient> client = ServiceClient::connect(dir.socket(), false, request(0));
+        std::shared_ptr<ServiceClient> client =
+                ServiceClient::connect(dir.socket(), false, request(0));
         auto backend = make_service_backend(client, steady_clock_ns());
         publish(*client, 1);
         REQUIRE(eventually([&] { return client->port_width() == 1; }));
@@ -405,7 +409,7 @@ TEST_CASE("the service gone: clients see it at their next sync and nothing hangs
             ServerOptions options;
             options.socket_path = dir.socket();
             options.grace       = 0ms;
-            ServiceServer     server(*service, options);
+            ServiceServer server(*service, options);
             std::atomic<bool> stop{false};
             server.run(stop);
             _exit(0);
@@ -434,11 +438,10 @@ TEST_CASE("the service gone: clients see it at their next sync and nothing hangs
     CHECK(std::chrono::steady_clock::now() - started < 5s);
 }
 
-TEST_CASE("a socket or folder anyone could have planted is refused, naming the path",
-          "[service]")
+TEST_CASE("a socket or folder anyone could have planted is refused, naming the path", "[service]")
 {
-    TempDir        dir;
-    LogCapture     log;
+    TempDir dir;
+    LogCapture log;
     RunningService s(dir.socket());
 
     SECTION("a folder other users can enter (0755)")
@@ -452,7 +455,7 @@ TEST_CASE("a socket or folder anyone could have planted is refused, naming the p
         }
         // The service will not use such a folder either.
         try {
-            PortService   other(std::make_unique<AtomicBackend>(std::make_shared<PortState>()));
+            PortService other(std::make_unique<AtomicBackend>(std::make_shared<PortState>()));
             ServerOptions options;
             options.socket_path = dir.path + "/other.sock";
             ServiceServer server(other, options);
@@ -502,7 +505,7 @@ TEST_CASE("a socket or folder anyone could have planted is refused, naming the p
             addr.sun_family = AF_UNIX;
             dir.socket().copy(addr.sun_path, dir.socket().size());
             const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
-            if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+            if (::connect(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) != 0) {
                 _exit(6);
             }
             const svc::AttachRequest req = request(0);
@@ -529,8 +532,8 @@ TEST_CASE("a socket or folder anyone could have planted is refused, naming the p
 TEST_CASE("a client publishing garbage into its ring is dropped; the port is the others'",
           "[service]")
 {
-    TempDir        dir;
-    LogCapture     log;
+    TempDir dir;
+    LogCapture log;
     RunningService s(dir.socket());
     auto honest = ServiceClient::connect(dir.socket(), false, request(0));
     publish(*honest, 2);
@@ -558,16 +561,16 @@ TEST_CASE("a client publishing garbage into its ring is dropped; the port is the
         RawClient raw(dir.socket());
         const svc::AttachRequest req = request(2);
         REQUIRE(io::send_message(raw.fd, svc::MessageType::attach, &req, sizeof req) == 0);
-        int ring_fd = -1;
+        int ring_fd       = -1;
         auto [h, payload] = raw.receive(&ring_fd);
         REQUIRE(h.type == static_cast<std::uint16_t>(svc::MessageType::attach_ok));
         REQUIRE(ring_fd >= 0);
-        void* mem = ::mmap(nullptr, sizeof(svc::DemandRing), PROT_READ | PROT_WRITE, MAP_SHARED,
+        void *mem = ::mmap(nullptr, sizeof(svc::DemandRing), PROT_READ | PROT_WRITE, MAP_SHARED,
                            ring_fd, 0);
         REQUIRE(mem != MAP_FAILED);
         // The ring is sealed: the client cannot shrink it under the service.
         CHECK(::ftruncate(ring_fd, 0) != 0);
-        auto* ring = static_cast<svc::DemandRing*>(mem);
+        auto *ring = static_cast<svc::DemandRing *>(mem);
         ring->head.store(1'000'000'000);
         REQUIRE(io::send_message(raw.fd, svc::MessageType::nudge, nullptr, 0) == 0);
         CHECK(raw.at_eof());
@@ -591,8 +594,8 @@ TEST_CASE("a client publishing garbage into its ring is dropped; the port is the
 
 TEST_CASE("a garbage message or a port of another width is refused with a reason", "[service]")
 {
-    TempDir        dir;
-    LogCapture     log;
+    TempDir dir;
+    LogCapture log;
     RunningService s(dir.socket());
 
     SECTION("bad magic")
@@ -604,7 +607,8 @@ TEST_CASE("a garbage message or a port of another width is refused with a reason
         raw.send_bytes(&h, sizeof h);
         auto [reply, payload] = raw.receive();
         REQUIRE(reply.type == static_cast<std::uint16_t>(svc::MessageType::refused));
-        CHECK_THAT(reinterpret_cast<const char*>(payload.data()), Contains("bad magic 0xdeadbeef"));
+        CHECK_THAT(reinterpret_cast<const char *>(payload.data()),
+                   Contains("bad magic 0xdeadbeef"));
         CHECK(raw.at_eof());
     }
     SECTION("a length that does not match the message")
@@ -615,7 +619,8 @@ TEST_CASE("a garbage message or a port of another width is refused with a reason
         RawClient raw(dir.socket());
         const svc::AttachRequest req = request(1);
         REQUIRE(io::send_message(raw.fd, svc::MessageType::attach, &req, sizeof req) == 0);
-        REQUIRE(raw.receive().first.type == static_cast<std::uint16_t>(svc::MessageType::attach_ok));
+        REQUIRE(raw.receive().first.type ==
+                static_cast<std::uint16_t>(svc::MessageType::attach_ok));
         std::uint8_t msg[32] = {};
         svc::MessageHeader h;
         h.type   = static_cast<std::uint16_t>(svc::MessageType::deposit);
@@ -652,21 +657,20 @@ TEST_CASE("a garbage message or a port of another width is refused with a reason
     CHECK_THAT(log.str(), Contains("refused client"));
 }
 
-TEST_CASE("two ranks of a job deposit their records: exactly one gets the node report",
-          "[service]")
+TEST_CASE("two ranks of a job deposit their records: exactly one gets the node report", "[service]")
 {
-    TempDir        dir;
+    TempDir dir;
     RunningService s(dir.socket());
     auto r0 = ServiceClient::connect(dir.socket(), false, request(0, "job-42", 2));
     auto r1 = ServiceClient::connect(dir.socket(), false, request(1, "job-42", 2));
     publish(*r0, 1);
     publish(*r1, 2);
-    const std::string rec0 = "record of rank 0";
-    const std::string rec1 = "rank 1's record, longer";
-    auto f0 = std::async(std::launch::async,
-                         [&] { return r0->deposit(3, rec0.data(), rec0.size(), 2000ms); });
-    auto f1 = std::async(std::launch::async,
-                         [&] { return r1->deposit(3, rec1.data(), rec1.size(), 2000ms); });
+    const std::string rec0                = "record of rank 0";
+    const std::string rec1                = "rank 1's record, longer";
+    auto f0                               = std::async(std::launch::async,
+                                                       [&] { return r0->deposit(3, rec0.data(), rec0.size(), 2000ms); });
+    auto f1                               = std::async(std::launch::async,
+                                                       [&] { return r1->deposit(3, rec1.data(), rec1.size(), 2000ms); });
     const std::optional<ReceivedReport> a = f0.get();
     const std::optional<ReceivedReport> b = f1.get();
     REQUIRE(a.has_value() != b.has_value());
@@ -688,7 +692,7 @@ TEST_CASE("socket paths: one per port and user, names made safe", "[service]")
     CHECK(service_port_name("..") == "__");
     CHECK(service_port_name("") == "_");
     CHECK(system_socket_path("emulated") == "/run/slimlink/emulated.sock");
-    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    const char *xdg         = std::getenv("XDG_RUNTIME_DIR");
     const std::string saved = xdg ? xdg : "";
     ::setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
     CHECK(user_socket_path("mlx5_0-1") == "/run/user/1000/slimlink/mlx5_0-1.sock");
@@ -704,7 +708,7 @@ TEST_CASE("a second service on a live socket is refused; a stale one is replaced
     TempDir dir;
     {
         RunningService s(dir.socket());
-        PortService   other(std::make_unique<AtomicBackend>(std::make_shared<PortState>()));
+        PortService other(std::make_unique<AtomicBackend>(std::make_shared<PortState>()));
         ServerOptions options;
         options.socket_path = dir.socket();
         CHECK_THROWS_WITH(ServiceServer(other, options),
@@ -715,11 +719,11 @@ TEST_CASE("a second service on a live socket is refused; a stale one is replaced
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     dir.socket().copy(addr.sun_path, dir.socket().size());
-    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0);
     ::close(fd);
     RunningService again(dir.socket());
     CHECK_NOTHROW(ServiceClient::connect(dir.socket(), false, request(0)));
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(dir.socket().c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0600);
 }

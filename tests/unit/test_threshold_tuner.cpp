@@ -39,11 +39,11 @@ TimeNs in_bin(std::size_t b, double fraction)
 // Interleaved, as a process would see them.
 std::vector<TimeNs> three_peaks()
 {
-    std::mt19937        rng(20'240'531);
+    std::mt19937 rng(20'240'531);
     std::vector<TimeNs> out;
     for (int i = 0; i < 400; ++i) {
         const double jitter = static_cast<double>(rng()) / 4294967296.0 * 0.2 - 0.1;
-        const int    slot   = i % 8;
+        const int slot      = i % 8;
         const double centre = slot < 4 ? 30e3 : slot < 7 ? 400e3 : 20e6;
         out.push_back(std::llround(centre * (1.0 + jitter)));
     }
@@ -107,7 +107,7 @@ TEST_CASE("adgt uses 20 bins and a dangerous count of 5 for 400 intervals", "[ad
 TEST_CASE("adgt puts the GT in the gap between two peaks by 1.1 x / 0.9", "[adgt]")
 {
     const std::vector<TimeNs> samples = three_peaks();
-    const AdgtResult          result  = run_adgt(samples, TunerConfig{});
+    const AdgtResult result           = run_adgt(samples, TunerConfig{});
     REQUIRE(result.gt_ns);
     const TimeNs gt = *result.gt_ns;
 
@@ -224,7 +224,7 @@ TEST_CASE("adgt handles degenerate samples", "[adgt]")
     SECTION("all intervals equal: GT in the empty bin just below them")
     {
         const std::vector<TimeNs> samples(400, 1'000'000);  // 1 ms, bin 7
-        const AdgtResult          result = run_adgt(samples, TunerConfig{});
+        const AdgtResult result = run_adgt(samples, TunerConfig{});
         REQUIRE(result.gt_ns);
         REQUIRE(result.chosen_bin == 6);
         require_gt_from(*result.gt_ns, edge(6));
@@ -249,9 +249,9 @@ TEST_CASE("adgt handles degenerate samples", "[adgt]")
 
 TEST_CASE("threshold tuner skips 100 intervals, samples 400, then tunes once", "[adgt]")
 {
-    using State = ThresholdTuner::State;
-    const std::vector<TimeNs> peaks    = three_peaks();
-    const AdgtResult          expected = run_adgt(peaks, TunerConfig{});
+    using State                     = ThresholdTuner::State;
+    const std::vector<TimeNs> peaks = three_peaks();
+    const AdgtResult expected       = run_adgt(peaks, TunerConfig{});
     REQUIRE(expected.gt_ns);
 
     ThresholdTuner tuner;

@@ -28,7 +28,7 @@ namespace {
 std::vector<Event> read_all(const std::string& text)
 {
     std::istringstream in(text);
-    TraceReader        reader(in, "t.trace");
+    TraceReader reader(in, "t.trace");
     std::vector<Event> events;
     while (const auto e = reader.next()) {
         events.push_back(*e);
@@ -49,8 +49,8 @@ std::string error_for(const std::string& text)
 
 bool same(const Event& a, const Event& b)
 {
-    return a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.id == b.id &&
-           a.bytes == b.bytes && a.packed_bytes == b.packed_bytes;
+    return a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.id == b.id && a.bytes == b.bytes &&
+           a.packed_bytes == b.packed_bytes;
 }
 
 Event event(std::int64_t start, std::int64_t end, std::uint32_t id, std::uint64_t bytes = 0,
@@ -78,7 +78,7 @@ protected:
     }
 
 private:
-    std::string   line_;
+    std::string line_;
     std::uint64_t n_ = 0;
 };
 
@@ -87,38 +87,41 @@ private:
 TEST_CASE("a trace line holds start, end and event id, then optionally bytes and packed bytes",
           "[trace]")
 {
-    SECTION("three fields") {
+    SECTION("three fields")
+    {
         const auto events = read_all("100 250 41\n");
         REQUIRE(events.size() == 1);
         CHECK(same(events[0], event(100, 250, 41)));
     }
-    SECTION("four fields: bytes") {
+    SECTION("four fields: bytes")
+    {
         const auto events = read_all("100 250 41 8192\n");
         REQUIRE(events.size() == 1);
         CHECK(same(events[0], event(100, 250, 41, 8192)));
     }
-    SECTION("five fields: bytes and packed bytes") {
+    SECTION("five fields: bytes and packed bytes")
+    {
         const auto events = read_all("100 250 41 8192 2048\n");
         REQUIRE(events.size() == 1);
         CHECK(same(events[0], event(100, 250, 41, 8192, 2048)));
     }
-    SECTION("the largest values of every field") {
-        const auto events = read_all(
-                "4611686018427387903 4611686018427387903 4294967295 18446744073709551615 "
-                "18446744073709551615\n");
+    SECTION("the largest values of every field")
+    {
+        const auto events =
+                read_all("4611686018427387903 4611686018427387903 4294967295 18446744073709551615 "
+                         "18446744073709551615\n");
         REQUIRE(events.size() == 1);
-        CHECK(events[0].start_ns == (std::int64_t{1} << 62) - 1);   // 146 years
+        CHECK(events[0].start_ns == (std::int64_t{1} << 62) - 1);  // 146 years
         CHECK(events[0].id == std::numeric_limits<std::uint32_t>::max());
         CHECK(events[0].packed_bytes == std::numeric_limits<std::uint64_t>::max());
     }
-    SECTION("a zero-length event and an event starting at the previous end") {
+    SECTION("a zero-length event and an event starting at the previous end")
+    {
         const auto events = read_all("10 10 1\n10 20 2\n");
         REQUIRE(events.size() == 2);
         CHECK(same(events[1], event(10, 20, 2)));
     }
-    SECTION("the last line needs no newline") {
-        CHECK(read_all("1 2 3\n4 5 6").size() == 2);
-    }
+    SECTION("the last line needs no newline") { CHECK(read_all("1 2 3\n4 5 6").size() == 2); }
 }
 
 TEST_CASE("comments, blank lines, tabs and CRLF line ends are accepted", "[trace]")
@@ -158,52 +161,64 @@ TEST_CASE("an empty or comment-only trace has no events", "[trace]")
 
 TEST_CASE("a bad field is reported as FILE:LINE with the field and its value", "[trace]")
 {
-    SECTION("not a number") {
+    SECTION("not a number")
+    {
         CHECK(error_for("# c\n1 2 abc\n") ==
               "t.trace:2: event_id 'abc' is not a non-negative decimal integer");
     }
-    SECTION("a number with trailing garbage") {
+    SECTION("a number with trailing garbage")
+    {
         CHECK(error_for("1 2us 3\n") ==
               "t.trace:1: t_end_ns '2us' is not a non-negative decimal integer");
     }
-    SECTION("a sign") {
+    SECTION("a sign")
+    {
         CHECK_THAT(error_for("+1 2 3\n"), StartsWith("t.trace:1: t_start_ns '+1' is not"));
     }
-    SECTION("a fraction") {
+    SECTION("a fraction")
+    {
         CHECK_THAT(error_for("1 2.5 3\n"), StartsWith("t.trace:1: t_end_ns '2.5' is not"));
     }
-    SECTION("a long number with trailing garbage is not a number, not out of range") {
+    SECTION("a long number with trailing garbage is not a number, not out of range")
+    {
         CHECK(error_for("1 2 99999999999999999999x\n") ==
               "t.trace:1: event_id '99999999999999999999x' is not a non-negative decimal "
               "integer");
     }
-    SECTION("a very long bad field is cut short in the message") {
+    SECTION("a very long bad field is cut short in the message")
+    {
         CHECK(error_for("1 2 " + std::string(1000, 'z') + "\n") ==
               "t.trace:1: event_id '" + std::string(40, 'z') +
                       "...' is not a non-negative decimal integer");
     }
-    SECTION("a negative number") {
+    SECTION("a negative number")
+    {
         CHECK(error_for("1 2 3\n-4 5 6\n") == "t.trace:2: t_start_ns '-4' is negative");
     }
-    SECTION("a time beyond int64 nanoseconds") {
+    SECTION("a time beyond int64 nanoseconds")
+    {
         CHECK(error_for("1 9223372036854775808 3\n") ==
               "t.trace:1: t_end_ns '9223372036854775808' is out of range "
               "(at most 4611686018427387903)");
     }
-    SECTION("a time near 2^63, whose replay arithmetic would overflow") {
+    SECTION("a time near 2^63, whose replay arithmetic would overflow")
+    {
         CHECK(error_for("9223372036854775000 9223372036854775800 1\n") ==
               "t.trace:1: t_start_ns '9223372036854775000' is out of range "
               "(at most 4611686018427387903)");
     }
-    SECTION("binary garbage is escaped, never echoed raw") {
+    SECTION("binary garbage is escaped, never echoed raw")
+    {
         CHECK(error_for(std::string("1 2 \x1b[2J\x01\xff\n")) ==
               "t.trace:1: event_id '\\x1b[2J\\x01\\xff' is not a non-negative decimal integer");
     }
-    SECTION("an event id beyond 32 bits") {
+    SECTION("an event id beyond 32 bits")
+    {
         CHECK(error_for("1 2 4294967296\n") ==
               "t.trace:1: event_id '4294967296' is out of range (at most 4294967295)");
     }
-    SECTION("bytes beyond 64 bits") {
+    SECTION("bytes beyond 64 bits")
+    {
         CHECK_THAT(error_for("1 2 3 18446744073709551616\n"),
                    StartsWith("t.trace:1: bytes '18446744073709551616' is out of range"));
     }
@@ -227,12 +242,14 @@ TEST_CASE("an event that ends before it starts is rejected", "[trace]")
 
 TEST_CASE("an event that starts before the previous one ended is rejected", "[trace]")
 {
-    SECTION("overlapping") {
+    SECTION("overlapping")
+    {
         CHECK(error_for("100 200 1\n150 300 1\n") ==
               "t.trace:2: t_start_ns 150 is before the previous event's t_end_ns 200 "
               "(events must be sorted and must not overlap)");
     }
-    SECTION("unsorted, after comments") {
+    SECTION("unsorted, after comments")
+    {
         CHECK_THAT(error_for("100 200 1\n# c\n\n50 60 1\n"),
                    StartsWith("t.trace:4: t_start_ns 50 is before the previous event's"));
     }
@@ -265,7 +282,7 @@ TEST_CASE("the reader streams: it returns events from a trace that never ends", 
 {
     EndlessTrace endless;
     std::istream in(&endless);
-    TraceReader  reader(in, "endless");
+    TraceReader reader(in, "endless");
     for (int i = 0; i < 100000; ++i) {
         const auto e = reader.next();
         REQUIRE(e);
@@ -280,8 +297,7 @@ TEST_CASE("a trace file that cannot be opened is named in the error", "[trace]")
                       "/nonexistent/dir/x.trace: cannot open: No such file or directory");
 }
 
-TEST_CASE("the writer writes only the fields needed, and the reader reads them back",
-          "[trace]")
+TEST_CASE("the writer writes only the fields needed, and the reader reads them back", "[trace]")
 {
     const std::vector<Event> events{event(0, 10, 41), event(15, 20, 41, 4096),
                                     event(20, 30, 10, 4096, 1024), event(1000, 1000, 10, 0, 8)};
@@ -313,15 +329,18 @@ TEST_CASE("the writer refuses events the reader would reject, naming their line"
     writer.comment("header");
     writer.write(event(100, 200, 1));
 
-    SECTION("starting before the previous end") {
+    SECTION("starting before the previous end")
+    {
         CHECK_THROWS_WITH(writer.write(event(150, 300, 1)),
                           StartsWith("w.trace:3: t_start_ns 150 is before the previous"));
     }
-    SECTION("negative duration") {
+    SECTION("negative duration")
+    {
         CHECK_THROWS_WITH(writer.write(event(300, 250, 1)),
                           "w.trace:3: t_end_ns 250 is before t_start_ns 300 (negative duration)");
     }
-    SECTION("packed bytes above bytes") {
+    SECTION("packed bytes above bytes")
+    {
         CHECK_THROWS_WITH(writer.write(event(300, 400, 1, 10, 20)),
                           StartsWith("w.trace:3: packed_bytes 20 exceeds bytes 10"));
     }
@@ -359,9 +378,9 @@ TEST_CASE("a trace written to a file reads back from that file", "[trace]")
     TraceReader reader(path.string());
     std::size_t n = 0;
     while (const auto e = reader.next()) {
-        REQUIRE(same(*e, event(10 * static_cast<std::int64_t>(n),
-                               10 * static_cast<std::int64_t>(n) + 3,
-                               static_cast<std::uint32_t>(n % 5))));
+        REQUIRE(same(*e,
+                     event(10 * static_cast<std::int64_t>(n), 10 * static_cast<std::int64_t>(n) + 3,
+                           static_cast<std::uint32_t>(n % 5))));
         ++n;
     }
     std::filesystem::remove(path);
@@ -410,8 +429,7 @@ TEST_CASE("events given in memory read back under the rules of the text format",
 TEST_CASE("events in memory can be read again from the first; a stream cannot", "[trace]")
 {
     TraceReader reader({event(0, 10, 7, 64), event(10, 20, 8)}, "a.otf2");
-    while (reader.next()) {
-    }
+    while (reader.next()) {}
     REQUIRE(reader.rewind());
     CHECK(reader.events() == 0);
     CHECK(reader.line() == 0);
@@ -424,7 +442,7 @@ TEST_CASE("events in memory can be read again from the first; a stream cannot", 
     CHECK(reader.events() == 2);
 
     std::istringstream text("0 10 7\n");
-    TraceReader        stream(text, "t");
+    TraceReader stream(text, "t");
     REQUIRE(stream.next());
     CHECK_FALSE(stream.rewind());
     CHECK(stream.events() == 1);
@@ -476,8 +494,9 @@ TEST_CASE("a trace file being written holds whole lines only, and little left in
     writer.comment("cut at any moment");
     std::uint64_t written = 0;
     for (int i = 0; i < 5000; ++i) {
-        const Event e = event(1'000'000'000LL * i, 1'000'000'000LL * i + 12345,
-                              static_cast<std::uint32_t>(i), 1'000'000 + static_cast<std::uint64_t>(i));
+        const Event e =
+                event(1'000'000'000LL * i, 1'000'000'000LL * i + 12345,
+                      static_cast<std::uint32_t>(i), 1'000'000 + static_cast<std::uint64_t>(i));
         writer.write(e);
         written += format_trace_line(e).size() + 1;
         if (i % 97 != 0) {
@@ -486,7 +505,7 @@ TEST_CASE("a trace file being written holds whole lines only, and little left in
         const auto size = std::filesystem::file_size(path);
         INFO("after event " << i << ": " << size << " bytes in the file");
         if (size > 0) {
-            std::FILE* f = std::fopen(path.c_str(), "rb");
+            std::FILE *f = std::fopen(path.c_str(), "rb");
             REQUIRE(f != nullptr);
             std::fseek(f, -1, SEEK_END);
             const int last = std::fgetc(f);

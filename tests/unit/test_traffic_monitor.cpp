@@ -10,7 +10,7 @@ using slim::TrafficMonitor;
 
 TEST_CASE("a new traffic monitor counts nothing")
 {
-    const TrafficMonitor  monitor;
+    const TrafficMonitor monitor;
     const slim_traffic_t t = monitor.snapshot();
     for (int op = 0; op < SLIM_OP_COUNT; ++op) {
         for (int dir = 0; dir < SLIM_DIR_COUNT; ++dir) {
@@ -62,9 +62,9 @@ TEST_CASE("the traffic monitor ignores out-of-range kinds and directions")
 
 TEST_CASE("concurrent increments from four threads sum exactly")
 {
-    constexpr int   threads    = 4;
-    constexpr int   per_thread = 200000;
-    TrafficMonitor  monitor;
+    constexpr int threads    = 4;
+    constexpr int per_thread = 200000;
+    TrafficMonitor monitor;
     std::vector<std::thread> workers;
     for (int i = 0; i < threads; ++i) {
         workers.emplace_back([&monitor, i] {
@@ -75,7 +75,7 @@ TEST_CASE("concurrent increments from four threads sum exactly")
             }
         });
     }
-    for (std::thread &w : workers) {
+    for (std::thread& w : workers) {
         w.join();
     }
     const slim_traffic_t t = monitor.snapshot();
