@@ -189,10 +189,11 @@ def mpiexec():
     return os.environ.get("MPIEXEC", "mpiexec.mpich").split()
 
 
-def mpi_command(launcher, ranks, program):
-    """launcher mpiexec -n RANKS PROGRAM...: SLIMLINK_RUN and MPIEXEC may
-    carry arguments, so both are split."""
-    return launcher.split() + mpiexec() + ["-n", str(ranks)] + list(program)
+def mpi_command(launcher, ranks, program, wrapper=()):
+    """launcher [WRAPPER...] mpiexec -n RANKS PROGRAM...: SLIMLINK_RUN and
+    MPIEXEC may carry arguments, so both are split. WRAPPER (e.g. chrt -r 10)
+    runs mpiexec and so the ranks, not the node service the launcher starts."""
+    return launcher.split() + list(wrapper) + mpiexec() + ["-n", str(ranks)] + list(program)
 
 
 def source_commit():
