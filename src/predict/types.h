@@ -20,6 +20,17 @@ struct Event {
     std::uint64_t packed_bytes = 0;  // bytes on the wire after packing (0: same)
 };
 
+// A wait of one rank, seen from below MPI: a run of progress rounds in
+// which no operation of the rank completes and nothing arrives, from the
+// first such round to the next arrival or send. While it lasts the rank's
+// core only polls: the CPU side's idle interval, as an event gap is the
+// link's. Waits may overlap events (data of the rank's own rendezvous still
+// crosses while it waits for the completion).
+struct Wait {
+    TimeNs start_ns = 0;
+    TimeNs end_ns   = 0;
+};
+
 // "Keep the link in low power until this time" (Algorithm 4's WRPS call).
 struct LowPowerRequest {
     TimeNs from_ns  = 0;  // end of the gram that completed the match

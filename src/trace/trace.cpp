@@ -89,6 +89,23 @@ void check_event(const Event& e)
     }
 }
 
+void check_wait(const Wait& w)
+{
+    if (w.start_ns < 0) {
+        throw Error("wait t_start_ns " + std::to_string(w.start_ns) + " is negative");
+    }
+    if (w.end_ns < w.start_ns) {
+        throw Error("wait t_end_ns " + std::to_string(w.end_ns) + " is before its t_start_ns " +
+                    std::to_string(w.start_ns) + " (negative duration)");
+    }
+}
+
+std::string wait_order_message(TimeNs start, TimeNs previous_end)
+{
+    return "wait t_start_ns " + std::to_string(start) + " is before the previous wait's t_end_ns " +
+           std::to_string(previous_end) + " (waits must be sorted and must not overlap)";
+}
+
 std::string order_message(TimeNs start, TimeNs previous_end)
 {
     return "t_start_ns " + std::to_string(start) + " is before the previous event's t_end_ns " +
@@ -138,6 +155,18 @@ char *format_into(LineBuffer& buf, const Event& event)
         field(event.packed_bytes, true);
     }
     return p;
+}
+
+// The same for a wait line: "w t_start_ns t_end_ns".
+char *format_wait_into(LineBuffer& buf, const Wait& wait)
+{
+    char *p          = buf.data();
+    char *const last = buf.data() + buf.size() - 8;
+    *p++             = 'w';
+    *p++             = ' ';
+    p                = std::to_chars(p, last, wait.start_ns).ptr;
+    *p++             = ' ';
+    return std::to_chars(p, last, wait.end_ns).ptr;
 }
 
 std::string errno_text(int err) { return err != 0 ? std::strerror(err) : "unknown error"; }
@@ -214,6 +243,40 @@ std::string format_trace_line(const Event& event)
     return std::string(buf.data(), format_into(buf, event));
 }
 
+std::optional<Wait> parse_wait_line(std::string_view line)
+{
+    if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) {
+        line = line.substr(0, hash);
+    }
+    std::size_t pos = 0;
+    std::string_view token;
+    if (!next_token(line, pos, token) || token != "w") {
+        return std::nullopt;
+    }
+    std::array<std::uint64_t, 2> values{};
+    std::size_t count = 0;
+    while (next_token(line, pos, token)) {
+        if (count == values.size()) {
+            throw Error("too many fields in a wait line (expected w t_start_ns t_end_ns)");
+        }
+        values[count] = parse_field(count, token);
+        ++count;
+    }
+    if (count < values.size()) {
+        throw Error("too few fields in a wait line: " + std::to_string(count) +
+                    " (expected w t_start_ns t_end_ns)");
+    }
+    Wait wait{static_cast<TimeNs>(values[0]), static_cast<TimeNs>(values[1])};
+    check_wait(wait);
+    return wait;
+}
+
+std::string format_wait_line(const Wait& wait)
+{
+    LineBuffer buf;
+    return std::string(buf.data(), format_wait_into(buf, wait));
+}
+
 // ------------------------------------------------------------------ reader
 
 TraceReader::TraceReader(const std::string& path) : in_(&std::cin), name_(path)
@@ -251,6 +314,9 @@ bool TraceReader::rewind()
     line_        = 0;
     events_      = 0;
     previous_end_.reset();
+    waits_.clear();
+    wait_count_ = 0;
+    previous_wait_end_.reset();
     return true;
 }
 
@@ -267,6 +333,16 @@ Event TraceReader::accept(const Event& event)
     previous_end_ = event.end_ns;
     ++events_;
     return event;
+}
+
+void TraceReader::accept_wait(const Wait& wait)
+{
+    if (previous_wait_end_ && wait.start_ns < *previous_wait_end_) {
+        throw Error(wait_order_message(wait.start_ns, *previous_wait_end_));
+    }
+    previous_wait_end_ = wait.end_ns;
+    waits_.push_back(wait);
+    ++wait_count_;
 }
 
 std::optional<Event> TraceReader::next_in_memory()
@@ -319,9 +395,14 @@ std::optional<Event> TraceReader::next()
         ++line_;
         // gcount() counts the '\n' extracted, except on a last line without one.
         const std::size_t length = in_->eof() ? got : got - 1;
+        const std::string_view text(buffer_.data(), length);
         std::optional<Event> event;
         try {
-            event = parse_trace_line(std::string_view(buffer_.data(), length));
+            if (const std::optional<Wait> wait = parse_wait_line(text)) {
+                accept_wait(*wait);
+                continue;
+            }
+            event = parse_trace_line(text);
         } catch (const Error& e) {
             fail(e.what());
         }
@@ -414,6 +495,25 @@ void TraceWriter::write(const Event& event)
     ++line_;
     check_stream();
     previous_end_ = event.end_ns;
+}
+
+void TraceWriter::write(const Wait& wait)
+{
+    try {
+        check_wait(wait);
+    } catch (const Error& e) {
+        fail(line_ + 1, e.what());
+    }
+    if (previous_wait_end_ && wait.start_ns < *previous_wait_end_) {
+        fail(line_ + 1, wait_order_message(wait.start_ns, *previous_wait_end_));
+    }
+    LineBuffer buf;
+    char *end = format_wait_into(buf, wait);
+    *end++    = '\n';
+    put_line(buf.data(), static_cast<std::size_t>(end - buf.data()));
+    ++line_;
+    check_stream();
+    previous_wait_end_ = wait.end_ns;
 }
 
 void TraceWriter::flush()

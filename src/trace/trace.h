@@ -5,6 +5,11 @@
 //
 //   # comment
 //   t_start_ns t_end_ns event_id [bytes] [packed_bytes]   # trailing comment
+//   w t_start_ns t_end_ns                                 # a rank's wait
+//
+// Wait lines (predict::Wait) are sorted and non-overlapping among
+// themselves, like events, but independent of the events around them; a
+// trace without them (every trace older than them) reads as before.
 //
 // The reader streams (10^7-line traces are normal) and rejects anything the
 // predictor could not take -- in particular events out of order -- with a
@@ -25,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace slim::predict {
@@ -61,6 +67,14 @@ std::optional<Event> parse_trace_line(std::string_view line);
 // non-zero), so "start end id" is the common form.
 std::string format_trace_line(const Event& event);
 
+// A wait line ("w t_start_ns t_end_ns"): the wait, or none when `line` is
+// not a wait line (an event, a comment or blank). Throws slim::Error with
+// the bare message for a malformed wait line.
+std::optional<Wait> parse_wait_line(std::string_view line);
+
+// Formats one wait as a trace line, without '\n'.
+std::string format_wait_line(const Wait& wait);
+
 class TraceReader {
 public:
     // The longest line a text trace may have, without its '\n': longer ones
@@ -85,7 +99,14 @@ public:
     TraceReader& operator=(const TraceReader&) = delete;
 
     // The next event, or none at the end of the trace. Throws TraceError.
+    // Wait lines met on the way are checked and kept for take_waits().
     std::optional<Event> next();
+
+    // The waits read so far, in order; the reader forgets them.
+    std::vector<Wait> take_waits() { return std::exchange(waits_, {}); }
+
+    // Wait lines read so far.
+    std::size_t wait_count() const { return wait_count_; }
 
     const std::string& name() const { return name_; }
     // Lines read so far (1-based): after next() returns an event, its line
@@ -100,6 +121,8 @@ private:
     [[noreturn]] void fail(const std::string& message) const;
     std::optional<Event> next_in_memory();
     Event accept(const Event& event);
+    // Keeps a wait line's wait; throws slim::Error when it is out of order.
+    void accept_wait(const Wait& wait);
 
     std::ifstream file_;  // owned input when constructed from a path
     std::istream *in_;    // null when the events are in memory
@@ -110,6 +133,9 @@ private:
     std::size_t line_   = 0;
     std::size_t events_ = 0;
     std::optional<TimeNs> previous_end_;
+    std::vector<Wait> waits_;
+    std::size_t wait_count_ = 0;
+    std::optional<TimeNs> previous_wait_end_;
 };
 
 class TraceWriter {
@@ -132,6 +158,9 @@ public:
     // breaks a rule of the format (negative time, end < start, start before
     // the previous end, packed_bytes > bytes) or when writing fails.
     void write(const Event& event);
+
+    // The same rules for a wait line, among the waits written before it.
+    void write(const Wait& wait);
 
     // Flushes; throws TraceError when writing failed.
     void flush();
@@ -163,6 +192,7 @@ private:
     std::size_t flushed_line_ = 0;
     std::size_t buffered_     = 0;  // bytes put since the last flush
     std::optional<TimeNs> previous_end_;
+    std::optional<TimeNs> previous_wait_end_;
 };
 
 }  // namespace slim::predict

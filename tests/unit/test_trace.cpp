@@ -518,3 +518,61 @@ TEST_CASE("a trace file being written holds whole lines only, and little left in
     CHECK_FALSE(writer.unflushed());
     std::filesystem::remove(path);
 }
+
+TEST_CASE("wait lines read back beside the events, which read as without them", "[trace][wait]")
+{
+    using slim::predict::Wait;
+    std::ostringstream out;
+    TraceWriter writer(out, "w.trace");
+    writer.write(event(0, 10, 41));
+    writer.write(Wait{10, 400});
+    writer.write(event(15, 20, 41, 4096));  // inside the wait: no order between the two kinds
+    writer.write(Wait{400, 400});
+    writer.write(event(500, 510, 3));
+    writer.flush();
+    CHECK(out.str() == "0 10 41\n"
+                       "w 10 400\n"
+                       "15 20 41 4096\n"
+                       "w 400 400\n"
+                       "500 510 3\n");
+    CHECK(slim::predict::format_wait_line(Wait{7, 9}) == "w 7 9");
+
+    std::istringstream in(out.str() + "  w\t600 700   # tabs, blanks and a comment\n");
+    TraceReader reader(in, "t.trace");
+    std::vector<Event> events;
+    while (const auto e = reader.next()) {
+        events.push_back(*e);
+    }
+    REQUIRE(events.size() == 3);
+    CHECK(same(events[1], event(15, 20, 41, 4096)));
+    CHECK(reader.events() == 3);
+    CHECK(reader.wait_count() == 3);
+    const std::vector<Wait> waits = reader.take_waits();
+    REQUIRE(waits.size() == 3);
+    CHECK(waits[0].start_ns == 10);
+    CHECK(waits[0].end_ns == 400);
+    CHECK(waits[2].start_ns == 600);
+    CHECK(waits[2].end_ns == 700);
+    CHECK(reader.take_waits().empty());
+}
+
+TEST_CASE("a bad wait line is refused as FILE:LINE with the reason", "[trace][wait]")
+{
+    CHECK(error_for("0 1 2\nw 5\n") ==
+          "t.trace:2: too few fields in a wait line: 1 (expected w t_start_ns t_end_ns)");
+    CHECK(error_for("w 1 2 3\n") ==
+          "t.trace:1: too many fields in a wait line (expected w t_start_ns t_end_ns)");
+    CHECK_THAT(error_for("w 9 8\n"), Contains("t.trace:1: wait t_end_ns 8 is before"));
+    CHECK_THAT(error_for("w -1 8\n"), Contains("t.trace:1: t_start_ns '-1' is negative"));
+    CHECK_THAT(error_for("w 0 10\nw 5 20\n"),
+               Contains("t.trace:2: wait t_start_ns 5 is before the previous wait's t_end_ns 10"));
+    CHECK_THAT(error_for("wait 0 10\n"), Contains("t.trace:1: t_start_ns 'wait'"));
+
+    std::ostringstream out;
+    TraceWriter writer(out, "w.trace");
+    writer.write(slim::predict::Wait{0, 10});
+    CHECK_THROWS_WITH(writer.write(slim::predict::Wait{5, 20}),
+                      Contains("w.trace:2: wait t_start_ns 5 is before"));
+    CHECK_THROWS_WITH(writer.write(slim::predict::Wait{30, 20}),
+                      Contains("w.trace:2: wait t_end_ns 20 is before"));
+}
