@@ -29,6 +29,7 @@
 #include <ucs/async/async_int.h>
 #include <uct/base/uct_worker.h>
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -379,6 +380,8 @@ static void *slim_progress_linger_main(void *arg)
                                     __ATOMIC_RELAXED);
     unsigned calls;
 
+    /* Named, so that top -H and tests can tell it from the application. */
+    prctl(PR_SET_NAME, "slim-linger", 0, 0, 0);
     slim_on_linger_thread = 1;
     while (!iface->progress.linger.stop && !slim_unloading) {
         calls = __atomic_load_n(&iface->progress.linger.app_calls,
