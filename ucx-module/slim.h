@@ -158,6 +158,9 @@ typedef struct slim_progress {
         int            pending;       /* became quiescent inside progress:
                                          start when that call returns */
         volatile int   stop;
+        unsigned       app_calls;     /* the app's progress calls while it
+                                         runs: the thread steps aside while
+                                         they go on (slim_progress.c) */
     } linger;
 } slim_progress_t;
 

@@ -138,6 +138,18 @@ tests_mpi_crash_LDFLAGS = -no-install
 TESTS += tests/mpi/crash.test
 EXTRA_DIST += tests/mpi/crash.test
 
+# A survivor of a killed rank, blocked on it: slim's linger threads cost it
+# nothing beside its own spinning.
+check_PROGRAMS += tests/mpi/crash-survivor
+
+tests_mpi_crash_survivor_SOURCES = tests/mpi/crash-survivor.c
+tests_mpi_crash_survivor_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_crash_survivor_LDADD = $(MPICH_LIBS)
+tests_mpi_crash_survivor_LDFLAGS = -no-install
+
+TESTS += tests/mpi/crash-survivor.test
+EXTRA_DIST += tests/mpi/crash-survivor.test
+
 # Memory freed or reallocated while marked loses its marks.
 check_PROGRAMS += tests/mpi/freed-mark
 tests_mpi_freed_mark_SOURCES = tests/mpi/freed-mark.c tests/mpi/mpi_test_util.h
