@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The default policy: candidates in shadow, the best followed;
 // and the context predictor that is one of them. Traces are built here,
-// with the shapes the issue names.
+// with the shapes of the predictor table's workloads.
 #include "predict/adaptive_policy.h"
 #include "predict/replay.h"
 #include "predict/context_predictor.h"
