@@ -42,12 +42,18 @@ WaitPlanner::WaitPlanner(const PolicySpec& spec, const CpuConfig& cpu)
     }
 }
 
-CpuPlan WaitPlanner::on_wait(const Wait& wait, TimeNs busy_start)
+CpuPlan WaitPlanner::on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before)
 {
     predict::Event busy;
-    busy.start_ns                  = std::min(busy_start, wait.start_ns);
-    busy.end_ns                    = wait.start_ns;
-    busy.id                        = length_class(busy.end_ns - busy.start_ns);
+    busy.start_ns = std::min(busy_start, wait.start_ns);
+    busy.end_ns   = wait.start_ns;
+    if (before) {
+        // The message and its size: an MPI call's bytes do not vary.
+        busy.id    = before->id ^ static_cast<predict::EventId>(before->bytes * 0x9e3779b1u);
+        busy.bytes = before->bytes;
+    } else {
+        busy.id = length_class(busy.end_ns - busy.start_ns);
+    }
     const link::GapDecision& d     = policy_.on_event(busy);
     CpuPlan plan;
     if (d.low_power) {
@@ -95,14 +101,15 @@ CpuAdaptivePolicy::CpuAdaptivePolicy(const CpuConfig& cpu, const CpuAdaptiveConf
     pending_.resize(planners_.size());
 }
 
-CpuPlan CpuAdaptivePolicy::on_wait(const Wait& wait, TimeNs busy_start)
+CpuPlan CpuAdaptivePolicy::on_wait(const Wait& wait, TimeNs busy_start,
+                                   const predict::Event *before)
 {
     const TimeNs span = wait.end_ns - std::min(busy_start, wait.start_ns);
     const double baseline =
             cpu_.full.watts * static_cast<double>(span) * 1e-9;  // this busy phase and wait
     CpuPlan in_force;
     for (std::size_t i = 0; i < planners_.size(); ++i) {
-        const CpuPlan plan    = planners_[i].on_wait(wait, busy_start);
+        const CpuPlan plan    = planners_[i].on_wait(wait, busy_start, before);
         const CpuTally tally  = account_wait(cpu_, wait, plan);
         Score& s              = pending_[i];
         s.saved += saved_joules(cpu_, tally);
@@ -185,7 +192,7 @@ CpuPolicy::~CpuPolicy()                               = default;
 CpuPolicy::CpuPolicy(CpuPolicy&&) noexcept            = default;
 CpuPolicy& CpuPolicy::operator=(CpuPolicy&&) noexcept = default;
 
-CpuPlan CpuPolicy::on_wait(const Wait& wait, TimeNs busy_start)
+CpuPlan CpuPolicy::on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before)
 {
     if (spec_.kind == PolicyKind::oracle) {
         CpuPlan plan;
@@ -198,18 +205,24 @@ CpuPlan CpuPolicy::on_wait(const Wait& wait, TimeNs busy_start)
         return plan;
     }
     if (adaptive_) {
-        return adaptive_->on_wait(wait, busy_start);
+        return adaptive_->on_wait(wait, busy_start, before);
     }
-    return planner_->on_wait(wait, busy_start);
+    return planner_->on_wait(wait, busy_start, before);
 }
 
-CpuResult replay_waits(const std::vector<Wait>& waits, TimeNs span_start, TimeNs span_end,
-                       const CpuConfig& cpu, CpuPolicy& policy)
+CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict::Event>& events,
+                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu,
+                       CpuPolicy& policy)
 {
     CpuTally total;
     TimeNs busy_start = span_start;
+    std::size_t next  = 0;  // the first event not started before the wait
     for (const Wait& w : waits) {
-        total += account_wait(cpu, w, policy.on_wait(w, busy_start));
+        while (next < events.size() && events[next].start_ns < w.start_ns) {
+            ++next;
+        }
+        const predict::Event *before = next > 0 ? &events[next - 1] : nullptr;
+        total += account_wait(cpu, w, policy.on_wait(w, busy_start, before));
         busy_start = w.end_ns;
     }
     return cpu_result(cpu, total, std::max<TimeNs>(0, span_end - span_start));
