@@ -206,9 +206,6 @@ ReplayOptions parse_replay_options(int argc, char **argv)
     if (cpu->count() > 0 && !o.cpu) {
         o.cpu = slim::cpu::CpuConfig{};
     }
-    if (o.cpu && o.cpu_policy.kind == PolicyKind::adaptive) {
-        o.cpu_policy.registry_name = "adaptive";
-    }
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.
     if (!pattern(o)) {
