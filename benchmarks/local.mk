@@ -124,7 +124,8 @@ EXTRA_DIST += \
 	benchmarks/drivers/run-e2e-bench \
 	benchmarks/drivers/run-packing-bench \
 	benchmarks/drivers/run-predictor-bench \
-	benchmarks/drivers/run-predictor-table
+	benchmarks/drivers/run-predictor-table \
+	benchmarks/drivers/run-cpu-table
 
 # Every driver compiles, answers --help with its options, and one cheap one
 # prints a table with numbers.

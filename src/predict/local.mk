@@ -17,7 +17,9 @@ src_libslimcore_la_SOURCES += \
 	src/predict/gap_policy.h src/predict/gap_policy.cpp \
 	src/predict/policy_registry.h src/predict/policy_registry.cpp \
 	src/predict/replay.h src/predict/replay.cpp \
-	src/predict/adaptive_policy.h src/predict/adaptive_policy.cpp
+	src/predict/adaptive_policy.h src/predict/adaptive_policy.cpp \
+	src/predict/cpu_model.h src/predict/cpu_model.cpp \
+	src/predict/cpu_policy.h src/predict/cpu_policy.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_gram_former.cpp \
@@ -28,4 +30,6 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_link_model.cpp \
 	tests/unit/test_policy_registry.cpp \
 	tests/unit/test_replay.cpp \
-	tests/unit/test_adaptive_policy.cpp
+	tests/unit/test_adaptive_policy.cpp \
+	tests/unit/test_cpu_model.cpp \
+	tests/unit/test_cpu_policy.cpp

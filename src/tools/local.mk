@@ -35,9 +35,10 @@ tests_replay_write_otf2_sample_CPPFLAGS = $(AM_CPPFLAGS) $(OTF2_CFLAGS)
 tests_replay_write_otf2_sample_LDADD = $(OTF2_LIBS)
 
 # Its command-line tests; the traces they replay are in tests/data/.
-TESTS += tests/replay/slim-replay.test
+TESTS += tests/replay/slim-replay.test tests/replay/slim-replay-cpu.test
 EXTRA_DIST += \
 	tests/replay/slim-replay.test \
+	tests/replay/slim-replay-cpu.test \
 	tests/data/replay-alya-fig5.3.trace \
 	tests/data/replay-bad-negative-duration.trace \
 	tests/data/replay-bad-negative.trace \

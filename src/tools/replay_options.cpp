@@ -26,6 +26,13 @@ constexpr double displacement_min = 0.0, displacement_max = 1.0;
 // --timeline: a million events make a JSON line of about 60 MB.
 constexpr std::int64_t timeline_min = 1, timeline_max = 1'000'000;
 
+// --cpu's spec, as cli_common.h's link_forms describes --link's.
+constexpr const char *cpu_forms =
+        "comma-separated KEY=VALUE, any subset in any order, of f and f_low (full and low "
+        "frequency, GHz), P and P_low (watts per core polling at each), tau (performance-state "
+        "change time, a duration) and handle (work after an arrival done at f_low, a "
+        "duration), e.g. f=2.45,P=3,f_low=1.5,P_low=1.4,tau=20us,handle=5us";
+
 // --policy: a name of the registry's (predict/policy_registry.h).
 void parse_policy(Options& o, const std::string& v)
 {
@@ -96,6 +103,41 @@ ReplayOptions parse_replay_options(int argc, char **argv)
                "the link: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset; lanes 1, 2, 4, 8 "
                "or 12 (default L=4,P=0.5,low=1,tau=10us)")
             ->type_name("SPEC");
+    CLI::Option *const cpu =
+            app.add_option_function<std::string>(
+                       "--cpu",
+                       [&](const std::string& v) {
+                           try {
+                               o.cpu = slim::cpu::parse_cpu_config(v);
+                           } catch (const slim::Error& e) {
+                               throw UsageError(parse::bad_value("--cpu", v, cpu_forms) + " (" +
+                                                e.what() + ")");
+                           }
+                       },
+                       "also replay the CPU side: the trace's waits ('w' lines) on an emulated "
+                       "core under --cpu-policy; SPEC (after '=') sets the core, KEY=VALUE, any "
+                       "subset: f and f_low (GHz), P and P_low (watts per core at each), tau "
+                       "and handle (durations); default "
+                       "f=2.45,P=3,f_low=1.5,P_low=1.4,tau=20us,handle=5us, an EPYC 7763 core "
+                       "at P0 and P2")
+                    ->type_name("[=SPEC]")
+                    ->expected(0, 1);
+    app.add_option_function<std::string>(
+               "--cpu-policy",
+               [&](const std::string& v) {
+                   const std::string name = value_of("--cpu-policy", "POLICY", v);
+                   try {
+                       o.cpu_policy = slim::link::replay_policy(name);
+                   } catch (const std::exception&) {
+                       throw UsageError(slim::parse::bad_value("--cpu-policy", name,
+                                                               slim::link::replay_policy_forms));
+                   }
+               },
+               "with --cpu: the policy of the core, any of --policy's (default adaptive: the "
+               "link's candidates and the 500us timeout replayed in shadow on the core); "
+               "timeout:500us is the field's baseline")
+            ->type_name("POLICY")
+            ->needs(cpu);
     // "--packed=yes" is refused (a flag's value could only repeat it).
     app.add_flag("--packed", o.packed,
                  "a burst needs only the lanes its packed bytes fill: max(1, ceil(L * "
@@ -159,6 +201,10 @@ ReplayOptions parse_replay_options(int argc, char **argv)
     if (slim::tools::parse_command_line(app, argc, argv, o.help,
                                         " (the trace is given with --events FILE)")) {
         return o;
+    }
+    // "--cpu" without a value: the default core.
+    if (cpu->count() > 0 && !o.cpu) {
+        o.cpu = slim::cpu::CpuConfig{};
     }
     // An error rather than a warning: a threshold that is silently not used
     // makes a replay look like it tested something it did not.

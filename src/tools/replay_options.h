@@ -3,6 +3,7 @@
 // replay they ask for.
 #pragma once
 
+#include "predict/cpu_model.h"
 #include "predict/link_model.h"
 #include "predict/policy_registry.h"
 #include "predict/replay.h"
@@ -27,6 +28,10 @@ struct ReplayOptions {
     bool json                     = false;
     std::uint64_t timeline_events = 0;  // --timeline N; 0: none
     std::string location;               // --location; empty: default
+    // --cpu[=SPEC]: the CPU side of the trace's waits, on this core; none:
+    // not replayed.
+    std::optional<cpu::CpuConfig> cpu;
+    link::PolicySpec cpu_policy = link::replay_policy("adaptive");  // --cpu-policy
     std::string help;                   // --help: the text
 };
 

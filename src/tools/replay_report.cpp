@@ -111,10 +111,121 @@ nlohmann::ordered_json timeline_json(const Replay& driver)
     return j;
 }
 
+constexpr const char *no_waits_note =
+        "the trace has no wait lines ('w t_start_ns t_end_ns'): no CPU side to replay";
+
+std::optional<double> fraction_of(double part, double whole)
+{
+    if (whole <= 0) {
+        return std::nullopt;
+    }
+    return part / whole;
+}
+
+// --cpu: the CPU side, after the link's lines.
+std::string cpu_text(const Options& o, const CpuReplay& c)
+{
+    std::string out = "CPU side\n";
+    std::array<char, 256> line{};
+    auto add = [&](const std::string& label, const std::string& value) {
+        std::snprintf(line.data(), line.size(), "  %-22s %s\n", label.c_str(), value.c_str());
+        out.append(line.data());
+    };
+    add("core", slim::cpu::format_cpu_config(*o.cpu));
+    if (c.waits == 0) {
+        add("waits", std::string("0: ") + no_waits_note);
+        return out;
+    }
+    const slim::cpu::CpuResult& r = c.result;
+    std::string policy            = o.cpu_policy.registry_name;
+    if (o.cpu_policy.kind == PolicyKind::timeout) {
+        policy += " after " + human_duration(o.cpu_policy.timeout_ns);
+    }
+    if (!c.in_force.empty()) {
+        policy += " (in force: " + c.in_force + ", changed " + std::to_string(c.switches) +
+                  " times)";
+    }
+    add("policy", policy);
+    std::array<char, 200> b{};
+    add("waits", std::to_string(r.tally.waits) + " (" + human_duration(r.tally.wait_ns) + " of " +
+                         human_duration(r.span_ns) + ")");
+    std::snprintf(b.data(), b.size(), " of the rank's CPU energy (%.6g J; always at full %.6g J)",
+                  r.saved_joules, r.baseline_joules);
+    add("energy savings", percent(r.saved_pct) + b.data());
+    add("of the waits' energy", percent(r.saved_of_waits_pct));
+    add("time penalty", percent(r.penalty_pct) + " (" + human_duration(r.tally.penalty_ns) +
+                                " added to " + human_duration(r.span_ns) + ")");
+    add("late wake-ups", std::to_string(r.tally.late_wakes));
+    std::snprintf(b.data(), b.size(), " (%s in transition, %.6g J)",
+                  human_duration(r.tally.transition_ns).c_str(), r.transition_joules);
+    add("transitions", std::to_string(r.tally.transitions) + b.data());
+    add("time at low", human_duration(r.tally.low_ns));
+    const auto share = [](std::optional<double> v) {
+        std::array<char, 32> f{};
+        if (!v) {
+            return std::string("n/a");
+        }
+        std::snprintf(f.data(), f.size(), "%.4f", *v);
+        return std::string(f.data());
+    };
+    add("oracle", percent(c.oracle.saved_pct) + " saved; this policy makes " +
+                          share(fraction_of(r.saved_joules, c.oracle.saved_joules)) + " of it");
+    add("timeout 500us", percent(c.baseline.saved_pct) + " saved at " +
+                                 percent(c.baseline.penalty_pct) + " penalty");
+    return out;
+}
+
+nlohmann::ordered_json cpu_json(const Options& o, const CpuReplay& c)
+{
+    using Json  = nlohmann::ordered_json;
+    auto number = [](std::optional<double> v) { return v ? Json(*v) : Json(nullptr); };
+    const slim::cpu::CpuConfig& k = *o.cpu;
+    Json j;
+    j["core"] = {{"f_ghz", k.full.ghz},      {"watts", k.full.watts},
+                 {"f_low_ghz", k.low.ghz},   {"low_watts", k.low.watts},
+                 {"tau_ns", k.tau_ns},       {"handle_ns", k.handle_ns}};
+    j["policy"] = o.cpu_policy.registry_name;
+    if (o.cpu_policy.kind == PolicyKind::timeout) {
+        j["timeout_ns"] = o.cpu_policy.timeout_ns;
+    }
+    j["waits"] = c.waits;
+    if (c.waits == 0) {
+        j["note"] = no_waits_note;
+        return j;
+    }
+    if (!c.in_force.empty()) {
+        j["policy_in_force"] = c.in_force;
+        j["policy_switches"] = c.switches;
+    }
+    const slim::cpu::CpuResult& r = c.result;
+    j["wait_ns"]                  = r.tally.wait_ns;
+    j["span_ns"]                  = r.span_ns;
+    j["low_ns"]                   = r.tally.low_ns;
+    j["transitions"]              = r.tally.transitions;
+    j["transition_ns"]            = r.tally.transition_ns;
+    j["late_wakeups"]             = r.tally.late_wakes;
+    j["penalty_ns"]               = r.tally.penalty_ns;
+    j["penalty_pct"]              = number(r.penalty_pct);
+    j["baseline_joules"]          = r.baseline_joules;
+    j["wait_joules"]              = r.wait_joules;
+    j["energy_joules"]            = r.energy_joules;
+    j["saved_joules"]             = r.saved_joules;
+    j["transition_joules"]        = r.transition_joules;
+    j["saved_pct"]                = number(r.saved_pct);
+    j["saved_of_waits_pct"]       = number(r.saved_of_waits_pct);
+    j["oracle_saved_joules"]      = c.oracle.saved_joules;
+    j["oracle_saved_pct"]         = number(c.oracle.saved_pct);
+    j["fraction_of_oracle"]       = number(fraction_of(r.saved_joules, c.oracle.saved_joules));
+    j["timeout_500us_saved_joules"] = c.baseline.saved_joules;
+    j["timeout_500us_saved_pct"]    = number(c.baseline.saved_pct);
+    j["timeout_500us_penalty_pct"]  = number(c.baseline.penalty_pct);
+    return j;
+}
+
 }  // namespace
 
 std::string text_summary(const Options& o, const Replay& driver, const ReplayResult& r,
-                         const TraceReader& trace)
+                         const TraceReader& trace, const CpuReplay *cpu)
 {
     std::array<char, 256> line{};
     std::string out;
@@ -185,13 +296,16 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
         add("time at width " + std::to_string(w), human_duration(t));
     });
     add("time in transition", human_duration(r.time_in_transition_ns));
+    if (cpu) {
+        out.append(cpu_text(o, *cpu));
+    }
     return out;
 }
 
 // The summary as one line of JSON (README.md lists the keys, in this
 // order): ordered_json keeps the order the keys are set in.
 std::string json_summary(const Options& o, const Replay& driver, const ReplayResult& r,
-                         const TraceReader& trace)
+                         const TraceReader& trace, const CpuReplay *cpu)
 {
     using Json = nlohmann::ordered_json;
     // none (an empty trace, no idle time) is null rather than NaN.
@@ -248,6 +362,9 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
     Json& widths = j["time_at_width_ns"] = Json::object();
     for_each_width(o, r, [&](unsigned w, TimeNs t) { widths[std::to_string(w)] = t; });
     j["time_in_transition_ns"] = r.time_in_transition_ns;
+    if (cpu) {
+        j["cpu"] = cpu_json(o, *cpu);
+    }
     if (o.timeline_events > 0) {
         j["timeline"] = timeline_json(driver);
     }
@@ -271,7 +388,5 @@ void dump_event(std::uint64_t index, std::uint32_t id, bool prediction)
     *p++                    = '\n';
     std::fwrite(buf.data(), 1, static_cast<std::size_t>(p - buf.data()), stdout);
 }
-
-// The predictor's own check of its configuration (beyond our ranges) is a
 
 }  // namespace slim::tools

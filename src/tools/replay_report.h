@@ -4,19 +4,36 @@
 // line per event.
 #pragma once
 
+#include "predict/cpu_policy.h"
 #include "predict/replay.h"
 #include "tools/replay_options.h"
 #include "trace/trace.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace slim::tools {
 
+// --cpu: the CPU side replayed, next to the oracle and the 500 us timeout
+// on the same waits.
+struct CpuReplay {
+    std::uint64_t waits = 0;  // none: the summaries say the trace has no wait lines
+    cpu::CpuResult result;
+    cpu::CpuResult oracle;
+    cpu::CpuResult baseline;  // timeout:500us
+    // The adaptive policy's candidate in force at the end, and its changes.
+    std::string in_force;
+    std::uint64_t switches = 0;
+};
+
+// `cpu`: with --cpu, the CPU side (else none, and nothing about it is said).
 std::string text_summary(const ReplayOptions& o, const link::Replay& driver,
-                         const link::ReplayResult& r, const predict::TraceReader& trace);
+                         const link::ReplayResult& r, const predict::TraceReader& trace,
+                         const CpuReplay *cpu = nullptr);
 std::string json_summary(const ReplayOptions& o, const link::Replay& driver,
-                         const link::ReplayResult& r, const predict::TraceReader& trace);
+                         const link::ReplayResult& r, const predict::TraceReader& trace,
+                         const CpuReplay *cpu = nullptr);
 // Writes "INDEX EVENT_ID PREDICTION\n" to standard output.
 void dump_event(std::uint64_t index, std::uint32_t id, bool prediction);
 

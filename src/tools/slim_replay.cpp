@@ -3,13 +3,16 @@
 // model under a gap policy of the registry (src/predict/policy_registry.h)
 // -- always-on, a timeout, an oracle, the pattern predictor, the context
 // predictor or the adaptive policy the runtime uses -- and prints what the
-// predictor predicted and what the link saved and cost; see slim-replay(1).
+// predictor predicted and what the link saved and cost; with --cpu, also
+// the CPU side: the trace's waits on an emulated core (src/predict/
+// cpu_policy.h). See slim-replay(1).
 // Figures of its results are drawn by slim-plot (src/tools/slim-plot.py),
 // which runs it. Its options: replay_options.h; its output: replay_report.h.
 //
 // Exit status: 0 done, 2 bad command line or bad trace, 1 anything else
 // (e.g. standard output could not be written).
 #include "base/error.h"
+#include "predict/cpu_policy.h"
 #include "predict/replay.h"
 #include "tools/replay_options.h"
 #include "tools/replay_report.h"
@@ -21,8 +24,10 @@
 #include <cstdio>
 #include <exception>
 #include <ios>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -56,6 +61,55 @@ Replay make_replay(const Options& o, std::uint64_t timeline_first)
     }
 }
 
+// The trace's span, first start to last end of its events and waits.
+struct Span {
+    std::optional<slim::predict::TimeNs> first, last;
+    void add(slim::predict::TimeNs start, slim::predict::TimeNs end)
+    {
+        first = first ? std::min(*first, start) : start;
+        last  = last ? std::max(*last, end) : end;
+    }
+};
+
+using Events = std::vector<slim::predict::Event>;
+using Waits  = std::vector<slim::predict::Wait>;
+
+slim::cpu::CpuResult replay_cpu(const Waits& waits, const Events& events, const Span& span,
+                                const slim::cpu::CpuConfig& core, slim::cpu::CpuPolicy& policy)
+{
+    return slim::cpu::replay_waits(waits, events, *span.first, *span.last, core, policy);
+}
+
+// --cpu: the waits under the asked policy, the oracle and the baseline.
+slim::tools::CpuReplay cpu_side(const Options& o, const Waits& waits, const Events& events,
+                                Span span)
+{
+    slim::tools::CpuReplay c;
+    c.waits = waits.size();
+    if (waits.empty()) {
+        return c;
+    }
+    span.add(waits.front().start_ns, waits.back().end_ns);
+    const slim::cpu::CpuConfig& core = *o.cpu;
+    std::optional<slim::cpu::CpuPolicy> policy;
+    try {
+        policy.emplace(o.cpu_policy, core);
+    } catch (const std::exception& e) {
+        throw ConfigRefused(std::string("--cpu-policy: the predictor refused the configuration: ") +
+                            e.what());
+    }
+    c.result = replay_cpu(waits, events, span, core, *policy);
+    if (const slim::cpu::CpuAdaptivePolicy *a = policy->adaptive()) {
+        c.in_force = a->in_force().name();
+        c.switches = a->switches();
+    }
+    slim::cpu::CpuPolicy oracle(slim::link::replay_policy("oracle"), core);
+    c.oracle = replay_cpu(waits, events, span, core, oracle);
+    slim::cpu::CpuPolicy baseline(slim::link::replay_policy("timeout:500us"), core);
+    c.baseline = replay_cpu(waits, events, span, core, baseline);
+    return c;
+}
+
 int run(const Options& o)
 {
     TraceInput input(o.events, o.location, o.timeline_events > 0);
@@ -71,7 +125,14 @@ int run(const Options& o)
     Replay driver       = make_replay(o, timeline_first);
     TraceReader& trace  = input.open();
     std::uint64_t index = 0;
+    Span span;
+    // --cpu: the events key the CPU predictors' contexts (40 bytes each).
+    Events events;
     while (const auto event = trace.next()) {
+        span.add(event->start_ns, event->end_ns);
+        if (o.cpu) {
+            events.push_back(*event);
+        }
         bool prediction_active = false;
         try {
             prediction_active = driver.on_event(*event).prediction_active;
@@ -86,9 +147,18 @@ int run(const Options& o)
             slim::tools::dump_event(index, event->id, prediction_active);
         }
     }
-    ReplayResult result       = driver.result();
-    const std::string summary = o.json ? slim::tools::json_summary(o, driver, result, trace)
-                                       : slim::tools::text_summary(o, driver, result, trace);
+    ReplayResult result = driver.result();
+    std::optional<slim::tools::CpuReplay> cpu;
+    if (o.cpu) {
+        cpu = cpu_side(o, trace.take_waits(), events, span);
+        if (cpu->waits == 0) {
+            std::fprintf(stderr, "%s: --cpu: %s has no wait lines ('w t_start_ns t_end_ns'): no "
+                         "CPU side to replay\n", program, trace.name().c_str());
+        }
+    }
+    const slim::tools::CpuReplay *const c = cpu ? &*cpu : nullptr;
+    const std::string summary = o.json ? slim::tools::json_summary(o, driver, result, trace, c)
+                                       : slim::tools::text_summary(o, driver, result, trace, c);
     std::fputs(summary.c_str(), stdout);
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
         std::fprintf(stderr, "%s: writing to standard output failed\n", program);
