@@ -59,6 +59,7 @@ public:
     const std::string& problem() const { return problem_; }
     const CoreSet& cores_low() const { return lowered_; }
     bool knows(std::uint32_t client) const { return ranks_.count(client) != 0; }
+    std::size_t ranks() const { return ranks_.size(); }
     std::uint64_t requests() const { return requests_; }
     std::uint64_t transitions() const { return transitions_; }
 

@@ -439,7 +439,11 @@ void ServiceServer::Impl::close_conn(int fd, bool died, TimeNs now)
         service.drop(c.id, now, died);
         if (options.cpu != nullptr && options.cpu->knows(c.id)) {
             options.cpu->drop(c.id, now);
-            logger().info("slimlinkd: CPU after {} left: {}", who(c), options.cpu->summary(now));
+            // One line per node's worth of ranks, not one per rank.
+            if (options.cpu->ranks() == 0) {
+                logger().info("slimlinkd: CPU after the last rank left: {}",
+                              options.cpu->summary(now));
+            }
         }
         c.ring->closed.store(1, std::memory_order_release);
         ::munmap(c.ring, sizeof(svc::DemandRing));
