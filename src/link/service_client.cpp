@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -289,6 +290,7 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
     client->head_              = ring->head.load(std::memory_order_relaxed);
     client->nudged_head_       = client->head_;
     client->nudge_every_round_ = !client->port_emulated();
+    client->features_          = header.features;
     return client;
 }
 
@@ -348,10 +350,69 @@ TimeNs ServiceClient::through() const noexcept
     return ring_ == nullptr ? 0 : ring_->through_ns.load(std::memory_order_acquire);
 }
 
+int ServiceClient::send_cpu(svc::MessageType type, const void *payload, std::size_t bytes) noexcept
+{
+    const int err = io::send_message(fd_, type, payload, bytes, nullptr, 0, MSG_DONTWAIT);
+    if (err == 0 || err == EAGAIN || err == EWOULDBLOCK) {
+        return err == 0 ? 0 : EAGAIN;
+    }
+    lost_ = true;  // EPIPE, ECONNRESET: the service is gone
+    return err;
+}
+
+bool ServiceClient::request_cpu(svc::CpuLevel level, TimeNs t_ns) noexcept
+{
+    if (!cpu_supported() || fd_ < 0) {
+        return false;
+    }
+    const int wanted = static_cast<int>(level);
+    if (wanted == cpu_sent_ && cpu_pending_ < 0) {
+        return true;
+    }
+    if (!cpu_affinity_sent_) {
+        // Where this thread may run; the service narrows what it reads in
+        // /proc with it, never widens it.
+        svc::CpuAffinity affinity;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+            for (std::uint32_t c = 0; c < svc::kMaxCpus && c < CPU_SETSIZE; ++c) {
+                if (CPU_ISSET(c, &set)) {
+                    affinity.mask[c / 64] |= std::uint64_t{1} << (c % 64);
+                }
+            }
+            const int err = send_cpu(svc::MessageType::cpu_affinity, &affinity, sizeof affinity);
+            if (err != 0 && err != EAGAIN) {
+                return false;
+            }
+            cpu_affinity_sent_ = err == 0;
+        } else {
+            cpu_affinity_sent_ = true;  // the service's /proc reading stands alone
+        }
+    }
+    svc::CpuRequest request;
+    request.level = static_cast<std::uint32_t>(level);
+    request.t_ns  = t_ns;
+    const int err = send_cpu(svc::MessageType::cpu_request, &request, sizeof request);
+    if (err == 0) {
+        cpu_sent_    = wanted;
+        cpu_pending_ = -1;
+        return true;
+    }
+    if (err == EAGAIN) {
+        cpu_pending_    = wanted;
+        cpu_pending_ns_ = t_ns;
+    }
+    return false;
+}
+
 bool ServiceClient::sync() noexcept
 {
     if (lost_ || fd_ < 0 || ring_ == nullptr) {
         return false;
+    }
+    if (cpu_pending_ >= 0) {
+        request_cpu(static_cast<svc::CpuLevel>(cpu_pending_), cpu_pending_ns_);
     }
     const bool nudge_due = nudge_every_round_ ? head_ != nudged_head_
                                               : head_ - nudged_head_ >= svc::kRingCapacity / 4;

@@ -106,6 +106,23 @@ public:
     // The port's width as the service last published it (0 when lost).
     unsigned port_width() const noexcept;
 
+    // The service offers the CPU extension (service_protocol.h): an older
+    // service does not, and request_cpu() then sends nothing.
+    bool cpu_supported() const noexcept
+    {
+        return (features_ & service::kFeatureCpu) != 0 && !lost_;
+    }
+    // Asks the service for this rank's cores low (while it waits) or back
+    // to full (when it works again). Fire-and-forget: one non-blocking
+    // message, no answer, no wait; a request for the level last asked is
+    // not sent again. The first one also reports the rank's affinity
+    // (sched_getaffinity, one system call, once). The service decides: a
+    // core another rank may use stays at full. Returns false when nothing
+    // was sent: no CPU extension, the service gone, or its socket full
+    // (the level is then sent at the next sync(), the latest one wins).
+    // Not for the send path: call it where a wait starts or ends.
+    bool request_cpu(service::CpuLevel level, TimeNs t_ns) noexcept;
+
     // End of job: hands over the rank's record. Returns the node report
     // when this client is the job's reporter (waiting up to `wait` + a
     // margin for the other ranks); nullopt when another client reports.
@@ -133,6 +150,16 @@ private:
     // VM, drain and nudges together).
     bool nudge_every_round_ = true;
     bool lost_              = false;
+    std::uint32_t features_ = 0;  // what the service announced at attach
+    // The CPU extension: the affinity is reported once; the level last sent
+    // (-1: none yet), and one that could not be sent yet (-1: none).
+    bool cpu_affinity_sent_ = false;
+    int cpu_sent_           = -1;
+    int cpu_pending_        = -1;
+    TimeNs cpu_pending_ns_  = 0;
+    // Sends one CPU message without blocking: 0, EAGAIN, or the service is
+    // gone (lost_ set).
+    int send_cpu(service::MessageType type, const void *payload, std::size_t bytes) noexcept;
 };
 
 // A LinkBackend that publishes the Controller's commands to the service.

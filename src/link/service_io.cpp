@@ -44,14 +44,15 @@ int poll_for(int fd, short events, std::chrono::milliseconds timeout)
 }  // namespace
 
 int send_message(int fd, MessageType type, const void *part1, std::size_t bytes1, const void *part2,
-                 std::size_t bytes2, int flags, int pass_fd)
+                 std::size_t bytes2, int flags, int pass_fd, std::uint32_t features)
 {
     MessageHeader header;
-    header.type   = static_cast<std::uint16_t>(type);
-    header.length = static_cast<std::uint32_t>(bytes1 + bytes2);
-    iovec iov[3]  = {{&header, sizeof header},
-                     {const_cast<void *>(part1), bytes1},
-                     {const_cast<void *>(part2), bytes2}};
+    header.type     = static_cast<std::uint16_t>(type);
+    header.length   = static_cast<std::uint32_t>(bytes1 + bytes2);
+    header.features = features;
+    iovec iov[3]    = {{&header, sizeof header},
+                       {const_cast<void *>(part1), bytes1},
+                       {const_cast<void *>(part2), bytes2}};
     msghdr msg{};
     msg.msg_iov    = iov;
     msg.msg_iovlen = 1 + (bytes1 > 0 ? 1 : 0) + (bytes2 > 0 ? 1 : 0);
@@ -81,11 +82,12 @@ int send_message(int fd, MessageType type, const void *part1, std::size_t bytes1
 
 int send_message_wait(int fd, MessageType type, const void *part1, std::size_t bytes1,
                       const void *part2, std::size_t bytes2, std::chrono::milliseconds timeout,
-                      int pass_fd)
+                      int pass_fd, std::uint32_t features)
 {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        const int err = send_message(fd, type, part1, bytes1, part2, bytes2, MSG_DONTWAIT, pass_fd);
+        const int err = send_message(fd, type, part1, bytes1, part2, bytes2, MSG_DONTWAIT, pass_fd,
+                                     features);
         if (err != EAGAIN && err != EWOULDBLOCK) {
             return err;
         }
@@ -187,7 +189,7 @@ std::string check_header(const void *message, std::size_t bytes, MessageHeader& 
                std::to_string(service::kMaxMessageBytes) + " after the header)";
     }
     if (header.type < static_cast<std::uint16_t>(MessageType::attach) ||
-        header.type > static_cast<std::uint16_t>(MessageType::detach)) {
+        header.type > static_cast<std::uint16_t>(service::kLastMessageType)) {
         return "unknown message type " + std::to_string(header.type);
     }
     return {};

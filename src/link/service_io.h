@@ -16,19 +16,20 @@
 
 namespace slim::link::service_io {
 
-// Header + up to two payload parts (+ `pass_fd` when >= 0) as one message.
+// Header + up to two payload parts (+ `pass_fd` when >= 0) as one message;
+// `features` goes into the header (a service's attach_ok and status_reply).
 // Returns 0 or the errno of sendmsg (EAGAIN on a full socket with
 // MSG_DONTWAIT). MSG_NOSIGNAL is always added: a peer that is gone is an
 // error to report, not a SIGPIPE.
 int send_message(int fd, service::MessageType type, const void *part1, std::size_t bytes1,
                  const void *part2 = nullptr, std::size_t bytes2 = 0, int flags = 0,
-                 int pass_fd = -1);
+                 int pass_fd = -1, std::uint32_t features = 0);
 
 // The same on a non-blocking socket, waiting (poll) up to `timeout` while it
 // is full. Returns 0, an errno, or ETIMEDOUT.
 int send_message_wait(int fd, service::MessageType type, const void *part1, std::size_t bytes1,
                       const void *part2, std::size_t bytes2, std::chrono::milliseconds timeout,
-                      int pass_fd = -1);
+                      int pass_fd = -1, std::uint32_t features = 0);
 
 // One received message, not yet checked beyond its size.
 struct Received {

@@ -35,6 +35,24 @@
 // with earlier). The port's width at any time is the maximum demand over
 // live clients; full width when none is live.
 //
+// Versions. The header's version is checked exactly and stays 2: every
+// message a version-2 peer knows is unchanged. What came later is an
+// extension a service announces in the `features` of its attach_ok and
+// status_reply headers (a field older services send as 0): a client sends
+// an extension's messages only to a service that announced it, so an older
+// client works with a newer service (it never sends them) and a newer
+// client with an older one (it sees no feature, and its calls say so).
+//
+// The CPU extension (kFeatureCpu): the service also owns the node's core
+// frequencies (src/service/cpu_controller.h). A rank asks "my cores low"
+// while it waits and "my cores full" when it works again; the service
+// lowers a core only when every rank that may run on it asked (the rule is
+// in cpu_controller.h). The cores of a rank are the service's to find
+// out: it reads the Cpus_allowed_list of the SO_PEERCRED pid in /proc at
+// the attach, and again when the rank reports its affinity (cpu_affinity,
+// which can only narrow what /proc says). Requests are fire-and-forget,
+// one non-blocking message each, and never answered.
+//
 // Paths. Per-user service: $XDG_RUNTIME_DIR/slimlink/<port>.sock, or
 // /tmp/slimlink-<uid>/<port>.sock without XDG_RUNTIME_DIR; the folder must
 // belong to the user with mode 0700 and the socket to the user. System
@@ -78,6 +96,18 @@ enum class MessageType : std::uint16_t {
     status       = 8,   // anyone -> service: no payload
     status_reply = 9,   // service -> asker: StatusReply + StatusClient[]
     detach       = 10,  // client -> service: leaving cleanly (no payload)
+    // The CPU extension (kFeatureCpu):
+    cpu_affinity     = 11,  // client -> service: CpuAffinity (its sched_getaffinity)
+    cpu_request      = 12,  // client -> service: CpuRequest (never answered)
+    cpu_status       = 13,  // anyone -> service: no payload
+    cpu_status_reply = 14,  // service -> asker: CpuStatusReply + CpuStatusCore[]
+};
+inline constexpr MessageType kLastMessageType = MessageType::cpu_status_reply;
+
+// Features a service announces (MessageHeader::features of attach_ok and
+// status_reply).
+enum Features : std::uint32_t {
+    kFeatureCpu = 1u << 0,  // the CPU messages (11..14)
 };
 
 struct MessageHeader {
@@ -85,7 +115,7 @@ struct MessageHeader {
     std::uint16_t version  = kProtocolVersion;
     std::uint16_t type     = 0;  // MessageType
     std::uint32_t length   = 0;  // payload bytes after this header
-    std::uint32_t reserved = 0;
+    std::uint32_t features = 0;  // attach_ok, status_reply: Features; else 0
 };
 static_assert(sizeof(MessageHeader) == 16);
 
@@ -235,6 +265,53 @@ struct StatusClient {
     std::int32_t rank       = -1;
     std::int32_t uid        = -1;
     std::int64_t pid        = 0;
+};
+
+// ---- the CPU extension (kFeatureCpu) ---------------------------------------
+
+// Cores as a bit set, as sched_getaffinity's cpu_set_t (CPU_SETSIZE cores):
+// a fixed size, so a client cannot make the service hold more.
+inline constexpr std::uint32_t kMaxCpus      = 1024;
+inline constexpr std::uint32_t kCpuMaskWords = kMaxCpus / 64;
+
+struct CpuAffinity {
+    std::uint64_t mask[kCpuMaskWords] = {};  // bit c of word c/64: core c
+};
+
+enum class CpuLevel : std::uint32_t {
+    full = 0,  // this rank works again: its cores back to full
+    low  = 1,  // this rank waits: its cores may go low
+};
+
+struct CpuRequest {
+    std::uint32_t level    = 0;  // CpuLevel
+    std::uint32_t reserved = 0;
+    std::int64_t t_ns      = 0;  // when the rank decided (for the service's log)
+};
+
+struct CpuStatusReply {
+    char backend[kNameBytes]  = {};  // "emulated", "cpufreq", "exec"
+    std::uint32_t cores       = 0;   // the backend's cores
+    std::uint32_t cores_low   = 0;   // set low now
+    std::uint32_t ranks       = 0;   // attached ranks whose cores are known
+    std::uint32_t ranks_low   = 0;   // of them, asking low now
+    std::uint32_t failed      = 0;   // the backend failed: every core restored, no longer driven
+    std::uint32_t has_energy  = 0;   // emulated: the energy fields are set
+    std::uint64_t transitions = 0;   // core state changes commanded
+    std::uint64_t requests    = 0;   // low/full requests received
+    std::int64_t span_ns      = 0;   // accounting from the service's start
+    std::int64_t time_low_ns  = 0;   // summed over cores
+    std::int64_t penalty_ns   = 0;   // modelled: a transition latency per raise
+    double energy_joules      = 0.0;
+    double baseline_joules    = 0.0;  // every core always at full frequency
+    char problem[kTextBytes]  = {};   // why failed
+};
+
+struct CpuStatusCore {
+    std::uint32_t core      = 0;
+    std::uint32_t low       = 0;  // 1: set low now
+    std::uint32_t ranks     = 0;  // ranks that may run on it
+    std::uint32_t ranks_low = 0;  // of them, asking low
 };
 
 // ---- the demand ring (shared memory, created by the service) -------------

@@ -17,12 +17,19 @@ src_libslimservice_la_SOURCES = \
 	src/service/state_file.h src/service/state_file.cpp \
 	src/service/service_server.h src/service/service_server.cpp \
 	src/service/socket_folder.h src/service/socket_folder.cpp \
-	src/service/log_throttle.h src/service/log_throttle.cpp
+	src/service/log_throttle.h src/service/log_throttle.cpp \
+	src/service/cpu_backend.h src/service/cpu_backend.cpp \
+	src/service/cpu_backend_emulated.cpp \
+	src/service/cpu_backend_cpufreq.cpp \
+	src/service/cpu_backend_exec.cpp \
+	src/service/cpu_controller.h src/service/cpu_controller.cpp
 src_libslimservice_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS)
 # libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.
 src_libslimservice_la_LIBADD = $(IBMAD_LIBS)
 
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_port_service.cpp \
-	tests/unit/test_port_service_reports.cpp
+	tests/unit/test_port_service_reports.cpp \
+	tests/unit/test_cpu_controller.cpp \
+	tests/unit/test_cpu_service.cpp
 tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS)

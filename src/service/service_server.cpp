@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
+#include "service/cpu_controller.h"
 #include "service/log_throttle.h"
 #include "service/socket_folder.h"
 #include "trace/trace.h"
@@ -143,6 +144,15 @@ struct ServiceServer::Impl {
     void handle(Conn& c, const svc::MessageHeader& h, const std::uint8_t *payload, TimeNs now);
     void attach(Conn& c, const std::uint8_t *payload, std::size_t bytes, TimeNs now);
     void status(Conn& c);
+    // The CPU extension: the cores a client may run on (from /proc, never
+    // from the client alone), its requests, the controller's status.
+    void cpu_register(Conn& c, const svc::CpuAffinity *claimed, TimeNs now);
+    void cpu_message(Conn& c, const svc::MessageHeader& h, const std::uint8_t *payload, TimeNs now);
+    void cpu_status(Conn& c, TimeNs now);
+    std::uint32_t features() const
+    {
+        return options.cpu != nullptr ? static_cast<std::uint32_t>(svc::kFeatureCpu) : 0u;
+    }
     void deposit(Conn& c, const std::uint8_t *payload, std::size_t bytes, TimeNs now);
     // False: the client was dropped for what its ring holds.
     bool consume(Conn& c, TimeNs now);
@@ -427,6 +437,14 @@ void ServiceServer::Impl::close_conn(int fd, bool died, TimeNs now)
     if (c.attached) {
         const bool long_queue = service.queued(c.id) > svc::kRingCapacity;
         service.drop(c.id, now, died);
+        if (options.cpu != nullptr && options.cpu->knows(c.id)) {
+            options.cpu->drop(c.id, now);
+            // One line per node's worth of ranks, not one per rank.
+            if (options.cpu->ranks() == 0) {
+                logger().info("slimlinkd: CPU after the last rank left: {}",
+                              options.cpu->summary(now));
+            }
+        }
         c.ring->closed.store(1, std::memory_order_release);
         ::munmap(c.ring, sizeof(svc::DemandRing));
         by_id.erase(c.id);
@@ -544,10 +562,109 @@ void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std
         }
         close_conn(c.fd, false, now);
         return;
+    case T::cpu_affinity:
+    case T::cpu_request:
+    case T::cpu_status: return cpu_message(c, h, payload, now);
     default:
         return refuse(c, "message type " + std::to_string(h.type) + " is the service's to send",
                       now);
     }
+}
+
+void ServiceServer::Impl::cpu_register(Conn& c, const svc::CpuAffinity *claimed, TimeNs now)
+{
+    // The service reads where the peer may run: a rank can ask only for
+    // its own cores, whatever it claims. Its claim may only narrow that
+    // (a rank pinned narrower than its main thread).
+    std::string why;
+    const std::optional<CoreSet> allowed = read_allowed_cores(c.pid, why);
+    CoreSet cores;
+    if (allowed) {
+        cores = *allowed;
+    } else {
+        // Unknown: it may run anywhere, so it holds every core at full.
+        cores.set();
+        if (throttle.allow("cpu", now)) {
+            logger().warn("slimlinkd: CPU: the cores of {} are unknown ({}): it holds every "
+                          "core at full",
+                          who(c), why);
+        }
+    }
+    if (claimed != nullptr && allowed) {
+        CoreSet claim;
+        for (std::size_t w = 0; w < svc::kCpuMaskWords; ++w) {
+            for (std::size_t b = 0; b < 64; ++b) {
+                if ((claimed->mask[w] >> b) & 1u) {
+                    claim.set(w * 64 + b);
+                }
+            }
+        }
+        const CoreSet outside = claim & ~cores;
+        if (outside.any() && throttle.allow("cpu", now)) {
+            logger().warn("slimlinkd: CPU: {} claims cores {} it may not run on (its "
+                          "Cpus_allowed_list is {}): ignored",
+                          who(c), format_cpu_list(outside), format_cpu_list(cores));
+        }
+        if ((claim & cores).any()) {
+            cores &= claim;
+        }
+    }
+    options.cpu->set_cores(c.id, cores, now);
+    logger().debug("slimlinkd: CPU: {} may run on cores {}", who(c), format_cpu_list(cores));
+}
+
+void ServiceServer::Impl::cpu_message(Conn& c, const svc::MessageHeader& h,
+                                      const std::uint8_t *payload, TimeNs now)
+{
+    using T      = svc::MessageType;
+    const T type = static_cast<T>(h.type);
+    if (options.cpu == nullptr) {
+        return refuse(c, "the CPU messages are not offered by this slimlinkd (--cpu off)", now);
+    }
+    if (type == T::cpu_status) {
+        if (h.length != 0) {
+            return refuse(c, "a CPU status request with a payload", now);
+        }
+        return cpu_status(c, now);
+    }
+    if (!c.attached) {
+        return refuse(c, "a CPU message before attach", now);
+    }
+    if (type == T::cpu_affinity) {
+        if (h.length != sizeof(svc::CpuAffinity)) {
+            return refuse(c,
+                          "a CPU affinity of " + std::to_string(h.length) + " bytes; " +
+                                  std::to_string(sizeof(svc::CpuAffinity)) + " are expected",
+                          now);
+        }
+        svc::CpuAffinity claimed;
+        std::memcpy(&claimed, payload, sizeof claimed);
+        return cpu_register(c, &claimed, now);
+    }
+    if (h.length != sizeof(svc::CpuRequest)) {
+        return refuse(c,
+                      "a CPU request of " + std::to_string(h.length) + " bytes; " +
+                              std::to_string(sizeof(svc::CpuRequest)) + " are expected",
+                      now);
+    }
+    svc::CpuRequest r;
+    std::memcpy(&r, payload, sizeof r);
+    if (r.level != static_cast<std::uint32_t>(svc::CpuLevel::full) &&
+        r.level != static_cast<std::uint32_t>(svc::CpuLevel::low)) {
+        return refuse(c, "a CPU request for level " + std::to_string(r.level) + " (0 or 1)", now);
+    }
+    options.cpu->request(c.id, r.level == static_cast<std::uint32_t>(svc::CpuLevel::low), now);
+}
+
+void ServiceServer::Impl::cpu_status(Conn& c, TimeNs now)
+{
+    // Counts and cores only: which rank asks what is not told to other
+    // users, as for the link's status.
+    const svc::CpuStatusReply s = options.cpu->status(now);
+    const std::size_t room      = (svc::kMaxMessageBytes - sizeof s) / sizeof(svc::CpuStatusCore);
+    const std::vector<svc::CpuStatusCore> cores = options.cpu->core_status(room);
+    io::send_message_wait(c.fd, svc::MessageType::cpu_status_reply, &s, sizeof s, cores.data(),
+                          cores.size() * sizeof(svc::CpuStatusCore), kSendTimeout);
 }
 
 void ServiceServer::Impl::attach(Conn& c, const std::uint8_t *payload, std::size_t bytes,
@@ -620,8 +737,13 @@ void ServiceServer::Impl::attach(Conn& c, const std::uint8_t *payload, std::size
     reply.lane_watts    = options.link.lane_watts;
     io::set_text(reply.backend, service.backend().name());
     io::set_text(reply.port, service.port_name());
+    if (options.cpu != nullptr) {
+        // Every rank holds its cores at full from its attach, whether it
+        // ever asks for low or not (an older client never does).
+        cpu_register(c, nullptr, now);
+    }
     const int err = io::send_message_wait(c.fd, svc::MessageType::attach_ok, &reply, sizeof reply,
-                                          nullptr, 0, kSendTimeout, memfd);
+                                          nullptr, 0, kSendTimeout, memfd, features());
     ::close(memfd);
     if (err != 0) {
         logger().info("slimlinkd: {}: sending attach_ok: {}; dropped", who(c), errno_text(err));
@@ -660,7 +782,7 @@ void ServiceServer::Impl::status(Conn& c)
         clients.resize(room);
     }
     io::send_message_wait(c.fd, svc::MessageType::status_reply, &s, sizeof s, clients.data(),
-                          clients.size() * sizeof(svc::StatusClient), kSendTimeout);
+                          clients.size() * sizeof(svc::StatusClient), kSendTimeout, -1, features());
 }
 
 void ServiceServer::Impl::deposit(Conn& c, const std::uint8_t *payload, std::size_t bytes,

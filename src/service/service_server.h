@@ -12,6 +12,8 @@
 
 namespace slim::link {
 
+class CpuController;
+
 struct ServerOptions {
     std::string socket_path;  // created; its folder too (0700, or 0755 for system)
     bool system = false;      // accept every uid (root's system instance)
@@ -30,6 +32,9 @@ struct ServerOptions {
     // A connection that has not attached within this time is closed (a
     // status query is answered at once; ranks attach at once).
     std::chrono::milliseconds attach_timeout{5000};
+    // The node's CPU frequency controller (the caller's, outliving the
+    // server), or null: the CPU messages are then not offered.
+    CpuController *cpu = nullptr;
 
     // Ranks of one user on one node, with room: the largest nodes run a few
     // hundred ranks.

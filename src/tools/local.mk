@@ -74,6 +74,14 @@ tests_service_service_hostile_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG
 tests_service_service_hostile_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 TESTS += tests/service/slimlinkd-hostile.test
 EXTRA_DIST += tests/service/slimlinkd-hostile.test
+# A rank asking slimlinkd for its cores low, then leaving or killed, for
+# tests/service/slimlinkd-cpu.test (a fake cpufreq tree).
+check_PROGRAMS += tests/service/cpu-probe
+tests_service_cpu_probe_SOURCES = tests/service/cpu_probe.cpp
+tests_service_cpu_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS)
+tests_service_cpu_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+TESTS += tests/service/slimlinkd-cpu.test
+EXTRA_DIST += tests/service/slimlinkd-cpu.test
 
 # slimlink-run's start lock, --status, inherited descriptors and --log-file
 # against what another user can plant.

@@ -5,7 +5,12 @@
 // maximum demand over live clients and goes back to full width when the
 // last one leaves, dies, or the service stops.
 //
-//   slimlinkd [--port NAME] [--socket PATH] [--link emulated|ibmad|exec] ...
+// It also owns the node's core frequencies (--cpu): ranks ask for their
+// cores low while they wait, and the service lowers a core only when every
+// rank that may run on it asks (src/service/cpu_controller.h).
+//
+//   slimlinkd [--port NAME] [--socket PATH] [--link emulated|ibmad|exec]
+//             [--cpu emulated|cpufreq|exec|off] ...
 //   slimlinkd --status [--socket PATH]
 //
 // Exit status: 0 done (stopped, or no client within the grace period),
@@ -21,6 +26,7 @@
 #include "link/service_protocol.h"
 #include "trace/trace.h"
 #include "service/backend_registry.h"
+#include "service/cpu_controller.h"
 #include "service/port_service.h"
 #include "service/service_server.h"
 #include "service/state_file.h"
@@ -88,7 +94,9 @@ struct Options {
     std::chrono::milliseconds grace{5000};
     std::chrono::milliseconds first_client_wait{60000};
     unsigned max_connections_per_uid = link::ServerOptions::kDefaultMaxConnectionsPerUid;
-    slim::LogLevel log_level         = slim::LogLevel::info;
+    std::string cpu_backend          = "emulated";  // or "off"
+    link::CpuBackendConfig cpu;
+    slim::LogLevel log_level = slim::LogLevel::info;
     std::string log_file;
     bool detach = false;
     bool status = false;
@@ -172,6 +180,59 @@ Options parse_options(int argc, char **argv)
                "L=4,P=0.5,low=1,tau=10us)")
             ->type_name("SPEC");
     app.add_option_function<std::string>(
+               "--cpu",
+               [&](const std::string& v) {
+                   const std::string name = value_of("--cpu", "BACKEND", v);
+                   if (name != "emulated" && name != "cpufreq" && name != "exec" && name != "off") {
+                       throw UsageError(
+                               parse::bad_value("--cpu", name, "emulated, cpufreq, exec, off"));
+                   }
+                   o.cpu_backend = name;
+               },
+               "the CPU frequency backend: emulated (default), cpufreq, exec, or off (the "
+               "ranks' CPU requests are not offered)")
+            ->type_name("BACKEND");
+    app.add_option_function<std::string>(
+               "--cpu-exec",
+               [&](const std::string& v) {
+                   o.cpu.exec_template = value_of("--cpu-exec", "TEMPLATE", v);
+               },
+               "--cpu exec: the command that sets cores ({level} is low or full, {cores} a list "
+               "such as 0,2-3, {khz} the low frequency); no shell; required with --cpu exec")
+            ->type_name("TEMPLATE");
+    app.add_option_function<std::string>(
+               "--cpu-sysfs",
+               [&](const std::string& v) { o.cpu.sysfs_root = value_of("--cpu-sysfs", "DIR", v); },
+               "--cpu cpufreq: the folder holding cpuN/cpufreq/ (default /sys/devices/system/cpu)")
+            ->type_name("DIR");
+    app.add_option_function<std::string>(
+               "--cpu-low-khz",
+               [&](const std::string& v) {
+                   o.cpu.low_khz = static_cast<std::uint32_t>(parse::integer(
+                           "--cpu-low-khz", value_of("--cpu-low-khz", "KHZ", v), 1, 100'000'000));
+               },
+               "cpufreq, exec: the low frequency in kHz (default: cpufreq the core's "
+               "cpuinfo_min_freq, exec the emulated table's lowest)")
+            ->type_name("KHZ");
+    app.add_option_function<std::string>(
+               "--cpu-states",
+               [&](const std::string& v) {
+                   o.cpu.states = link::parse_cpu_states("--cpu-states",
+                                                         value_of("--cpu-states", "SPEC", v));
+               },
+               "emulated: the performance states, MHZ:WATTS[:LATENCY] fastest first, e.g. "
+               "2000:6.25:30us,800:2.62 (default 2000:6.25:30us,1400:4.05:30us,800:2.62:30us)")
+            ->type_name("SPEC");
+    app.add_option_function<std::string>(
+               "--cpu-cores",
+               [&](const std::string& v) {
+                   o.cpu.emulated_cores = static_cast<unsigned>(
+                           parse::integer("--cpu-cores", value_of("--cpu-cores", "N", v), 1,
+                                          slim::link::service::kMaxCpus));
+               },
+               "emulated: the node's cores (default: the cores this system has)")
+            ->type_name("N");
+    app.add_option_function<std::string>(
                "--grace",
                [&](const std::string& v) { o.grace = milliseconds_of("--grace", v, grace_max); },
                "exit this long after the last client left, 0ns to 86400s (a day); 0: never "
@@ -235,6 +296,13 @@ Options parse_options(int argc, char **argv)
     if (o.backend != "exec" && !o.exec_template.empty()) {
         throw UsageError("--exec is the command of --link exec; add --link exec or drop --exec");
     }
+    if (o.cpu_backend == "exec" && o.cpu.exec_template.empty()) {
+        throw UsageError("--cpu exec needs --cpu-exec TEMPLATE (the command that sets cores)");
+    }
+    if (o.cpu_backend != "exec" && !o.cpu.exec_template.empty()) {
+        throw UsageError("--cpu-exec is the command of --cpu exec; add --cpu exec or drop "
+                         "--cpu-exec");
+    }
     if (o.system && ::geteuid() != 0 && !o.status) {
         throw UsageError("--system: a system service runs as root (uid 0); this is uid " +
                          std::to_string(::geteuid()) + ". Drop --system for a per-user service");
@@ -261,6 +329,81 @@ void print_left_state(const std::string& path)
                      "state file %s); the next slimlinkd restores full width when it starts\n",
                      program, left->c_str(), path.c_str());
     }
+}
+
+// The CPU status, asked on the --status connection: empty and the
+// message in `buf`, or why not.
+std::string ask_cpu_status(int fd, std::vector<std::uint8_t>& buf)
+{
+    buf.assign(io::kReceiveBytes, 0);
+    int err = io::send_message_wait(fd, svc::MessageType::cpu_status, nullptr, 0, nullptr, 0,
+                                    status_step_timeout);
+    io::Received r;
+    if (err == 0) {
+        r   = io::receive_wait(fd, buf.data(), buf.size(), status_step_timeout);
+        err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
+    }
+    if (r.fd >= 0) {
+        ::close(r.fd);
+    }
+    if (err != 0) {
+        return "no answer (" + std::string(std::strerror(err)) + ")";
+    }
+    svc::MessageHeader h;
+    std::string bad = r.truncated
+                              ? "a message too large"
+                              : io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), h);
+    if (bad.empty() &&
+        (h.type != static_cast<std::uint16_t>(svc::MessageType::cpu_status_reply) ||
+         h.length < sizeof(svc::CpuStatusReply) ||
+         (h.length - sizeof(svc::CpuStatusReply)) % sizeof(svc::CpuStatusCore) != 0)) {
+        bad = "message type " + std::to_string(h.type) + " of " + std::to_string(h.length) +
+              " bytes, not a CPU status reply";
+    }
+    if (bad.empty()) {
+        buf.resize(static_cast<std::size_t>(r.bytes));
+    }
+    return bad;
+}
+
+nlohmann::ordered_json cpu_status_json(const std::vector<std::uint8_t>& buf)
+{
+    using Json            = nlohmann::ordered_json;
+    const std::uint8_t *p = buf.data() + sizeof(svc::MessageHeader);
+    svc::CpuStatusReply s;
+    std::memcpy(&s, p, sizeof s);
+    Json j;
+    j["backend"]     = io::text_of(s.backend);
+    j["cores"]       = s.cores;
+    j["cores_low"]   = s.cores_low;
+    j["ranks"]       = s.ranks;
+    j["ranks_low"]   = s.ranks_low;
+    j["requests"]    = s.requests;
+    j["transitions"] = s.transitions;
+    j["failed"]      = s.failed != 0;
+    j["problem"] = io::text_of(s.problem).empty() ? Json(nullptr) : Json(io::text_of(s.problem));
+    if (s.has_energy != 0) {
+        j["energy"] = {{"span_ns", s.span_ns},
+                       {"time_low_ns", s.time_low_ns},
+                       {"penalty_ns", s.penalty_ns},
+                       {"joules", s.energy_joules},
+                       {"baseline_joules", s.baseline_joules},
+                       {"saved_joules", s.baseline_joules - s.energy_joules}};
+    } else {
+        j["energy"] = nullptr;
+    }
+    Json low = Json::array();
+    const std::size_t n =
+            (buf.size() - sizeof(svc::MessageHeader) - sizeof s) / sizeof(svc::CpuStatusCore);
+    for (std::size_t i = 0; i < n; ++i) {
+        svc::CpuStatusCore c;
+        std::memcpy(&c, p + sizeof s + i * sizeof c, sizeof c);
+        if (c.low != 0) {
+            low.push_back(c.core);
+        }
+    }
+    j["low_cores"] = std::move(low);
+    return j;
 }
 
 int print_status(const Options& o)
@@ -301,11 +444,11 @@ int print_status(const Options& o)
         r   = io::receive_wait(fd, buf.data(), buf.size(), status_step_timeout);
         err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
     }
-    ::close(fd);
     if (r.fd >= 0) {
         ::close(r.fd);
     }
     if (err != 0) {
+        ::close(fd);
         const std::string why =
                 err == ETIMEDOUT ? "within " + std::to_string(status_step_timeout.count()) + " ms"
                                  : "(" + std::string(std::strerror(err)) + ")";
@@ -320,6 +463,7 @@ int print_status(const Options& o)
                               : io::check_header(buf.data(), static_cast<std::size_t>(r.bytes), h);
     if (bad.empty() && h.type == static_cast<std::uint16_t>(svc::MessageType::refused) &&
         h.length >= sizeof(svc::Refusal)) {
+        ::close(fd);
         // A refusal (this user is at the service's connection limit, or a
         // per-user service of someone else) is an answer: say its reason.
         svc::Refusal refusal;
@@ -338,10 +482,17 @@ int print_status(const Options& o)
               " bytes, not a status reply";
     }
     if (!bad.empty()) {
+        ::close(fd);
         std::fprintf(stderr, "%s: the service on %s answered garbage: %s\n", program,
                      o.socket.c_str(), bad.c_str());
         return exit_failure;
     }
+    std::vector<std::uint8_t> cpu_buf;
+    std::string cpu_error;
+    if ((h.features & svc::kFeatureCpu) != 0) {
+        cpu_error = ask_cpu_status(fd, cpu_buf);
+    }
+    ::close(fd);
     const std::uint8_t *p = buf.data() + sizeof h;
     svc::StatusReply s;
     std::memcpy(&s, p, sizeof s);
@@ -372,6 +523,14 @@ int print_status(const Options& o)
                            {"pid", c.pid}});
     }
     j["clients"] = std::move(clients);
+    // Only a service that offers the CPU extension has the section.
+    if ((h.features & svc::kFeatureCpu) != 0) {
+        j["cpu"] = cpu_error.empty() ? cpu_status_json(cpu_buf) : Json(nullptr);
+        if (!cpu_error.empty()) {
+            std::fprintf(stderr, "%s: the CPU status of the service on %s: %s\n", program,
+                         o.socket.c_str(), cpu_error.c_str());
+        }
+    }
     std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
     return std::cout.flush() ? 0 : exit_failure;
 }
@@ -514,7 +673,21 @@ int serve(const Options& o, int ready)
         return fail(backend_error.empty() ? std::string(e.what()) : backend_error);
     }
 
+    // The cores: a backend that cannot start (no cpufreq here, a file it
+    // cannot write, a bad command) stops the service, naming why, before
+    // any core has changed.
+    std::unique_ptr<link::CpuController> cpu;
+    if (o.cpu_backend != "off") {
+        try {
+            cpu = std::make_unique<link::CpuController>(
+                    link::make_cpu_backend(o.cpu_backend, o.cpu, link::steady_now_ns()));
+        } catch (const link::CpuBackendError& e) {
+            return fail(std::string(e.what()) + " (--cpu off runs without CPU control)");
+        }
+    }
+
     link::ServerOptions server_options;
+    server_options.cpu                     = cpu.get();
     server_options.socket_path             = o.socket;
     server_options.system                  = o.system;
     server_options.grace                   = o.grace;
@@ -528,6 +701,9 @@ int serve(const Options& o, int ready)
         return fail(e.what());
     }
     slim::logger().info("slimlinkd: {}", service->backend().describe());
+    if (cpu) {
+        slim::logger().info("slimlinkd: {}", cpu->backend().describe());
+    }
     service->use_state_file(server->socket_path() + link::kStateFileSuffix);
     if (ready >= 0) {
         const std::string m              = std::to_string(::getpid()) + "\n";
@@ -537,6 +713,10 @@ int serve(const Options& o, int ready)
     const int status = server->run(stop_requested);
     server.reset();   // the socket goes first: no client attaches to a port going away
     service.reset();  // restores full width
+    if (cpu) {
+        cpu->stop(link::steady_now_ns());  // every core back to where it was
+        slim::logger().info("slimlinkd: CPU at the stop: {}", cpu->summary(link::steady_now_ns()));
+    }
     return status;
 }
 

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// What sets a core's frequency for slimlinkd's CPU controller
+// (cpu_controller.h), as LinkBackend does for the port: the controller
+// decides which cores go low, a backend only applies it and says what it
+// did. One file per backend, listed by name in cpu_backend.cpp:
+//   emulated  no hardware; a table of performance states per core and the
+//             energy they would have used against always-full (the default)
+//   cpufreq   the kernel's cpufreq files under a sysfs root
+//   exec      a site command per change
+// Only the service runs these: a rank never writes hardware.
+#pragma once
+
+#include "base/error.h"
+#include "link/service_protocol.h"
+#include "predict/types.h"
+
+#include <bitset>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace slim::link {
+
+// Cores by number, as the kernel numbers them (cpuN).
+using CoreSet = std::bitset<service::kMaxCpus>;
+
+class CpuBackendError : public Error {
+public:
+    using Error::Error;
+};
+
+// One performance state of a core.
+struct CpuPState {
+    std::uint32_t khz    = 0;
+    double watts         = 0.0;  // the core's active power in this state
+    TimeNs transition_ns = 0;    // from a change being asked to the core running at it
+};
+
+// The emulated backend's account from its start to a given time.
+struct CpuEnergy {
+    TimeNs span_ns            = 0;
+    TimeNs time_low_ns        = 0;  // summed over cores, transitions excluded
+    TimeNs penalty_ns         = 0;  // a transition latency per raise: work run slow
+    double joules             = 0.0;
+    double baseline_joules    = 0.0;  // every core at full frequency all along
+    std::uint64_t transitions = 0;
+};
+
+class CpuBackend {
+public:
+    virtual ~CpuBackend()                = default;
+    virtual std::string name() const     = 0;
+    virtual std::string describe() const = 0;
+    // The cores it can set.
+    virtual CoreSet cores() const = 0;
+    // Every core of `cores` low (`low`) or back to full. Throws
+    // CpuBackendError naming what failed; the controller then restores
+    // every core (restore()) and stops driving them.
+    virtual void set(const CoreSet& cores, bool low, TimeNs now) = 0;
+    // Every core it changed back to what it was before (full, or the value
+    // it found). Returns what could not be restored ("" when all were).
+    virtual std::string restore(TimeNs now) noexcept = 0;
+    // The emulated energy account up to `now`; nullopt for real hardware.
+    virtual std::optional<CpuEnergy> energy(TimeNs /*now*/) const { return std::nullopt; }
+};
+
+struct CpuBackendConfig {
+    // cpufreq: where cpuN/cpufreq/ live (tests point it at a fake tree).
+    std::string sysfs_root = "/sys/devices/system/cpu";
+    // exec: the command, with {cores} (e.g. "0,2-3"), {level} (low|full)
+    // and {khz} replaced; run without a shell.
+    std::string exec_template;
+    std::chrono::milliseconds exec_timeout{2000};
+    // emulated: the node's cores (0: as many as the system has configured).
+    unsigned emulated_cores = 0;
+    // emulated: performance states, fastest first (empty: the defaults).
+    std::vector<CpuPState> states;
+    // cpufreq: the low frequency (0: the lowest the core offers,
+    // cpuinfo_min_freq); exec: the {khz} of "low" (0: the emulated table's
+    // lowest).
+    std::uint32_t low_khz = 0;
+};
+
+// The backend called `name`, ready; throws CpuBackendError saying why not
+// (the path and the reason for cpufreq, the command for exec).
+std::unique_ptr<CpuBackend> make_cpu_backend(const std::string& name,
+                                             const CpuBackendConfig& config, TimeNs now);
+std::vector<std::string> cpu_backend_names();
+
+// The emulated table's defaults (sources in doc/man/slimlinkd.1.md).
+std::vector<CpuPState> default_cpu_states();
+// "MHZ:WATTS[:LATENCY],..." fastest first, e.g. "2000:6.25:30us,800:1.5";
+// a state without a latency takes the default's. Throws ConfigError
+// naming `option`.
+std::vector<CpuPState> parse_cpu_states(const char *option, const std::string& spec);
+
+// One file per backend.
+std::unique_ptr<CpuBackend> make_emulated_cpu_backend(const CpuBackendConfig& config, TimeNs now);
+std::unique_ptr<CpuBackend> make_cpufreq_cpu_backend(const CpuBackendConfig& config);
+std::unique_ptr<CpuBackend> make_exec_cpu_backend(const CpuBackendConfig& config);
+
+// "0-3,8,10-11" (the kernel's list form: Cpus_allowed_list, affected_cpus
+// with blanks) into `cores`. Empty when good, else why not (a core at or
+// above kMaxCpus is an error: it cannot be represented, so cannot be
+// claimed either).
+std::string parse_cpu_list(const std::string& text, CoreSet& cores);
+// "0-3,8" back.
+std::string format_cpu_list(const CoreSet& cores);
+
+// The cores process `pid` may run on: Cpus_allowed_list of
+// <proc_root>/<pid>/status. nullopt (with `why`) when it cannot be read.
+std::optional<CoreSet> read_allowed_cores(std::int64_t pid, std::string& why,
+                                          const std::string& proc_root = "/proc");
+
+}  // namespace slim::link

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The "exec" CPU backend: one site command per change, e.g.
+//   /usr/local/sbin/set-cores {level} {cores} {khz}
+// with {cores} the changed cores as a list ("0,2-3"), {level} low or full,
+// {khz} the low frequency (or 0 for full: the site's own maximum).
+// The conventions of the link's exec backend (backend_exec.cpp), stricter:
+// - never a shell: the template is split at blanks and run with
+//   posix_spawn; a template with shell syntax is refused (write a script).
+//   Substituted values are digits, commas, dashes and low/full only;
+// - bounded: a command that has not ended within the timeout is killed
+//   with its process group (each command leads its own), and is a failure;
+// - no inherited output: stdin, stdout and stderr are /dev/null;
+// - synchronous: the service waits for each command (at most the
+//   timeout), so that cores never change in an order the commands did not.
+#include "service/cpu_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+extern char **environ;
+
+namespace slim::link {
+
+namespace {
+
+std::vector<std::string> split_words(const std::string& text)
+{
+    std::vector<std::string> words;
+    std::string word;
+    for (const char c : text) {
+        if (c == ' ' || c == '\t') {
+            if (!word.empty()) {
+                words.push_back(word);
+                word.clear();
+            }
+        } else {
+            word.push_back(c);
+        }
+    }
+    if (!word.empty()) {
+        words.push_back(word);
+    }
+    return words;
+}
+
+// Replaces {cores}, {level}, {khz}; false on any other {...}.
+bool substitute(const std::string& word, const std::string& cores, const std::string& level,
+                const std::string& khz, std::string& out)
+{
+    out.clear();
+    for (std::size_t i = 0; i < word.size();) {
+        if (word[i] != '{') {
+            out.push_back(word[i++]);
+            continue;
+        }
+        const std::size_t close = word.find('}', i);
+        if (close == std::string::npos) {
+            return false;
+        }
+        const std::string key = word.substr(i + 1, close - i - 1);
+        if (key == "cores") {
+            out += cores;
+        } else if (key == "level") {
+            out += level;
+        } else if (key == "khz") {
+            out += khz;
+        } else {
+            return false;
+        }
+        i = close + 1;
+    }
+    return true;
+}
+
+bool executable_file(const std::string& path)
+{
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string describe_wait_status(int status)
+{
+    if (WIFEXITED(status)) {
+        return "exited with status " + std::to_string(WEXITSTATUS(status));
+    }
+    if (WIFSIGNALED(status)) {
+        return "was killed by signal " + std::to_string(WTERMSIG(status));
+    }
+    return "ended abnormally";
+}
+
+class ExecCpuBackend final : public CpuBackend {
+public:
+    ExecCpuBackend(std::vector<std::string> words, std::uint32_t low_khz,
+                   std::chrono::milliseconds timeout)
+        : words_(std::move(words)), low_khz_(low_khz), timeout_(timeout)
+    {
+        const long n = ::sysconf(_SC_NPROCESSORS_CONF);
+        for (long c = 0; c < std::min<long>(n > 0 ? n : 1, service::kMaxCpus); ++c) {
+            cores_.set(static_cast<std::size_t>(c));
+        }
+    }
+
+    ~ExecCpuBackend() override { (void)restore(0); }
+
+    std::string name() const override { return "exec"; }
+    std::string describe() const override
+    {
+        std::string text;
+        for (const std::string& w : words_) {
+            text.append(text.empty() ? "" : " ").append(w);
+        }
+        return "exec CPU backend: runs '" + text + "' per change (timeout " +
+               std::to_string(timeout_.count()) + " ms)";
+    }
+    CoreSet cores() const override { return cores_; }
+
+    void set(const CoreSet& cores, bool low, TimeNs) override
+    {
+        const CoreSet changed = cores & cores_;
+        if (changed.none()) {
+            return;
+        }
+        touched_ |= changed;
+        if (std::string bad = run(changed, low); !bad.empty()) {
+            throw CpuBackendError(bad);
+        }
+        if (!low) {
+            touched_ &= ~changed;
+        }
+    }
+
+    std::string restore(TimeNs) noexcept override
+    {
+        if (touched_.none()) {
+            return {};
+        }
+        std::string bad = run(touched_, false);
+        if (bad.empty()) {
+            touched_.reset();
+        }
+        return bad;
+    }
+
+private:
+    // Runs the command for `cores` at `low`; empty, or why it failed.
+    std::string run(const CoreSet& cores, bool low) const noexcept
+    {
+        std::vector<std::string> argv;
+        std::string word;
+        for (const std::string& w : words_) {
+            substitute(w, format_cpu_list(cores), low ? "low" : "full",
+                       std::to_string(low ? low_khz_ : 0), word);
+            argv.push_back(word);
+        }
+        std::string text;
+        std::vector<char *> pointers;
+        for (std::string& a : argv) {
+            text.append(text.empty() ? "" : " ").append(a);
+            pointers.push_back(a.data());
+        }
+        pointers.push_back(nullptr);
+
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setpgroup(&attr, 0);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+        posix_spawn_file_actions_t files;
+        posix_spawn_file_actions_init(&files);
+        posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+        pid_t pid    = 0;
+        const int rc = ::posix_spawn(&pid, pointers[0], &files, &attr, pointers.data(), environ);
+        posix_spawn_file_actions_destroy(&files);
+        posix_spawnattr_destroy(&attr);
+        if (rc != 0) {
+            return "exec CPU backend: cannot run '" + text + "': " + std::strerror(rc);
+        }
+        const auto deadline = std::chrono::steady_clock::now() + timeout_;
+        int status          = 0;
+        for (;;) {
+            const pid_t r = ::waitpid(pid, &status, WNOHANG);
+            if (r == pid) {
+                break;
+            }
+            if (r < 0 && errno != EINTR) {
+                return "exec CPU backend: waitpid for '" + text + "': " + std::strerror(errno);
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                ::kill(-pid, SIGKILL);
+                ::kill(pid, SIGKILL);
+                while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+                return "exec CPU backend: '" + text + "' did not end within " +
+                       std::to_string(timeout_.count()) + " ms and was killed";
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            return "exec CPU backend: '" + text + "' " + describe_wait_status(status);
+        }
+        return {};
+    }
+
+    std::vector<std::string> words_;
+    std::uint32_t low_khz_;
+    std::chrono::milliseconds timeout_;
+    CoreSet cores_;
+    CoreSet touched_;  // set low by a command and not restored since
+};
+
+}  // namespace
+
+std::unique_ptr<CpuBackend> make_exec_cpu_backend(const CpuBackendConfig& config)
+{
+    const std::string& text = config.exec_template;
+    auto refuse             = [&](const std::string            &why) {
+        return CpuBackendError("exec CPU backend: --cpu-exec '" + text + "' " + why);
+    };
+    if (text.find_first_of("|&;<>()$`\\\"'*?[]#~%!") != std::string::npos) {
+        throw refuse("has shell syntax; the command runs without a shell (put it in a script)");
+    }
+    if (text.find("{level}") == std::string::npos) {
+        throw refuse("must contain {level} (and may use {cores}, {khz})");
+    }
+    std::vector<std::string> words = split_words(text);
+    if (words.empty()) {
+        throw refuse("is empty");
+    }
+    std::string check;
+    for (const std::string& w : words) {
+        if (!substitute(w, "", "", "", check)) {
+            throw refuse("may substitute only {cores}, {level} and {khz}");
+        }
+    }
+    if (words.front().find('{') != std::string::npos) {
+        throw refuse("may not have a placeholder in the command's name");
+    }
+    if (words.front().find('/') != std::string::npos ? !executable_file(words.front()) : true) {
+        // Only an absolute or relative path: the service may run as root,
+        // and PATH is whatever started it.
+        throw refuse("must name an executable file by its path ('" + words.front() +
+                     "' is not one)");
+    }
+    std::uint32_t low_khz = config.low_khz;
+    if (low_khz == 0) {
+        const auto states = config.states.empty() ? default_cpu_states() : config.states;
+        low_khz           = states.back().khz;
+    }
+    return std::make_unique<ExecCpuBackend>(std::move(words), low_khz, config.exec_timeout);
+}
+
+}  // namespace slim::link

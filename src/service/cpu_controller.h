@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+// slimlinkd's CPU frequency controller: ranks ask for their cores low
+// while they wait and full when they work again; the controller decides
+// which cores may go low and a CpuBackend (cpu_backend.h) applies it.
+// Pure of I/O itself: time is passed in, the backend does the writing.
+//
+// The sharing rule. Every attached rank has the set of cores it may run
+// on (the service reads it from /proc, see service_protocol.h). A core is
+// low exactly when
+//   1. at least one *pinned* rank may run on it: a rank whose set is not
+//      every core the backend drives. A rank allowed everywhere is not
+//      pinned: the scheduler may move it, or run anything else, on any
+//      core, so no core is its own and its asking lowers nothing; and
+//   2. every rank that may run on it (pinned or not) asks for low.
+// So a core that another rank may be using is never lowered: a rank that
+// works holds every core it may run on at full, an unpinned one all of
+// them. A core goes back to full at the first "full" of any rank on it,
+// and when the last pinned rank on it leaves or dies (its connection
+// closed: the service drops it at once, SIGKILL included). Cores the
+// backend does not drive are ignored; a rank none of whose cores the
+// backend drives lowers nothing.
+//
+// A backend that fails (a write refused, a command that failed or hung):
+// every core it touched is restored at once, and the controller stops
+// driving the cores (requests are still counted); `problem()` says why.
+// Stopping (or destroying) the controller restores every core.
+#pragma once
+
+#include "service/cpu_backend.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace slim::link {
+
+class CpuController {
+public:
+    explicit CpuController(std::unique_ptr<CpuBackend> backend);
+    ~CpuController();  // stop()
+    CpuController(const CpuController&)            = delete;
+    CpuController& operator=(const CpuController&) = delete;
+
+    // The cores `client` may run on (replacing what was known; a new
+    // client starts at full).
+    void set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now);
+    // `client` waits (low) or works (not low). Unknown clients are ignored.
+    void request(std::uint32_t client, bool low, TimeNs now);
+    // `client` is gone: its cores go back to full unless the rule keeps them.
+    void drop(std::uint32_t client, TimeNs now);
+    // Every core back to where it was; the controller drives nothing after.
+    // Idempotent.
+    void stop(TimeNs now) noexcept;
+
+    const CpuBackend& backend() const { return *backend_; }
+    bool failed() const { return failed_; }
+    const std::string& problem() const { return problem_; }
+    const CoreSet& cores_low() const { return lowered_; }
+    bool knows(std::uint32_t client) const { return ranks_.count(client) != 0; }
+    std::size_t ranks() const { return ranks_.size(); }
+    std::uint64_t requests() const { return requests_; }
+    std::uint64_t transitions() const { return transitions_; }
+
+    service::CpuStatusReply status(TimeNs now) const;
+    // One entry per core of the backend, at most `limit`.
+    std::vector<service::CpuStatusCore> core_status(std::size_t limit) const;
+    // One line for the log: cores low, ranks, energy when emulated.
+    std::string summary(TimeNs now) const;
+
+private:
+    struct Rank {
+        CoreSet cores;
+        bool pinned = false;
+        bool low    = false;
+    };
+    // The cores the rule wants low now.
+    CoreSet wanted() const;
+    // Moves the backend to wanted(); a failure restores every core.
+    void apply(TimeNs now);
+    void fail(const std::string& why, TimeNs now) noexcept;
+
+    std::unique_ptr<CpuBackend> backend_;
+    CoreSet all_;  // the backend's cores
+    std::map<std::uint32_t, Rank> ranks_;
+    CoreSet lowered_;
+    bool failed_  = false;
+    bool stopped_ = false;
+    std::string problem_;
+    std::uint64_t requests_    = 0;
+    std::uint64_t transitions_ = 0;
+};
+
+}  // namespace slim::link

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// slimlinkd's CPU side (cpu_controller.h, cpu_backend.h): the sharing rule
+// (a core goes low only when every rank that may run on it waits, and at
+// least one of them is pinned), a failing backend restoring every core,
+// the emulated backend's energy on a hand-worked example, and the cpufreq
+// backend against a fake sysfs tree in a temporary folder. Time is passed
+// by hand.
+#include "service/cpu_backend.h"
+#include "service/cpu_controller.h"
+
+#include "base/parse.h"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+using Catch::Matchers::Contains;
+using namespace slim::link;
+
+namespace {
+
+constexpr TimeNs kMs = 1'000'000;
+
+CoreSet cores_of(std::initializer_list<unsigned> list)
+{
+    CoreSet s;
+    for (const unsigned c : list) {
+        s.set(c);
+    }
+    return s;
+}
+
+// A backend that records what it was told, on `count` cores; it can be
+// told to fail on the n-th set().
+struct Recorded {
+    CoreSet low;  // cores set low now
+    std::vector<std::string> calls;
+    int fail_at   = -1;  // set() number that throws (0-based), -1: never
+    int sets      = 0;
+    bool restored = false;
+};
+
+class RecordingCpuBackend final : public CpuBackend {
+public:
+    RecordingCpuBackend(std::shared_ptr<Recorded> r, unsigned count) : r_(std::move(r))
+    {
+        for (unsigned c = 0; c < count; ++c) {
+            cores_.set(c);
+        }
+    }
+    std::string name() const override { return "recording"; }
+    std::string describe() const override { return "recording"; }
+    CoreSet cores() const override { return cores_; }
+    void set(const CoreSet& cores, bool low, TimeNs) override
+    {
+        const int n = r_->sets++;
+        // A partial failure: the first core of the set changes, then the
+        // write of the next one fails.
+        for (std::size_t c = 0; c < cores.size(); ++c) {
+            if (cores.test(c)) {
+                r_->low.set(c, low);
+                if (n == r_->fail_at) {
+                    throw CpuBackendError("cpu" + std::to_string(c + 1) + ": Permission denied");
+                }
+            }
+        }
+        r_->calls.push_back(std::string(low ? "low " : "full ") + format_cpu_list(cores));
+    }
+    std::string restore(TimeNs) noexcept override
+    {
+        r_->restored = true;
+        r_->low.reset();
+        return {};
+    }
+
+private:
+    std::shared_ptr<Recorded> r_;
+    CoreSet cores_;
+};
+
+struct Fixture {
+    std::shared_ptr<Recorded> rec = std::make_shared<Recorded>();
+    CpuController cpu;
+    explicit Fixture(unsigned cores = 4) : cpu(std::make_unique<RecordingCpuBackend>(rec, cores)) {}
+};
+
+// A temporary folder laid out like /sys/devices/system/cpu.
+struct FakeSysfs {
+    std::string root;
+    FakeSysfs()
+    {
+        char tmpl[] = "/tmp/slim-cpufreq-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        root = tmpl;
+    }
+    ~FakeSysfs()
+    {
+        const std::string command = "chmod -R u+w '" + root + "' && rm -rf '" + root + "'";
+        if (std::system(command.c_str()) != 0) {
+            WARN("could not remove " << root);
+        }
+    }
+    std::string dir(unsigned cpu) const { return root + "/cpu" + std::to_string(cpu) + "/cpufreq"; }
+    void write(const std::string& path, const std::string& text) const
+    {
+        std::ofstream(path) << text << "\n";
+    }
+    // A core under `governor` at full frequency 2000000 kHz, min 800000.
+    void add(unsigned cpu, const std::string& governor = "userspace") const
+    {
+        const std::string d = dir(cpu);
+        REQUIRE(::mkdir((root + "/cpu" + std::to_string(cpu)).c_str(), 0755) == 0);
+        REQUIRE(::mkdir(d.c_str(), 0755) == 0);
+        if (!governor.empty()) {
+            write(d + "/scaling_governor", governor);
+        }
+        write(d + "/scaling_setspeed", governor == "userspace" ? "2000000" : "<unsupported>");
+        write(d + "/scaling_max_freq", "2000000");
+        write(d + "/cpuinfo_min_freq", "800000");
+    }
+    std::string read(const std::string& path) const
+    {
+        std::ifstream in(path);
+        std::string line;
+        std::getline(in, line);
+        return line;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a core shared by two ranks goes low only when both wait", "[cpu]")
+{
+    Fixture f(4);
+    f.cpu.set_cores(1, cores_of({0, 1}), 0);  // rank A on cores 0-1
+    f.cpu.set_cores(2, cores_of({1, 2}), 0);  // rank B on cores 1-2: core 1 is shared
+    CHECK(f.rec->calls.empty());
+
+    f.cpu.request(1, true, 1 * kMs);  // A waits: only its own core 0
+    CHECK(f.cpu.cores_low() == cores_of({0}));
+    CHECK(f.rec->low == cores_of({0}));
+
+    f.cpu.request(2, true, 2 * kMs);  // both wait: cores 0, 1, 2
+    CHECK(f.cpu.cores_low() == cores_of({0, 1, 2}));
+
+    f.cpu.request(1, false, 3 * kMs);  // A works: its cores 0 and 1 back at full
+    CHECK(f.cpu.cores_low() == cores_of({2}));
+    CHECK(f.rec->low == cores_of({2}));
+    CHECK(f.rec->calls.back() == "full 0-1");
+
+    SECTION("a rank that leaves holds nothing any more")
+    {
+        f.cpu.drop(1, 4 * kMs);
+        CHECK(f.cpu.cores_low() == cores_of({1, 2}));
+    }
+    SECTION("a rank that leaves while low: its own cores back to full")
+    {
+        f.cpu.request(1, true, 4 * kMs);
+        CHECK(f.cpu.cores_low() == cores_of({0, 1, 2}));
+        f.cpu.drop(2, 5 * kMs);  // B dies: core 2 is nobody's, core 1 A's alone
+        CHECK(f.cpu.cores_low() == cores_of({0, 1}));
+        f.cpu.drop(1, 6 * kMs);
+        CHECK(f.cpu.cores_low().none());
+        CHECK(f.rec->low.none());
+    }
+    CHECK(f.cpu.requests() >= 3);
+}
+
+TEST_CASE("a rank allowed on every core lowers nothing and holds every core while it works",
+          "[cpu]")
+{
+    Fixture f(4);
+    f.cpu.set_cores(1, cores_of({0, 1, 2, 3}), 0);  // not pinned
+    f.cpu.request(1, true, 1 * kMs);
+    CHECK(f.cpu.cores_low().none());  // alone, it lowers nothing
+
+    f.cpu.set_cores(2, cores_of({3}), 1 * kMs);  // pinned to core 3, works
+    f.cpu.request(2, true, 2 * kMs);
+    CHECK(f.cpu.cores_low() == cores_of({3}));  // both wait: the pinned rank's core
+
+    f.cpu.request(1, false, 3 * kMs);  // the unpinned rank works: it may run on core 3
+    CHECK(f.cpu.cores_low().none());
+
+    SECTION("cores outside the backend's are ignored")
+    {
+        f.cpu.set_cores(3, cores_of({7, 9}), 4 * kMs);
+        f.cpu.request(3, true, 4 * kMs);
+        f.cpu.request(1, true, 4 * kMs);
+        CHECK(f.cpu.cores_low() == cores_of({3}));
+    }
+}
+
+TEST_CASE("a rank that works holds its cores; an unknown client's request changes nothing", "[cpu]")
+{
+    Fixture f(2);
+    f.cpu.set_cores(1, cores_of({0}), 0);
+    f.cpu.request(9, true, 1 * kMs);  // never attached
+    CHECK(f.cpu.cores_low().none());
+    f.cpu.request(1, true, 1 * kMs);
+    f.cpu.request(1, true, 2 * kMs);  // asked twice: one change
+    CHECK(f.rec->calls.size() == 1);
+    f.cpu.set_cores(1, cores_of({1}), 3 * kMs);  // re-pinned while low: follows
+    CHECK(f.cpu.cores_low() == cores_of({1}));
+}
+
+TEST_CASE("a backend that fails restores every core and is no longer driven", "[cpu]")
+{
+    Fixture f(4);
+    f.cpu.set_cores(1, cores_of({0}), 0);
+    f.cpu.set_cores(2, cores_of({1, 2}), 0);
+    f.cpu.request(1, true, 1 * kMs);
+    REQUIRE(f.rec->low == cores_of({0}));
+    f.rec->fail_at = f.rec->sets;  // the next set() fails half-way
+    f.cpu.request(2, true, 2 * kMs);
+    CHECK(f.cpu.failed());
+    CHECK_THAT(f.cpu.problem(), Contains("Permission denied"));
+    CHECK(f.rec->restored);
+    CHECK(f.rec->low.none());  // core 0 and the half-set core 1 back at full
+    CHECK(f.cpu.cores_low().none());
+    // No longer driven: requests are counted and change nothing.
+    const int sets = f.rec->sets;
+    f.cpu.request(2, false, 3 * kMs);
+    f.cpu.request(2, true, 4 * kMs);
+    CHECK(f.rec->sets == sets);
+    CHECK(f.cpu.status(4 * kMs).failed == 1);
+}
+
+TEST_CASE("stopping the controller restores every core", "[cpu]")
+{
+    auto rec = std::make_shared<Recorded>();
+    {
+        CpuController cpu(std::make_unique<RecordingCpuBackend>(rec, 2));
+        cpu.set_cores(1, cores_of({0}), 0);
+        cpu.request(1, true, 1 * kMs);
+        REQUIRE(rec->low == cores_of({0}));
+    }
+    CHECK(rec->restored);
+    CHECK(rec->low.none());
+}
+
+TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
+{
+    // Two cores; full 2000 MHz at 6 W, low 800 MHz at 2 W, 1 ms to switch.
+    CpuBackendConfig config;
+    config.emulated_cores = 2;
+    config.states         = parse_cpu_states("--cpu-states", "2000:6:1ms,800:2:1ms");
+    auto backend          = make_cpu_backend("emulated", config, 0);
+    CHECK(backend->cores() == cores_of({0, 1}));
+
+    backend->set(cores_of({0}), true, 10 * kMs);   // core 0 low at 10 ms
+    backend->set(cores_of({0}), false, 60 * kMs);  // back to full at 60 ms
+    const std::optional<CpuEnergy> e = backend->energy(100 * kMs);
+    REQUIRE(e);
+    // Core 0:  0-10 ms full        10 ms x 6 W = 0.060 J
+    //         10-11 ms switching    1 ms x 6 W = 0.006 J
+    //         11-60 ms low         49 ms x 2 W = 0.098 J
+    //         60-100 ms full       40 ms x 6 W = 0.240 J   -> 0.404 J
+    // Core 1: 100 ms full         100 ms x 6 W = 0.600 J
+    // Total 1.004 J; always at full: 2 x 100 ms x 6 W = 1.2 J (0.196 J saved).
+    CHECK(e->span_ns == 100 * kMs);
+    CHECK(e->joules == Approx(1.004).epsilon(1e-9));
+    CHECK(e->baseline_joules == Approx(1.2).epsilon(1e-9));
+    CHECK(e->time_low_ns == 49 * kMs);
+    CHECK(e->penalty_ns == 1 * kMs);  // one raise: one transition of slow work
+    CHECK(e->transitions == 2);
+
+    SECTION("a core still low is accounted up to now")
+    {
+        backend->set(cores_of({1}), true, 90 * kMs);
+        const std::optional<CpuEnergy> later = backend->energy(100 * kMs);
+        // Core 1: 0-90 ms full 0.540 J, 90-91 switching 0.006 J, 91-100 low 0.018 J.
+        CHECK(later->joules == Approx(0.404 + 0.540 + 0.006 + 0.018).epsilon(1e-9));
+        CHECK(later->time_low_ns == (49 + 9) * kMs);
+        CHECK(backend->restore(100 * kMs).empty());
+        CHECK(backend->energy(100 * kMs)->penalty_ns == 2 * kMs);
+    }
+}
+
+TEST_CASE("the default CPU table and its parser", "[cpu]")
+{
+    const std::vector<CpuPState> d = default_cpu_states();
+    REQUIRE(d.size() == 3);
+    CHECK(d.front().khz == 2'000'000);
+    CHECK(d.back().khz == 800'000);
+    CHECK(d.front().watts > d.back().watts);
+    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "800:2,2000:6"), slim::ConfigError);
+    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "2000:6"), slim::ConfigError);
+    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "2000,800:2"), slim::ConfigError);
+    CHECK(parse_cpu_states("--cpu-states", "2000:6:5us,800:2")[0].transition_ns == 5'000);
+}
+
+TEST_CASE("core lists as the kernel writes them", "[cpu]")
+{
+    CoreSet s;
+    CHECK(parse_cpu_list("0-3,8,10-11\n", s).empty());
+    CHECK(s == cores_of({0, 1, 2, 3, 8, 10, 11}));
+    CHECK(format_cpu_list(s) == "0-3,8,10-11");
+    CHECK(parse_cpu_list("", s).empty());
+    CHECK(s.none());
+    CHECK_FALSE(parse_cpu_list("3-1", s).empty());
+    CHECK_FALSE(parse_cpu_list("0,x", s).empty());
+    CHECK_FALSE(parse_cpu_list("4096", s).empty());
+
+    std::string why;
+    const std::optional<CoreSet> mine = read_allowed_cores(::getpid(), why);
+    REQUIRE(mine);
+    CHECK(mine->any());
+    CHECK_FALSE(read_allowed_cores(0, why));  // no /proc/0
+    CHECK_THAT(why, Contains("/proc/0/status"));
+}
+
+TEST_CASE("cpufreq backend against a fake sysfs tree", "[cpu]")
+{
+    FakeSysfs sys;
+    CpuBackendConfig config;
+    config.sysfs_root = sys.root;
+
+    SECTION("userspace governor: scaling_setspeed lowered, then restored")
+    {
+        sys.add(0);
+        sys.add(1);
+        auto b = make_cpu_backend("cpufreq", config, 0);
+        CHECK(b->cores() == cores_of({0, 1}));
+        b->set(cores_of({1}), true, 0);
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "800000");
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "2000000");
+        b->set(cores_of({1}), false, 0);
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "2000000");
+        b->set(cores_of({0, 1}), true, 0);
+        CHECK(b->restore(0).empty());
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "2000000");
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "2000000");
+    }
+    SECTION("another governor: scaling_max_freq capped, then restored; --cpu-low-khz")
+    {
+        sys.add(0, "schedutil");
+        config.low_khz = 1'200'000;
+        auto b         = make_cpu_backend("cpufreq", config, 0);
+        CHECK_THAT(b->describe(), Contains("schedutil"));
+        b->set(cores_of({0}), true, 0);
+        CHECK(sys.read(sys.dir(0) + "/scaling_max_freq") == "1200000");
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "<unsupported>");
+        b.reset();  // destroyed: restored
+        CHECK(sys.read(sys.dir(0) + "/scaling_max_freq") == "2000000");
+    }
+    SECTION("no cpufreq at all: refused, naming the path")
+    {
+        REQUIRE(::mkdir((sys.root + "/cpu0").c_str(), 0755) == 0);
+        CHECK_THROWS_WITH(make_cpu_backend("cpufreq", config, 0),
+                          Contains(sys.root + "/cpu0/cpufreq is absent"));
+    }
+    SECTION("a missing governor: refused, naming the file")
+    {
+        sys.add(0);
+        sys.add(1, "");
+        CHECK_THROWS_WITH(make_cpu_backend("cpufreq", config, 0),
+                          Contains(sys.dir(1) + "/scaling_governor") && Contains("no governor"));
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "2000000");
+    }
+    SECTION("a read-only file (root too, as sysfs): refused before any core changed")
+    {
+        sys.add(0);
+        sys.add(1);
+        REQUIRE(::chmod((sys.dir(1) + "/scaling_setspeed").c_str(), 0444) == 0);
+        CHECK_THROWS_WITH(make_cpu_backend("cpufreq", config, 0),
+                          Contains(sys.dir(1) + "/scaling_setspeed cannot be written") &&
+                                  Contains("read-only (mode 444)"));
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "2000000");
+    }
+    SECTION("a file that cannot be written any more: the controller restores every core")
+    {
+        sys.add(0);
+        sys.add(1);
+        CpuController cpu(make_cpu_backend("cpufreq", config, 0));
+        cpu.set_cores(1, cores_of({0}), 0);
+        cpu.set_cores(2, cores_of({1}), 0);
+        cpu.request(1, true, 1 * kMs);
+        REQUIRE(sys.read(sys.dir(0) + "/scaling_setspeed") == "800000");
+        // Gone from under the service, a folder in its place: no caller,
+        // root included, opens that for writing.
+        const std::string file = sys.dir(1) + "/scaling_setspeed";
+        REQUIRE(::unlink(file.c_str()) == 0);
+        REQUIRE(::mkdir(file.c_str(), 0755) == 0);
+        cpu.request(2, true, 2 * kMs);
+        CHECK(cpu.failed());
+        CHECK_THAT(cpu.problem(), Contains(file));
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "2000000");
+        CHECK(cpu.cores_low().none());
+    }
+}
+
+TEST_CASE("the real cpufreq backend, where this machine has cpufreq", "[cpu]")
+{
+    struct stat st {};
+    if (::stat("/sys/devices/system/cpu/cpu0/cpufreq", &st) != 0) {
+        WARN("skipped: /sys/devices/system/cpu/cpu0/cpufreq is absent, this machine has no "
+             "cpufreq driver (a virtual machine often has none)");
+        // What a site starting --cpu cpufreq here is told.
+        CHECK_THROWS_WITH(make_cpu_backend("cpufreq", CpuBackendConfig{}, 0),
+                          Contains("/sys/devices/system/cpu/cpu0/cpufreq is absent"));
+        return;
+    }
+    // Nothing is written: the start alone is checked (root or not).
+    try {
+        auto b = make_cpu_backend("cpufreq", CpuBackendConfig{}, 0);
+        CHECK(b->cores().any());
+    } catch (const CpuBackendError& e) {
+        CHECK_THAT(e.what(), Contains("/sys/devices/system/cpu/"));
+    }
+}
+
+TEST_CASE("the exec CPU backend runs a command without a shell, bounded", "[cpu]")
+{
+    CpuBackendConfig config;
+    config.exec_template = "/bin/true {level} {cores}";
+    auto ok              = make_cpu_backend("exec", config, 0);
+    ok->set(cores_of({0}), true, 0);
+    CHECK(ok->restore(0).empty());
+
+    config.exec_template = "/bin/false {level}";
+    auto failing         = make_cpu_backend("exec", config, 0);
+    CHECK_THROWS_WITH(failing->set(cores_of({0}), true, 0), Contains("exited with status 1"));
+
+    FakeSysfs dir;  // a temporary folder for a command that hangs
+    const std::string hang = dir.root + "/hang";
+    std::ofstream(hang) << "#!/bin/sh\nexec sleep 5\n";
+    REQUIRE(::chmod(hang.c_str(), 0755) == 0);
+    config.exec_template = hang + " {level}";
+    config.exec_timeout  = std::chrono::milliseconds(100);
+    auto hanging         = make_cpu_backend("exec", config, 0);
+    CHECK_THROWS_WITH(hanging->set(cores_of({0}), true, 0),
+                      Contains("did not end within 100 ms and was killed"));
+
+    config.exec_template = "set-cores {level} | tee";
+    CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("shell syntax"));
+    config.exec_template = "/bin/true {cores}";
+    CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("{level}"));
+    config.exec_template = "true {level}";
+    CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("by its path"));
+}
