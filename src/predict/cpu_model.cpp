@@ -17,7 +17,7 @@ namespace {
 constexpr double kJoulesPerWattNs = 1e-9;
 constexpr double kMaxGhz          = 10.0;
 constexpr double kMaxWatts        = 100.0;
-constexpr std::chrono::nanoseconds kMaxTau{100'000'000};        // 100 ms
+constexpr std::chrono::nanoseconds kMaxTau{100'000'000};       // 100 ms
 constexpr std::chrono::nanoseconds kMaxHandle{1'000'000'000};  // 1 s
 
 std::string_view trim(std::string_view s) { return parse::trim(s, " \t"); }
@@ -98,9 +98,8 @@ CpuConfig parse_cpu_config(const std::string& text)
         c.tau_ns = parse::duration("tau", values[4], std::chrono::nanoseconds{0}, kMaxTau).count();
     }
     if (seen[5]) {
-        c.handle_ns =
-                parse::duration("handle", values[5], std::chrono::nanoseconds{0}, kMaxHandle)
-                        .count();
+        c.handle_ns = parse::duration("handle", values[5], std::chrono::nanoseconds{0}, kMaxHandle)
+                              .count();
     }
     // A full state given alone may fall below the default low one.
     if (c.low.ghz > c.full.ghz) {
@@ -117,10 +116,9 @@ CpuConfig parse_cpu_config(const std::string& text)
 std::string format_cpu_config(const CpuConfig& c)
 {
     return "f=" + parse::format_real(c.full.ghz) + ",P=" + parse::format_real(c.full.watts) +
-           ",f_low=" + parse::format_real(c.low.ghz) + ",P_low=" +
-           parse::format_real(c.low.watts) + ",tau=" +
-           parse::format_duration(std::chrono::nanoseconds{c.tau_ns}) + ",handle=" +
-           parse::format_duration(std::chrono::nanoseconds{c.handle_ns});
+           ",f_low=" + parse::format_real(c.low.ghz) + ",P_low=" + parse::format_real(c.low.watts) +
+           ",tau=" + parse::format_duration(std::chrono::nanoseconds{c.tau_ns}) +
+           ",handle=" + parse::format_duration(std::chrono::nanoseconds{c.handle_ns});
 }
 
 CpuTally& CpuTally::operator+=(const CpuTally& o)
@@ -190,8 +188,8 @@ std::optional<TimeNs> low_period(const CpuConfig& c, TimeNs from, std::optional<
 CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan)
 {
     CpuTally t;
-    t.waits   = 1;
-    t.wait_ns = wait.end_ns - wait.start_ns;
+    t.waits                       = 1;
+    t.wait_ns                     = wait.end_ns - wait.start_ns;
     std::optional<TimeNs> full_at = wait.start_ns;
     if (plan.low_from) {
         const TimeNs from = std::max(*plan.low_from, wait.start_ns);

@@ -71,13 +71,13 @@ struct CpuPlan {
 
 // What the waits cost and saved, summed.
 struct CpuTally {
-    std::uint64_t waits        = 0;
-    TimeNs wait_ns             = 0;  // time in waits
-    TimeNs low_ns              = 0;  // at the low state
-    TimeNs transition_ns       = 0;  // in a change of state (inside waits or the penalty)
-    std::uint64_t transitions  = 0;
-    std::uint64_t late_wakes   = 0;  // arrivals that found the core not at full
-    TimeNs penalty_ns          = 0;  // the run lengthened by those
+    std::uint64_t waits       = 0;
+    TimeNs wait_ns            = 0;  // time in waits
+    TimeNs low_ns             = 0;  // at the low state
+    TimeNs transition_ns      = 0;  // in a change of state (inside waits or the penalty)
+    std::uint64_t transitions = 0;
+    std::uint64_t late_wakes  = 0;  // arrivals that found the core not at full
+    TimeNs penalty_ns         = 0;  // the run lengthened by those
 
     CpuTally& operator+=(const CpuTally& o);
 };
@@ -89,11 +89,11 @@ CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan)
 // and waits, as recorded).
 struct CpuResult {
     CpuTally tally;
-    TimeNs span_ns         = 0;
-    double baseline_joules = 0.0;  // P_full over the span
-    double wait_joules     = 0.0;  // P_full over the waits: what lowering can touch
-    double energy_joules   = 0.0;  // the replay: baseline - saved
-    double saved_joules    = 0.0;  // (P_full - P_low) low - P_full penalty
+    TimeNs span_ns           = 0;
+    double baseline_joules   = 0.0;  // P_full over the span
+    double wait_joules       = 0.0;  // P_full over the waits: what lowering can touch
+    double energy_joules     = 0.0;  // the replay: baseline - saved
+    double saved_joules      = 0.0;  // (P_full - P_low) low - P_full penalty
     double transition_joules = 0.0;  // P_full tau per transition (part of energy)
     // 100 saved / baseline, 100 saved / wait energy, 100 penalty / span;
     // none when the denominator is 0.

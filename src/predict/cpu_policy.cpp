@@ -54,7 +54,7 @@ CpuPlan WaitPlanner::on_wait(const Wait& wait, TimeNs busy_start, const predict:
     } else {
         busy.id = length_class(busy.end_ns - busy.start_ns);
     }
-    const link::GapDecision& d     = policy_.on_event(busy);
+    const link::GapDecision& d = policy_.on_event(busy);
     CpuPlan plan;
     if (d.low_power) {
         plan.low_from  = d.low_power->from_ns;
@@ -109,9 +109,9 @@ CpuPlan CpuAdaptivePolicy::on_wait(const Wait& wait, TimeNs busy_start,
             cpu_.full.watts * static_cast<double>(span) * 1e-9;  // this busy phase and wait
     CpuPlan in_force;
     for (std::size_t i = 0; i < planners_.size(); ++i) {
-        const CpuPlan plan    = planners_[i].on_wait(wait, busy_start, before);
-        const CpuTally tally  = account_wait(cpu_, wait, plan);
-        Score& s              = pending_[i];
+        const CpuPlan plan   = planners_[i].on_wait(wait, busy_start, before);
+        const CpuTally tally = account_wait(cpu_, wait, plan);
+        Score& s             = pending_[i];
         s.saved += saved_joules(cpu_, tally);
         s.baseline += baseline;
         s.penalty += static_cast<double>(tally.penalty_ns);
@@ -211,8 +211,7 @@ CpuPlan CpuPolicy::on_wait(const Wait& wait, TimeNs busy_start, const predict::E
 }
 
 CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict::Event>& events,
-                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu,
-                       CpuPolicy& policy)
+                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu, CpuPolicy& policy)
 {
     CpuTally total;
     TimeNs busy_start = span_start;

@@ -68,12 +68,12 @@ struct CpuAdaptiveConfig {
     // baseline timeout, so the adaptive policy never follows less than
     // what it is measured against for long.
     std::vector<link::PolicySpec> candidates = default_candidates();
-    std::size_t initial      = 6;  // the link's initial one: runs 1 + timeout 200us
-    double max_penalty_pct   = 1.0;
-    double switch_margin_pct = 0.5;
-    std::size_t check_every  = 16;  // waits
-    std::size_t early_check  = 4;
-    double half_life_checks  = 8.0;
+    std::size_t initial                      = 6;  // the link's initial one: runs 1 + timeout 200us
+    double max_penalty_pct                   = 1.0;
+    double switch_margin_pct                 = 0.5;
+    std::size_t check_every                  = 16;  // waits
+    std::size_t early_check                  = 4;
+    double half_life_checks                  = 8.0;
 
     static std::vector<link::PolicySpec> default_candidates();
 };
@@ -145,7 +145,6 @@ private:
 // order, non-overlapping, inside the span; `events`, the rank's link events
 // in order (may be empty), key the predictors' contexts.
 CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict::Event>& events,
-                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu,
-                       CpuPolicy& policy);
+                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu, CpuPolicy& policy);
 
 }  // namespace slim::cpu

@@ -32,7 +32,7 @@ struct ReplayOptions {
     // not replayed.
     std::optional<cpu::CpuConfig> cpu;
     link::PolicySpec cpu_policy = link::replay_policy("adaptive");  // --cpu-policy
-    std::string help;                   // --help: the text
+    std::string help;                                               // --help: the text
 };
 
 // Throws UsageError (tools/cli_common.h) or slim::ConfigError naming the

@@ -142,8 +142,8 @@ std::string cpu_text(const Options& o, const CpuReplay& c)
         policy += " after " + human_duration(o.cpu_policy.timeout_ns);
     }
     if (!c.in_force.empty()) {
-        policy += " (in force: " + c.in_force + ", changed " + std::to_string(c.switches) +
-                  " times)";
+        policy +=
+                " (in force: " + c.in_force + ", changed " + std::to_string(c.switches) + " times)";
     }
     add("policy", policy);
     std::array<char, 200> b{};
@@ -181,9 +181,8 @@ nlohmann::ordered_json cpu_json(const Options& o, const CpuReplay& c)
     auto number = [](std::optional<double> v) { return v ? Json(*v) : Json(nullptr); };
     const slim::cpu::CpuConfig& k = *o.cpu;
     Json j;
-    j["core"] = {{"f_ghz", k.full.ghz},      {"watts", k.full.watts},
-                 {"f_low_ghz", k.low.ghz},   {"low_watts", k.low.watts},
-                 {"tau_ns", k.tau_ns},       {"handle_ns", k.handle_ns}};
+    j["core"]   = {{"f_ghz", k.full.ghz},      {"watts", k.full.watts}, {"f_low_ghz", k.low.ghz},
+                   {"low_watts", k.low.watts}, {"tau_ns", k.tau_ns},    {"handle_ns", k.handle_ns}};
     j["policy"] = o.cpu_policy.registry_name;
     if (o.cpu_policy.kind == PolicyKind::timeout) {
         j["timeout_ns"] = o.cpu_policy.timeout_ns;
@@ -197,25 +196,25 @@ nlohmann::ordered_json cpu_json(const Options& o, const CpuReplay& c)
         j["policy_in_force"] = c.in_force;
         j["policy_switches"] = c.switches;
     }
-    const slim::cpu::CpuResult& r = c.result;
-    j["wait_ns"]                  = r.tally.wait_ns;
-    j["span_ns"]                  = r.span_ns;
-    j["low_ns"]                   = r.tally.low_ns;
-    j["transitions"]              = r.tally.transitions;
-    j["transition_ns"]            = r.tally.transition_ns;
-    j["late_wakeups"]             = r.tally.late_wakes;
-    j["penalty_ns"]               = r.tally.penalty_ns;
-    j["penalty_pct"]              = number(r.penalty_pct);
-    j["baseline_joules"]          = r.baseline_joules;
-    j["wait_joules"]              = r.wait_joules;
-    j["energy_joules"]            = r.energy_joules;
-    j["saved_joules"]             = r.saved_joules;
-    j["transition_joules"]        = r.transition_joules;
-    j["saved_pct"]                = number(r.saved_pct);
-    j["saved_of_waits_pct"]       = number(r.saved_of_waits_pct);
-    j["oracle_saved_joules"]      = c.oracle.saved_joules;
-    j["oracle_saved_pct"]         = number(c.oracle.saved_pct);
-    j["fraction_of_oracle"]       = number(fraction_of(r.saved_joules, c.oracle.saved_joules));
+    const slim::cpu::CpuResult& r   = c.result;
+    j["wait_ns"]                    = r.tally.wait_ns;
+    j["span_ns"]                    = r.span_ns;
+    j["low_ns"]                     = r.tally.low_ns;
+    j["transitions"]                = r.tally.transitions;
+    j["transition_ns"]              = r.tally.transition_ns;
+    j["late_wakeups"]               = r.tally.late_wakes;
+    j["penalty_ns"]                 = r.tally.penalty_ns;
+    j["penalty_pct"]                = number(r.penalty_pct);
+    j["baseline_joules"]            = r.baseline_joules;
+    j["wait_joules"]                = r.wait_joules;
+    j["energy_joules"]              = r.energy_joules;
+    j["saved_joules"]               = r.saved_joules;
+    j["transition_joules"]          = r.transition_joules;
+    j["saved_pct"]                  = number(r.saved_pct);
+    j["saved_of_waits_pct"]         = number(r.saved_of_waits_pct);
+    j["oracle_saved_joules"]        = c.oracle.saved_joules;
+    j["oracle_saved_pct"]           = number(c.oracle.saved_pct);
+    j["fraction_of_oracle"]         = number(fraction_of(r.saved_joules, c.oracle.saved_joules));
     j["timeout_500us_saved_joules"] = c.baseline.saved_joules;
     j["timeout_500us_saved_pct"]    = number(c.baseline.saved_pct);
     j["timeout_500us_penalty_pct"]  = number(c.baseline.penalty_pct);

@@ -152,8 +152,10 @@ int run(const Options& o)
     if (o.cpu) {
         cpu = cpu_side(o, trace.take_waits(), events, span);
         if (cpu->waits == 0) {
-            std::fprintf(stderr, "%s: --cpu: %s has no wait lines ('w t_start_ns t_end_ns'): no "
-                         "CPU side to replay\n", program, trace.name().c_str());
+            std::fprintf(stderr,
+                         "%s: --cpu: %s has no wait lines ('w t_start_ns t_end_ns'): no "
+                         "CPU side to replay\n",
+                         program, trace.name().c_str());
         }
     }
     const slim::tools::CpuReplay *const c = cpu ? &*cpu : nullptr;

@@ -58,7 +58,8 @@ TEST_CASE("a cpu spec sets any subset of the table, in any order")
 TEST_CASE("a cpu spec refuses unknown keys and values out of range, naming what it accepts")
 {
     CHECK_THROWS_WITH(parse_cpu_config("freq=2"),
-                      Contains("'freq' is unknown") && Contains("f, P, f_low, P_low, tau and handle"));
+                      Contains("'freq' is unknown") &&
+                              Contains("f, P, f_low, P_low, tau and handle"));
     CHECK_THROWS_WITH(parse_cpu_config("f"), Contains("expected key=value"));
     CHECK_THROWS_WITH(parse_cpu_config("f=2,f=3"), Contains("more than once"));
     CHECK_THROWS_WITH(parse_cpu_config("f=0"),
@@ -68,7 +69,8 @@ TEST_CASE("a cpu spec refuses unknown keys and values out of range, naming what 
     CHECK_THROWS_WITH(parse_cpu_config("f=2,f_low=2.5"), Contains("at most f = 2 (GHz)"));
     CHECK_THROWS_WITH(parse_cpu_config("P=2,P_low=3"), Contains("from 0 to P = 2"));
     // The default low state above a lowered full one.
-    CHECK_THROWS_WITH(parse_cpu_config("f=1"), Contains("f_low='1.5'") && Contains("give f_low too"));
+    CHECK_THROWS_WITH(parse_cpu_config("f=1"),
+                      Contains("f_low='1.5'") && Contains("give f_low too"));
     CHECK_THROWS_WITH(parse_cpu_config("P=1"), Contains("P_low='1.4'"));
     CHECK_THROWS_WITH(parse_cpu_config("tau=1s"), Contains("tau='1s'") && Contains("100ms"));
     CHECK_THROWS_WITH(parse_cpu_config("handle=x"), Contains("handle='x'"));
@@ -124,7 +126,8 @@ TEST_CASE("an arrival during the way up waits for its rest only")
     CHECK(t.penalty_ns == 10 * kUs);
 }
 
-TEST_CASE("a window that closes before the arrival costs nothing, and a second low period can follow")
+TEST_CASE(
+        "a window that closes before the arrival costs nothing, and a second low period can follow")
 {
     // Low [20, 40] us, up [40, 60] us, down again at 100 us, low [120, 300]
     // us, the arrival at 300 us finds it low: 30 us.
@@ -151,11 +154,11 @@ TEST_CASE("the rank's result: saved energy against always at full, and the penal
     // 1.48 ms low and one 30 us late wake over a 5 ms rank with 2.14 ms of
     // waits: saved (4 - 1) W x 1.48 ms - 4 W x 30 us = 4.32 mJ of 20 mJ.
     CpuTally t;
-    t.waits       = 3;
-    t.wait_ns     = 2140 * kUs;
-    t.low_ns      = 1480 * kUs;
-    t.transitions = 2;
-    t.penalty_ns  = 30 * kUs;
+    t.waits                      = 3;
+    t.wait_ns                    = 2140 * kUs;
+    t.low_ns                     = 1480 * kUs;
+    t.transitions                = 2;
+    t.penalty_ns                 = 30 * kUs;
     const slim::cpu::CpuResult r = slim::cpu::cpu_result(round_table(), t, 5000 * kUs);
     CHECK(r.baseline_joules == Approx(20e-3));
     CHECK(r.wait_joules == Approx(8.56e-3));

@@ -29,7 +29,8 @@ constexpr TimeNs kMs = 1'000'000;
 
 CpuConfig round_table() { return parse_cpu_config("f=2,P=4,f_low=1,P_low=1,tau=20us,handle=10us"); }
 
-const std::vector<Wait> kWaits = {{0, 100 * kUs}, {1 * kMs, 3 * kMs}, {4 * kMs, 4 * kMs + 40 * kUs}};
+const std::vector<Wait> kWaits = {
+        {0, 100 * kUs}, {1 * kMs, 3 * kMs}, {4 * kMs, 4 * kMs + 40 * kUs}};
 
 CpuResult replay_example(const char *policy)
 {
@@ -77,7 +78,8 @@ TEST_CASE("the oracle lowers over every wait longer than 2 tau and is back in ti
     CHECK(r.tally.penalty_ns == 0);
     CHECK(r.saved_joules == Approx(6.06e-3));
     CHECK(*r.saved_pct == Approx(30.3));
-    CHECK(replay_example("timeout:500us").saved_joules / r.saved_joules == Approx(0.7129).epsilon(1e-3));
+    CHECK(replay_example("timeout:500us").saved_joules / r.saved_joules ==
+          Approx(0.7129).epsilon(1e-3));
 }
 
 TEST_CASE("the policies' plans for one wait")
@@ -114,8 +116,8 @@ TEST_CASE("a context predictor foretells a loop's waits and wakes the core befor
     // context has been seen twice, the window covers the wait and ends
     // tau (plus the displacement) before it, with no late wake.
     CpuPolicy p(replay_policy("context:1"), round_table());
-    TimeNs t       = 0;
-    TimeNs busy    = 0;
+    TimeNs t    = 0;
+    TimeNs busy = 0;
     CpuPlan last;
     for (int i = 0; i < 10; ++i) {
         t += 400 * kUs;
