@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -33,6 +34,8 @@
 #include <map>
 #include <new>
 #include <optional>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace slim::link {
@@ -169,6 +172,29 @@ struct ServiceServer::Impl {
     std::string who(const Conn& c) const;
 };
 
+namespace {
+
+// Takes the lock at once, or, when its holder no longer listens (a service
+// restoring its port on the way out keeps the lock until it is done),
+// waits for it at most `wait`. A holder that listens is a running service:
+// no wait.
+bool lock_within(int lock_fd, const sockaddr_un& addr, std::chrono::milliseconds wait)
+{
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            return false;
+        }
+        if (someone_listens(addr) || std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
+}  // namespace
+
 ServiceServer::Impl::~Impl()
 {
     std::vector<int> fds;
@@ -202,9 +228,13 @@ void ServiceServer::Impl::bind_socket()
     if (lock_fd < 0) {
         throw ServiceError("cannot open the lock " + lock_path + ": " + errno_text(errno));
     }
-    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        throw ServiceError("another slimlinkd is listening on " + path + " (it holds " + lock_path +
-                           ")");
+    if (!lock_within(lock_fd, addr, ServiceServer::kLockWait)) {
+        throw ServiceError("another slimlinkd holds " + lock_path +
+                           (someone_listens(addr)
+                                    ? " and is listening on " + path
+                                    : " and has not released it in " +
+                                              std::to_string(ServiceServer::kLockWait.count()) +
+                                              " ms (still restoring its port?)"));
     }
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
@@ -946,6 +976,8 @@ ServiceServer::ServiceServer(PortService& service, ServerOptions options)
 }
 
 ServiceServer::~ServiceServer() = default;
+
+int ServiceServer::release_lock_to_caller() { return std::exchange(impl_->lock_fd, -1); }
 
 int ServiceServer::run(const std::atomic<bool>& stop)
 {

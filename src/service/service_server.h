@@ -56,6 +56,17 @@ public:
 
     const std::string& socket_path() const { return options_.socket_path; }
 
+    // The descriptor of the socket's lock, handed to the caller, who
+    // closes it after restoring what the service drove: closed with the
+    // server instead, the lock would let a new service start on the same
+    // port while this one still restores it, and have its state file
+    // removed under it. -1 when already taken.
+    int release_lock_to_caller();
+
+    // How long a new service waits for the lock of one that no longer
+    // listens (it is restoring its port at exit) before it gives up.
+    static constexpr std::chrono::milliseconds kLockWait{5000};
+
 private:
     struct Impl;
     PortService& service_;

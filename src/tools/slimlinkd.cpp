@@ -711,11 +711,18 @@ int serve(const Options& o, int ready)
         ::close(ready);
     }
     const int status = server->run(stop_requested);
-    server.reset();   // the socket goes first: no client attaches to a port going away
+    // The socket goes first: no client attaches to a port going away. The
+    // lock stays until the port and the cores are restored, so that a new
+    // service waits for them instead of driving them at the same time.
+    const int lock_fd = server->release_lock_to_caller();
+    server.reset();
     service.reset();  // restores full width
     if (cpu) {
         cpu->stop(link::steady_now_ns());  // every core back to where it was
         slim::logger().info("slimlinkd: CPU at the stop: {}", cpu->summary(link::steady_now_ns()));
+    }
+    if (lock_fd >= 0) {
+        ::close(lock_fd);
     }
     return status;
 }
