@@ -337,7 +337,13 @@ void LiveLoop::close_burst(TimeNs now_ns)
     }
 }
 
-void LiveLoop::wait_begin(TimeNs start) { wait_start_ = std::max(start, last_wait_end_); }
+void LiveLoop::wait_begin(TimeNs start)
+{
+    // The module estimates the start from its rounds; a hand-over of the
+    // same rank stamped later (the first round of the MPI call that
+    // waits) bounds it better.
+    wait_start_ = std::max({start, last_wait_end_, last_op_ns_});
+}
 
 void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks)
 {

@@ -203,8 +203,8 @@ public:
     // A wait of the rank (OpKind::wait_begin, wait_end): from `start`
     // through `end`, `blocked_ns` of it blocked in `blocks` blocks. Counted
     // for the summary and written to the trace as a "w" line; a wait that
-    // would begin before the previous one ended starts at that end (the
-    // module estimates where a wait began).
+    // would begin before the previous one ended, or before the latest
+    // operation, starts there (the module estimates where a wait began).
     void wait_begin(TimeNs start);
     void wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks);
 

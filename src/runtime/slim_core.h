@@ -288,15 +288,16 @@ static inline void slim_core_wait_blocked(slim_core_wait_watch_t *watch, uint64_
 
 /* The timed wait ended at its last idle round: `ended` gets it, to hand
  * over when `record`. Its start is estimated: the rounds before timing
- * began took about as long as the timed ones (all of them polled and
- * found nothing). */
+ * began took about as long as the timed ones, blocks left out (all of them
+ * polled and found nothing). */
 static inline void slim_core_wait_end(slim_core_wait_watch_t *watch, int record)
 {
     const uint64_t span = watch->last_tick - watch->first_tick;
     uint64_t ahead      = 0;
 
-    if (watch->timed > 0) {
-        ahead = span / watch->timed * watch->threshold;
+    /* Blocked time is no round's: a yield's rounds would look long. */
+    if (watch->timed > 0 && span > watch->blocked) {
+        ahead = (span - watch->blocked) / watch->timed * watch->threshold;
     }
     watch->ended.start   = watch->first_tick > ahead ? watch->first_tick - ahead : 0;
     watch->ended.end     = watch->last_tick;

@@ -126,6 +126,7 @@ TEST_CASE("idle rounds fewer than the threshold are no wait and read no clock")
 TEST_CASE("a busy round reads no clock, and a wait that blocked counts its blocks")
 {
     FakeRounds r(2);
+    const std::uint64_t first_idle = r.now + r.round_ticks;
     r.idle(5);
     const unsigned reads = r.clock_reads;
     r.idle_blocking(1'000'000);  // a yield of 1 ms on this clock's ticks
@@ -139,7 +140,8 @@ TEST_CASE("a busy round reads no clock, and a wait that blocked counts its block
     CHECK(r.waits[0].end == end);
     CHECK(r.waits[0].blocked == 1'250'000);
     CHECK(r.waits[0].blocks == 2);
-    CHECK(r.waits[0].start < r.waits[0].end);
+    // The blocks do not stretch the untimed rounds before them.
+    CHECK(r.waits[0].start == first_idle);
 }
 
 TEST_CASE("waits watched for yielding only are not handed over")
@@ -186,15 +188,20 @@ TEST_CASE("the live loop counts waits and writes them to the trace as w lines")
         // A start estimated before the previous wait's end starts there.
         loop.wait_begin(5'400'000);
         loop.wait_end(5'500'000, 0, 0);
+        // One that would start before the latest operation starts there.
+        now = 5'600'000;
+        loop.on_traffic(t);
+        loop.wait_begin(5'550'000);
+        loop.wait_end(5'700'000, 0, 0);
         // An end without its begin (lost to a full ring) is ignored.
         loop.wait_end(6'000'000, 0, 0);
         now                             = 7'000'000;
         const slim::live::LiveSummary s = loop.summary(true);
-        CHECK(s.waits == 2);
-        CHECK(s.wait_ns == 400'000 + 90'000);
+        CHECK(s.waits == 3);
+        CHECK(s.wait_ns == 400'000 + 90'000 + 100'000);
         CHECK(s.wait_blocked_ns == 300'000);
         CHECK(s.wait_blocks == 2);
-        CHECK(s.events == 1);
+        CHECK(s.events == 2);
         CHECK(s.trace_error.empty());
     }
     std::ifstream in(path);
@@ -203,9 +210,10 @@ TEST_CASE("the live loop counts waits and writes them to the trace as w lines")
     while (const auto e = reader.next()) {
         events.push_back(*e);
     }
-    CHECK(events.size() == 1);
+    CHECK(events.size() == 2);
     const std::vector<slim::predict::Wait> waits = reader.take_waits();
-    REQUIRE(waits.size() == 2);
+    REQUIRE(waits.size() == 3);
+    CHECK(waits[2].start_ns == 5'600'000);
     CHECK(waits[0].start_ns == 5'010'000);
     CHECK(waits[0].end_ns == 5'410'000);
     CHECK(waits[1].start_ns == 5'410'000);
