@@ -14,7 +14,8 @@ ucx_module_libuct_slim_la_SOURCES = \
 	ucx-module/slim_ep.c \
 	ucx-module/slim_frame.c \
 	ucx-module/slim_put.c \
-	ucx-module/slim_progress.c
+	ucx-module/slim_progress.c \
+	ucx-module/slim_wait.c
 
 # UCX's internal headers come first so that their `#include "config.h"` finds
 # the installed build's configuration (ucx-config/config.h), never ours.

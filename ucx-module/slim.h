@@ -29,6 +29,8 @@
 #include "slim_core.h"
 
 #include <pthread.h>
+#include <poll.h>
+#include <uct/base/uct_worker.h>
 
 /* The module logs through the core's logger (slim_core_vlog): one format,
  * "[slim r3] warning: ...", and one level, UCX_SLIM_LOG_LEVEL, for every
@@ -222,8 +224,31 @@ enum {
     /* am_zcopy done by copy through the inner am_bcopy, for an inner
      * transport without zero copy while packing steers (slim_frame.c):
      * with SLIM_FEATURE_PACK only, and it changes am_zcopy only. */
-    SLIM_FEATURE_ZCOPY_BY_COPY = UCS_BIT(3)
+    SLIM_FEATURE_ZCOPY_BY_COPY = UCS_BIT(3),
+    /* Watch progress rounds for waits (slim_progress.c), to record them
+     * (UCX_SLIM_CPU=on) or to block in them (UCX_SLIM_WAIT=yield): the
+     * progress callbacks with the wait overlay are installed instead of
+     * the plain ones. With SLIM_FEATURE_RECORD only. */
+    SLIM_FEATURE_WAITS = UCS_BIT(4)
 };
+
+/* The wait detector of one UCT worker (slim_wait.c), shared by the slim
+ * interfaces on it that watch for waits (SLIM_FEATURE_WAITS): a wait is the
+ * rank's, and an arrival on any of them ends it. One thread runs UCP's
+ * worker progress, so no lock. Ticks: slim_core_wait_clock()'s. */
+#define SLIM_WAITS_MAX_IFACES 8
+
+typedef struct slim_waits {
+    uct_worker_tl_data_t super;
+    slim_core_wait_watch_t watch; /* rounds: the interfaces' rounds */
+    int record; /* UCX_SLIM_CPU=on */
+    int yield; /* UCX_SLIM_WAIT=yield, and allowed here */
+    uint64_t spin_ticks;
+    uint64_t max_ns;
+    unsigned num_ifaces;
+    struct slim_iface *ifaces[SLIM_WAITS_MAX_IFACES];
+    struct pollfd fds[SLIM_WAITS_MAX_IFACES];
+} slim_waits_t;
 
 typedef struct slim_iface {
     uct_base_iface_t super;
@@ -273,6 +298,11 @@ typedef struct slim_iface {
     slim_bounce_pool_t bounce;
     /* Which expand notice each peer endpoint may send next. */
     slim_core_expander_t *expander;
+    /* With SLIM_FEATURE_WAITS: the wait detector of the worker, shared by
+     * every slim interface on it (slim_progress.c), and this interface's
+     * place in it. */
+    slim_waits_t *waits;
+    unsigned waits_slot;
 } slim_iface_t;
 
 
@@ -350,6 +380,50 @@ ucs_status_t slim_progress_deliver_error(slim_iface_t *iface, uct_ep_h inner_ep,
 void slim_progress_maybe_linger(slim_iface_t *iface);
 void slim_progress_linger_stop(slim_iface_t *iface);
 void slim_progress_unload(void);
+/* Whether this interface watches for waits (SLIM_FEATURE_WAITS), from the
+ * core's configuration; decided before slim_progress_init(). */
+int slim_progress_wants_waits(void);
+/* Joins the worker's wait detector once the inner interface is open;
+ * leaves it at close. A failure leaves the interface without the feature. */
+void slim_progress_waits_join(slim_iface_t *iface);
+void slim_progress_waits_leave(slim_iface_t *iface);
+/* uct_iface_progress() with the wait overlay (slim_progress.c). */
+unsigned slim_progress_iface_waits(uct_iface_h tl_iface);
+/* Out of line, off every operation's path (slim_wait.c). */
+void slim_waits_long_round(slim_iface_t *iface);
+void slim_waits_do_close(slim_waits_t *waits);
+void slim_waits_do_flush(slim_iface_t *iface);
+
+/* After a round of `iface` that handed nothing over and polled nothing: a
+ * counter, and past the threshold the timed round (the clock, a block). */
+static UCS_F_ALWAYS_INLINE void slim_waits_idle(slim_iface_t *iface)
+{
+    if (ucs_likely(!slim_core_wait_idle(&iface->waits->watch))) {
+        return;
+    }
+    slim_waits_long_round(iface);
+}
+
+/* After a round that found or handed over something: the wait, if one was
+ * timed, ended at the previous idle round. No clock read. */
+static UCS_F_ALWAYS_INLINE void slim_waits_busy(slim_iface_t *iface)
+{
+    slim_waits_t *waits = iface->waits;
+
+    if (ucs_unlikely(waits->watch.timing)) {
+        slim_waits_do_close(waits);
+    }
+    waits->watch.idle = 0;
+}
+
+/* At the start of a round: a wait that ended goes to the core, through
+ * this interface's recorder. */
+static UCS_F_ALWAYS_INLINE void slim_waits_flush(slim_iface_t *iface)
+{
+    if (ucs_unlikely(iface->waits->watch.closed)) {
+        slim_waits_do_flush(iface);
+    }
+}
 
 /* The most iov entries slim advertises for any zero-copy operation: it
  * translates them (memory handles) on the stack. */

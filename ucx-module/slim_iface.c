@@ -442,6 +442,7 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
     memset(&self->tally, 0, sizeof(self->tally));
     self->in_flight  = 0;
     self->round_seen = 0;
+    self->waits      = NULL;
     self->features   = slim_iface_features(slim_md->inner_tl.tl->name);
     ucs_list_head_init(&self->eps);
     self->num_eps        = 0;
@@ -515,6 +516,10 @@ static UCS_CLASS_INIT_FUNC(slim_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_recorder;
     }
 
+    /* With UCX_SLIM_CPU=on or UCX_SLIM_WAIT=yield only: the wait overlay
+     * on this interface's progress (slim_wait.c). */
+    slim_progress_waits_join(self);
+
     __atomic_fetch_add(&slim_num_open_ifaces, 1, __ATOMIC_RELAXED);
 
     slim_debug("iface %p wraps %s iface %p on %s", self,
@@ -545,6 +550,9 @@ static UCS_CLASS_CLEANUP_FUNC(slim_iface_t)
                   ucs_list_length(&self->eps));
     }
     slim_progress_cleanup(self);
+    /* Before the inner interface and the recorder close: a wait it was
+     * part of ends here and is handed over. */
+    slim_progress_waits_leave(self);
     uct_iface_close(self->inner);
     slim_progress_destroy(self);
     slim_put_iface_cleanup(self); /* after the inner iface: nothing in flight */

@@ -266,6 +266,73 @@ slim_progress_app_round(slim_iface_t *iface, int whole_worker)
     return count;
 }
 
+/* The same round with the wait overlay (SLIM_FEATURE_WAITS, slim_wait.c),
+ * installed instead of the above when the interface opens: a round is
+ * idle when it had nothing to hand over and the inner transport did
+ * nothing, and only then is anything more done (a counter; the clock past
+ * the threshold). A round that found something clears the counter after
+ * it returned from the inner transport. */
+static unsigned
+slim_progress_app_wait_round(slim_iface_t *iface, int whole_worker)
+{
+    unsigned count = 0;
+    int how        = slim_progress_app_enter(iface);
+    int active;
+    uint64_t held;
+
+    if (!how) {
+        return 0;
+    }
+    slim_waits_flush(iface);
+    active = slim_core_tally_pending(&iface->tally);
+    held   = slim_iface_round_begin(iface);
+    if (ucs_unlikely(!ucs_queue_is_empty(&iface->progress.deferred))) {
+        slim_progress_deliver_deferred(iface);
+        active = 1;
+    }
+    count = whole_worker ? uct_worker_progress(iface->progress.inner_worker) :
+                           uct_iface_progress(iface->inner);
+    slim_iface_round_end(iface, count, held);
+    slim_progress_app_leave(iface, how);
+    if ((count == 0) && !active && !slim_core_tally_pending(&iface->tally)) {
+        slim_waits_idle(iface);
+    } else {
+        slim_waits_busy(iface);
+    }
+    return count;
+}
+
+static unsigned slim_progress_outer_wait_cb(void *arg)
+{
+    unsigned count = slim_progress_app_wait_round(arg, 1);
+
+    if (ucs_unlikely(slim_core_poll_wanted)) {
+        slim_core_poll();
+    }
+    return count;
+}
+
+/* The tally round of a `direct` interface with the wait overlay: what the
+ * tally holds at a round's start is what the previous round and the
+ * application between them recorded, so an empty tally makes the previous
+ * round idle. */
+static unsigned slim_progress_tally_wait_cb(void *arg)
+{
+    slim_iface_t *iface = arg;
+
+    slim_waits_flush(iface);
+    if (!slim_core_tally_pending(&iface->tally)) {
+        slim_waits_idle(iface);
+    } else {
+        slim_waits_busy(iface);
+    }
+    slim_iface_round_begin_fast(iface);
+    if (ucs_unlikely(slim_core_poll_wanted)) {
+        slim_core_poll();
+    }
+    return 0;
+}
+
 /* An interface whose inner iface lives on UCP's worker (`direct`) and
  * records: this callback runs right before the inner transport's own in
  * each round of UCP's worker (slim_iface_progress_enable adds it first),
@@ -305,6 +372,19 @@ static unsigned slim_progress_outer_cb(void *arg)
         slim_core_poll();
     }
     return count;
+}
+
+/* uct_iface_progress() of an interface with the wait overlay: the
+ * interface's operation from its open on (slim_progress_waits_join). */
+unsigned slim_progress_iface_waits(uct_iface_h tl_iface)
+{
+    slim_iface_t *iface = slim_iface(tl_iface);
+
+    if (!iface->progress.direct) {
+        return slim_progress_app_wait_round(iface, 0);
+    }
+    slim_progress_tally_wait_cb(iface);
+    return uct_iface_progress(iface->inner);
 }
 
 unsigned slim_progress_iface(slim_iface_t *iface)
@@ -500,7 +580,14 @@ void slim_progress_enable(slim_iface_t *iface, unsigned flags)
 {
     /* The callback gets &iface->super, which is the iface. */
     UCS_STATIC_ASSERT(ucs_offsetof(slim_iface_t, super) == 0);
-    if (!iface->progress.direct) {
+    if (iface->features & SLIM_FEATURE_WAITS) {
+        /* The wait overlay (slim_wait.c), chosen at open. */
+        uct_base_iface_progress_enable_cb(&iface->super,
+                                          iface->progress.direct ?
+                                                  slim_progress_tally_wait_cb :
+                                                  slim_progress_outer_wait_cb,
+                                          flags);
+    } else if (!iface->progress.direct) {
         uct_base_iface_progress_enable_cb(&iface->super, slim_progress_outer_cb,
                                           flags);
     } else if (iface->features & SLIM_FEATURE_RECORD) {

@@ -337,6 +337,36 @@ void LiveLoop::close_burst(TimeNs now_ns)
     }
 }
 
+void LiveLoop::wait_begin(TimeNs start)
+{
+    // The module estimates the start from its rounds; a hand-over of the
+    // same rank stamped later (the first round of the MPI call that
+    // waits) bounds it better.
+    wait_start_ = std::max({start, last_wait_end_, last_op_ns_});
+}
+
+void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks)
+{
+    if (!wait_start_) {
+        return;  // its begin was lost to a full ring
+    }
+    predict::Wait wait{*wait_start_, std::max(end, *wait_start_)};
+    wait_start_.reset();
+    last_wait_end_ = wait.end_ns;
+    ++waits_;
+    wait_ns_ += wait.end_ns - wait.start_ns;
+    wait_blocked_ns_ += std::min(blocked_ns, wait.end_ns - wait.start_ns);
+    wait_blocks_ += blocks;
+    if (trace_) {
+        try {
+            trace_->write(wait);
+        } catch (const std::exception& e) {
+            trace_error_ = e.what();
+            trace_.reset();
+        }
+    }
+}
+
 void LiveLoop::flush_trace()
 {
     if (!trace_ || !trace_->unflushed()) {
@@ -405,9 +435,13 @@ LiveSummary LiveLoop::summary(bool final)
             trace_.reset();  // closed: the run's trace is complete
         }
     }
-    s.trace_events = trace_events_;
-    s.trace_path   = config_.trace_path;
-    s.trace_error  = trace_error_;
+    s.trace_events    = trace_events_;
+    s.waits           = waits_;
+    s.wait_ns         = wait_ns_;
+    s.wait_blocked_ns = wait_blocked_ns_;
+    s.wait_blocks     = wait_blocks_;
+    s.trace_path      = config_.trace_path;
+    s.trace_error     = trace_error_;
     if (final && !finished_) {
         finished_ = true;
         controller_->restore_full_width();

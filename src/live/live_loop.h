@@ -140,6 +140,15 @@ struct LiveSummary {
     DrainCounters drain;
     std::uint64_t ops_dropped = 0;  // records lost to a full ring
     std::uint64_t ops_logged  = 0;  // records written (runs, first sends, regions)
+    // The CPU side (UCX_SLIM_CPU=on, filled by the runtime): the rank's
+    // waits, their total time, and of it the time blocked instead of
+    // spinning (UCX_SLIM_WAIT=yield) and how many blocks that took.
+    bool cpu                  = false;
+    std::string wait_mode     = "spin";
+    std::uint64_t waits       = 0;
+    TimeNs wait_ns            = 0;
+    TimeNs wait_blocked_ns    = 0;
+    std::uint64_t wait_blocks = 0;
 };
 
 class LiveLoop {
@@ -190,6 +199,14 @@ public:
     // nesting and balance.
     void region_begin(double ratio);
     void region_end();
+
+    // A wait of the rank (OpKind::wait_begin, wait_end): from `start`
+    // through `end`, `blocked_ns` of it blocked in `blocks` blocks. Counted
+    // for the summary and written to the trace as a "w" line; a wait that
+    // would begin before the previous one ended, or before the latest
+    // operation, starts there (the module estimates where a wait began).
+    void wait_begin(TimeNs start);
+    void wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks);
 
     // Closes the open burst and returns the totals so far. The link goes
     // back to full width for good when `final` is set.
@@ -285,6 +302,13 @@ private:
     // Wire/original ratio of each event id's last packed burst (bounded).
     std::unordered_map<predict::EventId, double> last_ratio_;
     std::uint64_t trace_events_ = 0;
+    // Waits (wait_begin, wait_end).
+    std::optional<TimeNs> wait_start_;
+    TimeNs last_wait_end_      = 0;
+    std::uint64_t waits_       = 0;
+    TimeNs wait_ns_            = 0;
+    TimeNs wait_blocked_ns_    = 0;
+    std::uint64_t wait_blocks_ = 0;
 };
 
 // The stable identity of an operation (see the file comment).

@@ -8,4 +8,5 @@ src_libslimcore_la_SOURCES += \
 	src/live/record_clock.h src/live/record_clock.cpp
 
 tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_live_loop.cpp
+	tests/unit/test_live_loop.cpp \
+	tests/unit/test_waits.cpp

@@ -82,6 +82,12 @@ bool OpLog::candidate(Source& s, LogItem& out) noexcept
         out.kind    = LogItem::Kind::op;
         out.op      = r->op;
         out.op.t_ns = clock_.to_ns(static_cast<std::uint64_t>(r->op.t_ns));
+        if (r->op.kind == OpKind::wait_end) {
+            // Time blocked: ticks to nanoseconds, over the wait's end.
+            const auto end = static_cast<std::uint64_t>(r->op.t_ns);
+            out.op.peer    = static_cast<std::uintptr_t>(
+                    clock_.to_ns(end) - clock_.to_ns(end - static_cast<std::uint64_t>(r->op.peer)));
+        }
         return true;
     }
     return false;
@@ -94,7 +100,10 @@ void OpLog::take(Source& s, const LogItem& item) noexcept
         s.consumed = s.target;
         return;
     }
-    s.consumed.add(s.ring->peek()->op);
+    const OpRecord& op = s.ring->peek()->op;
+    if (is_operation(op.kind)) {
+        s.consumed.add(op);
+    }
     s.ring->pop();
 }
 

@@ -114,7 +114,12 @@ public:
         LogItem item;
         while (next_item(item)) {
             ++result.items;
-            result.ops += item.kind == LogItem::Kind::op ? 1 : item.ops;
+            if (item.kind == LogItem::Kind::continuation) {
+                result.ops += item.ops;
+            } else if (is_operation(item.op.kind) || item.op.kind == OpKind::region_begin ||
+                       item.op.kind == OpKind::region_end) {
+                result.ops += 1;
+            }
             each(static_cast<const LogItem&>(item));
         }
         free_closed_locked();

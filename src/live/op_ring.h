@@ -37,7 +37,17 @@ enum class OpKind : std::uint8_t {
     traffic,       // a data operation (the fields below)
     region_begin,  // slim_region_begin: ratio in `ratio`
     region_end,    // slim_region_end
+    // A wait of the rank (slim_core_wait_record): its start, then its end,
+    // pushed together once it ended. wait_end carries the time the wait
+    // spent blocked (yield mode) in `peer`, in the stamp's unit, and how
+    // many times it blocked in `wire_bytes`.
+    wait_begin,
+    wait_end,
 };
+
+// Whether a record stands for a data operation (it counts in a producer's
+// totals) rather than a marker beside them (regions, waits).
+inline constexpr bool is_operation(OpKind kind) noexcept { return kind == OpKind::traffic; }
 
 // How long an operation in flight keeps its run going with nothing else
 // happening (SerialOpRing::record, LiveLoop). A verbs completion comes
@@ -330,6 +340,10 @@ public:
         head_.store(head + 1, std::memory_order_release);
         return true;
     }
+
+    // The producer: a marker (a wait's begin or end) between its
+    // operations: a slot of its own that counts in no totals.
+    bool push_marker(const OpRecord& marker) noexcept { return push(SerialRecord{marker, own_}); }
 
     // The consumer: the oldest record without taking it.
     const SerialRecord *peek() noexcept

@@ -412,6 +412,38 @@ void slim_core_tally_flush(slim_core_recorder_t *recorder, slim_core_tally_t *ta
     }
 }
 
+void slim_core_wait_config(slim_core_wait_config_t *config)
+{
+    *config                    = slim_core_wait_config_t{};
+    const slim::Engine *engine = slim::Engine::get();
+    if (engine == nullptr || engine->config().forward_only) {
+        return;
+    }
+    const slim::Config& c = engine->config();
+    config->record        = c.cpu ? 1 : 0;
+    config->yield         = c.wait_yield ? 1 : 0;
+    config->spin_ns       = static_cast<uint64_t>(c.wait_spin.count());
+    config->max_ns        = static_cast<uint64_t>(c.wait_max.count());
+}
+
+uint64_t slim_core_wait_clock(const slim_core_recorder_t *recorder)
+{
+    return recorder != nullptr ? recorder->recording->wait_clock(recorder->recorder)
+                               : slim::Recording::steady_ticks();
+}
+
+uint64_t slim_core_wait_ticks(const slim_core_recorder_t *recorder, uint64_t ns)
+{
+    return recorder != nullptr ? recorder->recording->wait_ticks(recorder->recorder, ns) : ns;
+}
+
+void slim_core_wait_record(slim_core_recorder_t *recorder, const slim_core_wait_t *wait)
+{
+    if (recorder != nullptr) {
+        recorder->recording->record_wait(recorder->recorder, *wait);
+    }
+}
+
 volatile int slim_core_poll_wanted = 0;
 
 void slim_core_poll(void)

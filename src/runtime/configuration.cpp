@@ -317,6 +317,26 @@ Config Config::from_ucx()
     if (whole_in_range(bounce_grow_var, raw.bounce_grow, 1, max_bounce_grow, problems)) {
         config.bounce_grow = raw.bounce_grow;
     }
+    config.cpu        = raw.cpu != 0;
+    config.wait_yield = raw.wait != 0;
+    if (!(raw.wait_spin >= 0.0 && raw.wait_spin <= 1.0)) {
+        const char *text = std::getenv(wait_spin_var);
+        problems.push_back(parse::bad_value(wait_spin_var,
+                                            text ? text : parse::format_real(raw.wait_spin) + "s",
+                                            "durations from 0s to 1s (e.g. 50us)"));
+    } else {
+        config.wait_spin =
+                std::chrono::nanoseconds(static_cast<std::int64_t>(raw.wait_spin * 1e9 + 0.5));
+    }
+    if (!(raw.wait_max >= 1e-6 && raw.wait_max <= 1.0)) {
+        const char *text = std::getenv(wait_max_var);
+        problems.push_back(parse::bad_value(wait_max_var,
+                                            text ? text : parse::format_real(raw.wait_max) + "s",
+                                            "durations from 1us to 1s (e.g. 1ms)"));
+    } else {
+        config.wait_max =
+                std::chrono::nanoseconds(static_cast<std::int64_t>(raw.wait_max * 1e9 + 0.5));
+    }
     if (config.link == LinkBackendKind::exec && config.link_exec.empty()) {
         problems.emplace_back(std::string(link_exec_var) + " is unset: it is required when " +
                               link_var + "=exec; accepted values are " + link_exec_accepted);

@@ -78,6 +78,8 @@ struct Config {
     static constexpr unsigned max_bounce_count    = 4096;
     static constexpr const char *bounce_grow_var  = "UCX_SLIM_BOUNCE_GROW";
     static constexpr unsigned max_bounce_grow     = 4096;
+    static constexpr const char *wait_spin_var    = "UCX_SLIM_WAIT_SPIN";
+    static constexpr const char *wait_max_var     = "UCX_SLIM_WAIT_MAX";
 
     std::string inner = "tcp";  // UCT transport that `slim` wraps
     ReportTarget report;        // exit report destination
@@ -108,6 +110,13 @@ struct Config {
     std::size_t bounce_size = std::size_t{512} << 10;
     unsigned bounce_count   = 128;
     unsigned bounce_grow    = 8;
+    // The CPU side: waits recorded (UCX_SLIM_CPU=on), and blocked in
+    // rather than spun through once they lasted wait_spin
+    // (UCX_SLIM_WAIT=yield), at most wait_max at a time.
+    bool cpu                           = false;
+    bool wait_yield                    = false;
+    std::chrono::nanoseconds wait_spin = std::chrono::microseconds(50);
+    std::chrono::nanoseconds wait_max  = std::chrono::milliseconds(1);
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

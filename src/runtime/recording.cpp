@@ -87,6 +87,8 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     // Operations closer than the burst gap never start a burst: each
     // interface folds them into its totals instead of logging each.
     const predict::TimeNs coalesce_gap = lc.burst_gap_ns;
+    cpu_                               = config.cpu;
+    wait_yield_                        = config.wait_yield;
     replay_now_                        = link::steady_now_ns();
     service.attach(config, lc);
     // A real port behind the service: the drain follows the loop's
@@ -233,6 +235,42 @@ void Recording::flush(Recorder *recorder, slim_core_tally_t& tally) noexcept
     clear_batch(tally);
 }
 
+std::uint64_t Recording::steady_ticks() noexcept
+{
+    return static_cast<std::uint64_t>(link::steady_now_ns());
+}
+
+std::uint64_t Recording::wait_ticks(const Recorder *recorder, std::uint64_t ns) const noexcept
+{
+    if (log_ && recorder != nullptr && recorder->ring != nullptr) {
+        return log_->clock().ticks_within(static_cast<predict::TimeNs>(ns));
+    }
+    return ns;
+}
+
+void Recording::record_wait(Recorder *recorder, const slim_core_wait_t& wait) noexcept
+{
+    if (!log_ || recorder == nullptr) {
+        return;
+    }
+    live::OpRecord begin;
+    begin.kind = live::OpKind::wait_begin;
+    begin.t_ns = static_cast<predict::TimeNs>(wait.start);
+    live::OpRecord end;
+    end.kind       = live::OpKind::wait_end;
+    end.t_ns       = static_cast<predict::TimeNs>(wait.end);
+    end.peer       = static_cast<std::uintptr_t>(wait.blocked);
+    end.wire_bytes = wait.blocks;
+    if (recorder->ring != nullptr) {
+        recorder->ring->push_marker(begin);
+        recorder->ring->push_marker(end);
+    } else {
+        // Stamped with the steady clock (wait_clock): the shared ring's.
+        log_->shared().push(begin);
+        log_->shared().push(end);
+    }
+}
+
 void Recording::on_traffic(const live::Traffic& traffic) noexcept
 {
     if (!log_) {
@@ -333,6 +371,8 @@ std::optional<live::LiveSummary> Recording::finish(const ServiceAttachment& serv
             final_live_->drain             = drain_->stats();
             final_live_->ops_dropped       = log_->dropped();
             final_live_->ops_logged        = log_->logged();
+            final_live_->cpu               = cpu_;
+            final_live_->wait_mode         = wait_yield_ ? "yield" : "spin";
         }
         return final_live_;
     } catch (const std::exception& e) {

@@ -71,6 +71,20 @@ public:
     // that has something to hand over, never per operation.
     void flush(Recorder *recorder, slim_core_tally_t& tally) noexcept;
 
+    // Waits (slim_core_wait_*): the clock they are stamped with, in the
+    // ticks of `recorder`'s ring (the steady clock's nanoseconds without
+    // one), `ns` in those ticks, and one ended wait handed to the live
+    // loop through that ring. Called in progress rounds that found
+    // nothing, never on an operation's path.
+    std::uint64_t wait_clock(const Recorder *recorder) const noexcept
+    {
+        return log_ && recorder != nullptr && recorder->ring != nullptr ? log_->clock().now()
+                                                                        : steady_ticks();
+    }
+    std::uint64_t wait_ticks(const Recorder *recorder, std::uint64_t ns) const noexcept;
+    void record_wait(Recorder *recorder, const slim_core_wait_t& wait) noexcept;
+    static std::uint64_t steady_ticks() noexcept;
+
     // Transport progress: drains the ring only when the drain thread could
     // not start (slim_core_poll_wanted, which the transport reads itself).
     void poll() noexcept
@@ -117,6 +131,8 @@ private:
     std::unique_ptr<live::LiveLoop> live_;
     std::unique_ptr<live::LiveDrain> drain_;  // after live_: stops first
     std::string trace_open_error_;
+    bool cpu_        = false;  // UCX_SLIM_CPU=on: the summary shows the waits
+    bool wait_yield_ = false;
     // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
     // next operation then really waits the reactivation time (once).
     std::atomic<bool> inject_pending_{false};

@@ -284,6 +284,17 @@ std::string text_live(const live::LiveSummary *l)
     return out;
 }
 
+std::string text_cpu(const live::LiveSummary *l)
+{
+    if (l == nullptr || !l->cpu) {
+        return {};
+    }
+    return "  cpu (waits " + l->wait_mode + "): " + std::to_string(l->waits) + " waits, " +
+           fixed(static_cast<double>(l->wait_ns) * 1e-9, 6) + " s in all, " +
+           fixed(static_cast<double>(l->wait_blocked_ns) * 1e-9, 6) + " s of it blocked (" +
+           std::to_string(l->wait_blocks) + " blocks)\n";
+}
+
 ReportJson live_json(const live::LiveSummary& l)
 {
     ReportJson widths = ReportJson::object();
@@ -357,6 +368,7 @@ std::string format_text_report(const RankReportData& data)
     out.append(text_row("total", total(traffic, SLIM_DIR_SEND), total(traffic, SLIM_DIR_RECV)));
     out.append(text_packing(data.packing, data.bound, data.puts));
     out.append(text_live(data.live));
+    out.append(text_cpu(data.live));
     if (data.errors_swallowed != 0) {
         out.append("  errors swallowed " + std::to_string(data.errors_swallowed) +
                    " (logged as they happened)\n");
@@ -384,6 +396,15 @@ std::string format_json_report(const RankReportData& data)
             {"packing", packing_json(data.packing, data.bound, data.puts)},
             {"link", data.live != nullptr ? live_json(*data.live) : ReportJson(nullptr)},
     };
+    // Only with UCX_SLIM_CPU=on: other reports keep their fields.
+    if (data.live != nullptr && data.live->cpu) {
+        const live::LiveSummary& l = *data.live;
+        report["cpu"]              = {{"wait_mode", l.wait_mode},
+                                      {"waits", l.waits},
+                                      {"wait_ns", l.wait_ns},
+                                      {"blocked_ns", l.wait_blocked_ns},
+                                      {"blocks", l.wait_blocks}};
+    }
     // Only when some were: a clean run's report keeps its fields.
     if (data.errors_swallowed != 0) {
         report["errors_swallowed"] = data.errors_swallowed;

@@ -41,6 +41,10 @@ typedef struct slim_config {
     size_t bounce_size;    /* UCX_SLIM_BOUNCE_SIZE: UCX memunits */
     unsigned bounce_count; /* UCX_SLIM_BOUNCE_COUNT */
     unsigned bounce_grow;  /* UCX_SLIM_BOUNCE_GROW */
+    unsigned cpu;          /* UCX_SLIM_CPU: slim_config_cpu_modes */
+    unsigned wait;         /* UCX_SLIM_WAIT: slim_config_wait_modes */
+    double wait_spin;      /* UCX_SLIM_WAIT_SPIN: seconds (UCX time) */
+    double wait_max;       /* UCX_SLIM_WAIT_MAX: seconds (UCX time) */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the
@@ -49,6 +53,8 @@ extern const char *slim_config_log_levels[];
 extern const char *slim_config_links[];
 extern const char *slim_config_packing_modes[];
 extern const char *slim_config_predictors[];
+extern const char *slim_config_cpu_modes[];
+extern const char *slim_config_wait_modes[];
 
 extern ucs_config_field_t slim_config_table[];
 

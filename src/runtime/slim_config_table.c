@@ -206,6 +206,8 @@ const char *slim_config_log_levels[]    = {"off", "error", "warn", "info", "debu
 const char *slim_config_links[]         = {"emulated", "ibmad", "exec", NULL};
 const char *slim_config_packing_modes[] = {"auto", "on", "off", NULL};
 const char *slim_config_predictors[]    = {"adaptive", "spps", "pps", "timeout", "off", NULL};
+const char *slim_config_cpu_modes[]     = {"off", "on", NULL};
+const char *slim_config_wait_modes[]    = {"spin", "yield", NULL};
 
 static const slim_config_check_t slim_config_check_inner     = SLIM_CHECK_INNER;
 static const slim_config_check_t slim_config_check_report    = SLIM_CHECK_REPORT;
@@ -314,6 +316,31 @@ ucs_config_field_t slim_config_table[] = {
      "own), off (always that in-process emulated link), or the absolute path\n"
      "of a slimlinkd socket.",
      offsetof(slim_config_t, service), SLIM_TYPE_CHECKED(slim_config_check_service)},
+
+    {"CPU", "off",
+     "The CPU side (off|on): on, slim watches its progress rounds for waits\n"
+     "(runs of rounds in which nothing of the rank arrives, completes or is\n"
+     "sent), writes them to the trace as 'w' lines and counts them in the\n"
+     "report. off: the progress rounds are the plain ones, at no cost.",
+     offsetof(slim_config_t, cpu), SLIM_TYPE_ENUM(slim_config_cpu_modes)},
+
+    {"WAIT", "spin",
+     "What a rank does in a long wait (spin|yield). yield: after\n"
+     "UCX_SLIM_WAIT_SPIN of waiting, progress blocks on the inner transport's\n"
+     "event descriptor for at most UCX_SLIM_WAIT_MAX at a time and wakes on\n"
+     "the first arrival, leaving the core free. Only when UCX_TLS allows no\n"
+     "transport but slim and self; otherwise says so once and spins.",
+     offsetof(slim_config_t, wait), SLIM_TYPE_ENUM(slim_config_wait_modes)},
+
+    {"WAIT_SPIN", "50us",
+     "With UCX_SLIM_WAIT=yield, how long a wait spins before it blocks\n"
+     "(0s..1s).",
+     offsetof(slim_config_t, wait_spin), SLIM_TYPE_TIME},
+
+    {"WAIT_MAX", "1ms",
+     "With UCX_SLIM_WAIT=yield, the longest one block lasts (1us..1s): all a\n"
+     "wait that blocks wrongly can cost, should its wake-up not come.",
+     offsetof(slim_config_t, wait_max), SLIM_TYPE_TIME},
 
     {NULL}
 };

@@ -208,6 +208,126 @@ extern volatile int slim_core_poll_wanted;
  * again at process exit (the second call does nothing). */
 void slim_core_report(void);
 
+/* ---- waits: the CPU side ------------------------------------------------
+ *
+ * A wait is a run of progress rounds in which nothing of the rank arrives,
+ * completes or is sent: its core only polls. The module finds them in its
+ * progress rounds (never on an operation's path) and hands each over once
+ * it ended, at the start of a later round; the live loop writes them to the
+ * trace ("w" lines) and counts them for the report. */
+
+/* UCX_SLIM_CPU, UCX_SLIM_WAIT, UCX_SLIM_WAIT_SPIN and UCX_SLIM_WAIT_MAX as
+ * parsed; all zero before a successful slim_core_init() (nothing watched). */
+typedef struct slim_core_wait_config {
+    int record;       /* UCX_SLIM_CPU=on: waits go to the trace and report */
+    int yield;        /* UCX_SLIM_WAIT=yield: block in long waits */
+    uint64_t spin_ns; /* UCX_SLIM_WAIT_SPIN: spin this long before blocking */
+    uint64_t max_ns;  /* UCX_SLIM_WAIT_MAX: block at most this long at once */
+} slim_core_wait_config_t;
+
+void slim_core_wait_config(slim_core_wait_config_t *config);
+
+/* One wait, in the ticks of slim_core_wait_clock(). */
+typedef struct slim_core_wait {
+    uint64_t start;
+    uint64_t end;
+    uint64_t blocked; /* ticks of it spent blocked (yield mode) */
+    uint32_t blocks;  /* how many times it blocked */
+} slim_core_wait_t;
+
+/* Finding waits in progress rounds: the state machine the module runs
+ * (inline, so that an idle round costs a compare and an increment, and so
+ * that it is tested on fake rounds). Rounds are reported in order: each
+ * idle (nothing handed over, nothing polled) or busy. */
+typedef struct slim_core_wait_watch {
+    unsigned idle;       /* idle rounds in a row, up to threshold */
+    unsigned threshold;  /* idle rounds before a wait is timed */
+    int timing;          /* the wait is timed: its idle rounds read the clock */
+    uint64_t first_tick; /* the first timed round */
+    uint64_t last_tick;  /* the latest idle round */
+    unsigned timed;      /* idle rounds since the first timed one */
+    uint64_t blocked;    /* ticks of the wait blocked (yield) */
+    uint32_t blocks;
+    int closed; /* `ended` is to be handed over */
+    slim_core_wait_t ended;
+} slim_core_wait_watch_t;
+
+/* An idle round. 1: the wait is long enough to be timed; read the clock
+ * and call slim_core_wait_timed() with it. */
+static inline int slim_core_wait_idle(slim_core_wait_watch_t *watch)
+{
+    if (watch->idle < watch->threshold) {
+        ++watch->idle;
+        return 0;
+    }
+    return 1;
+}
+
+/* A timed idle round at `now`. */
+static inline void slim_core_wait_timed(slim_core_wait_watch_t *watch, uint64_t now)
+{
+    if (!watch->timing) {
+        watch->timing     = 1;
+        watch->first_tick = now;
+        watch->timed      = 0;
+        watch->blocked    = 0;
+        watch->blocks     = 0;
+    } else {
+        ++watch->timed;
+    }
+    watch->last_tick = now;
+}
+
+/* A timed round blocked from its reading until `after` (yield). */
+static inline void slim_core_wait_blocked(slim_core_wait_watch_t *watch, uint64_t after)
+{
+    watch->blocked += after - watch->last_tick;
+    ++watch->blocks;
+    watch->last_tick = after;
+}
+
+/* The timed wait ended at its last idle round: `ended` gets it, to hand
+ * over when `record`. Its start is estimated: the rounds before timing
+ * began took about as long as the timed ones, blocks left out (all of them
+ * polled and found nothing). */
+static inline void slim_core_wait_end(slim_core_wait_watch_t *watch, int record)
+{
+    const uint64_t span = watch->last_tick - watch->first_tick;
+    uint64_t ahead      = 0;
+
+    /* Blocked time is no round's: a yield's rounds would look long. */
+    if (watch->timed > 0 && span > watch->blocked) {
+        ahead = (span - watch->blocked) / watch->timed * watch->threshold;
+    }
+    watch->ended.start   = watch->first_tick > ahead ? watch->first_tick - ahead : 0;
+    watch->ended.end     = watch->last_tick;
+    watch->ended.blocked = watch->blocked;
+    watch->ended.blocks  = watch->blocks;
+    watch->closed        = record;
+    watch->timing        = 0;
+}
+
+/* A busy round: a timed wait ends (no clock read: the round that ended
+ * it is not timed). */
+static inline void slim_core_wait_busy(slim_core_wait_watch_t *watch, int record)
+{
+    if (watch->timing) {
+        slim_core_wait_end(watch, record);
+    }
+    watch->idle = 0;
+}
+
+/* Now, in the ticks the waits of `recorder` are stamped in (NULL: the
+ * process's shared log). Read only in rounds that found nothing. */
+uint64_t slim_core_wait_clock(const slim_core_recorder_t *recorder);
+
+/* `ns` nanoseconds in those ticks (at most). */
+uint64_t slim_core_wait_ticks(const slim_core_recorder_t *recorder, uint64_t ns);
+
+/* Hands one ended wait to the live loop. Same rule as slim_core_tally_flush
+ * for `recorder`: calls on one recorder must not overlap. */
+void slim_core_wait_record(slim_core_recorder_t *recorder, const slim_core_wait_t *wait);
+
 /* ---- lossy packing: frames on the wire ----------------------------------
  *
  * A message whose payload overlaps marked memory travels as a packing frame

@@ -223,3 +223,13 @@ tests_mpi_inner_config_LDADD = $(UCX_LIBS)
 tests_mpi_inner_config_LDFLAGS = -no-install
 TESTS += tests/mpi/inner-config.test
 EXTRA_DIST += tests/mpi/inner-config.test
+
+# Waits seen from below MPI (UCX_SLIM_CPU=on) against what the program
+# measured, and UCX_SLIM_WAIT=yield: every message arrives, CPU time drops.
+check_PROGRAMS += tests/mpi/waits
+tests_mpi_waits_SOURCES = tests/mpi/waits.c
+tests_mpi_waits_CFLAGS = $(mpi_test_mpich_cflags)
+tests_mpi_waits_LDADD = $(MPICH_LIBS)
+tests_mpi_waits_LDFLAGS = -no-install
+TESTS += tests/mpi/waits.test
+EXTRA_DIST += tests/mpi/waits.test

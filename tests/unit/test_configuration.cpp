@@ -507,3 +507,22 @@ TEST_CASE("a bad value from one variable leaves the others' reporting intact")
     CHECK(msg.find("UCX_SLIM_LOG_LEVEL='loud'") < msg.find("UCX_SLIM_PREDICTOR='x'"));
     CHECK_THAT(msg, !Contains("UCX_SLIM_INNER"));
 }
+
+TEST_CASE("UCX_SLIM_CPU, _WAIT, _WAIT_SPIN and _WAIT_MAX: off, spin, 50us and 1ms by default")
+{
+    const Config d = parse({});
+    CHECK_FALSE(d.cpu);
+    CHECK_FALSE(d.wait_yield);
+    CHECK(d.wait_spin == std::chrono::microseconds(50));
+    CHECK(d.wait_max == std::chrono::milliseconds(1));
+    CHECK(parse({{"UCX_SLIM_CPU", "on"}}).cpu);
+    CHECK(parse({{"UCX_SLIM_WAIT", "yield"}}).wait_yield);
+    CHECK(parse({{"UCX_SLIM_WAIT_SPIN", "0s"}}).wait_spin == std::chrono::nanoseconds(0));
+    CHECK(parse({{"UCX_SLIM_WAIT_MAX", "200us"}}).wait_max == std::chrono::microseconds(200));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_WAIT_MAX", "0s"}}),
+                      Contains("UCX_SLIM_WAIT_MAX='0s': accepted values are durations from 1us "
+                               "to 1s"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_WAIT_SPIN", "2s"}}), Contains("UCX_SLIM_WAIT_SPIN='2s'"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_CPU", "maybe"}}), Contains("UCX_SLIM_CPU"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_WAIT", "sleep"}}), Contains("UCX_SLIM_WAIT"));
+}
