@@ -229,12 +229,13 @@ void ServiceServer::Impl::bind_socket()
         throw ServiceError("cannot open the lock " + lock_path + ": " + errno_text(errno));
     }
     if (!lock_within(lock_fd, addr, ServiceServer::kLockWait)) {
-        throw ServiceError("another slimlinkd holds " + lock_path +
-                           (someone_listens(addr)
-                                    ? " and is listening on " + path
-                                    : " and has not released it in " +
-                                              std::to_string(ServiceServer::kLockWait.count()) +
-                                              " ms (still restoring its port?)"));
+        if (someone_listens(addr)) {
+            throw ServiceError("another slimlinkd is listening on " + path + " (it holds " +
+                               lock_path + ")");
+        }
+        throw ServiceError("another slimlinkd holds " + lock_path + " and has not released it in " +
+                           std::to_string(ServiceServer::kLockWait.count()) +
+                           " ms (still restoring its port?)");
     }
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
