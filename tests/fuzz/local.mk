@@ -46,6 +46,11 @@ service_fuzzer_sources = \
 	$(srcdir)/src/service/port_driver.cpp \
 	$(srcdir)/src/service/job_reports.cpp \
 	$(srcdir)/src/service/state_file.cpp \
+	$(srcdir)/src/service/cpu_controller.cpp \
+	$(srcdir)/src/service/cpu_backend.cpp \
+	$(srcdir)/src/service/cpu_backend_emulated.cpp \
+	$(srcdir)/src/service/cpu_backend_cpufreq.cpp \
+	$(srcdir)/src/service/cpu_backend_exec.cpp \
 	$(srcdir)/src/link/service_io.cpp \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
@@ -59,6 +64,8 @@ service_fuzzer_headers = \
 	$(srcdir)/src/service/port_service.h \
 	$(srcdir)/src/service/port_service_state.h \
 	$(srcdir)/src/service/state_file.h \
+	$(srcdir)/src/service/cpu_backend.h \
+	$(srcdir)/src/service/cpu_controller.h \
 	$(srcdir)/src/link/service_io.h \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \

@@ -17,10 +17,16 @@
 // - no client has more than PortService::kMaxQueuedRecords records queued
 //   (memory bounded: the run's RSS is also capped by frame-fuzz's limit);
 // - a report lists only clients of the reporter's own uid (their records
-//   carry the uid they were deposited under).
+//   carry the uid they were deposited under);
+// - the CPU messages (affinity, request, status), checked as the server
+//   checks them and driven into a CpuController on the emulated cores:
+//   a core is low only while every rank that may run on it asked for low,
+//   and every core is back at full once the ranks are gone.
 #include "link/backend.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
+#include "service/cpu_backend.h"
+#include "service/cpu_controller.h"
 #include "service/port_service.h"
 
 #include <cstdint>
@@ -73,12 +79,15 @@ private:
 
 struct Client {
     std::int32_t uid = 0;
+    CoreSet cores;     // where it may run, as the controller was told
+    bool low = false;  // its last CPU request
 };
 
 constexpr std::size_t kClients = 8;  // connection slots
 
 struct World {
     std::unique_ptr<PortService> service;
+    std::unique_ptr<CpuController> cpu;
     std::map<std::uint32_t, Client> clients;  // attached, by id
     std::uint32_t slot[kClients] = {};
     TimeNs now                   = 1'000'000;
@@ -87,6 +96,7 @@ struct World {
 void drop(World& w, std::size_t s, bool died)
 {
     if (w.slot[s] != 0) {
+        w.cpu->drop(w.slot[s], w.now);
         w.service->drop(w.slot[s], w.now, died);
         w.clients.erase(w.slot[s]);
         w.slot[s] = 0;
@@ -127,8 +137,56 @@ void message(World& w, Input& in)
         check(id != 0 || !why.empty());
         if (id != 0) {
             w.slot[s]     = id;
-            w.clients[id] = Client{uid};
+            w.clients[id] = Client{uid, w.cpu->backend().cores(), false};
+            // The server reads where the peer may run from /proc; here it
+            // may run on every core.
+            w.cpu->set_cores(id, w.clients[id].cores, w.now);
         }
+        return;
+    }
+    case svc::MessageType::cpu_affinity: {
+        if (w.slot[s] == 0 || h.length != sizeof(svc::CpuAffinity)) {
+            return drop(w, s, true);
+        }
+        svc::CpuAffinity claimed;
+        std::memcpy(&claimed, payload, sizeof claimed);
+        CoreSet claim;
+        for (std::size_t i = 0; i < svc::kCpuMaskWords; ++i) {
+            for (std::size_t b = 0; b < 64; ++b) {
+                if ((claimed.mask[i] >> b) & 1u) {
+                    claim.set(i * 64 + b);
+                }
+            }
+        }
+        Client& c = w.clients[w.slot[s]];
+        if ((claim & c.cores).any()) {  // a claim may only narrow
+            c.cores &= claim;
+        }
+        w.cpu->set_cores(w.slot[s], c.cores, w.now);
+        return;
+    }
+    case svc::MessageType::cpu_request: {
+        svc::CpuRequest r;
+        if (w.slot[s] == 0 || h.length != sizeof r) {
+            return drop(w, s, true);
+        }
+        std::memcpy(&r, payload, sizeof r);
+        if (r.level != static_cast<std::uint32_t>(svc::CpuLevel::full) &&
+            r.level != static_cast<std::uint32_t>(svc::CpuLevel::low)) {
+            return drop(w, s, true);
+        }
+        const bool low = r.level == static_cast<std::uint32_t>(svc::CpuLevel::low);
+        w.cpu->request(w.slot[s], low, w.now);
+        w.clients[w.slot[s]].low = low;
+        return;
+    }
+    case svc::MessageType::cpu_status: {
+        if (h.length != 0) {
+            return drop(w, s, true);
+        }
+        const svc::CpuStatusReply reply = w.cpu->status(w.now);
+        (void)reply;
+        check(w.cpu->core_status(64).size() <= 64);
         return;
     }
     case svc::MessageType::deposit: {
@@ -212,6 +270,14 @@ void invariants(World& w)
         check(d <= full);
     }
     check(w.service->live_clients() == w.clients.size());
+    // A core is low only while every rank that may run on it asked for low.
+    const CoreSet low = w.cpu->cores_low();
+    for (const auto& [id, c] : w.clients) {
+        if (!c.low) {
+            check((low & c.cores).none());
+        }
+    }
+    check((low & ~w.cpu->backend().cores()).none());
 }
 
 }  // namespace
@@ -220,6 +286,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
 {
     Input in(data, size);
     World w;
+    CpuBackendConfig cpu_config;
+    cpu_config.emulated_cores = 8;
+    w.cpu     = std::make_unique<CpuController>(make_emulated_cpu_backend(cpu_config, w.now));
     w.service = std::make_unique<PortService>([](Clock clock) {
         BackendConfig config;
         config.clock = std::move(clock);
@@ -246,5 +315,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     }
     reports(w);
     invariants(w);
+    check(w.cpu->cores_low().none());  // every core back at full
     return 0;
 }
