@@ -21,6 +21,7 @@
 // - For fatal signals the full-width command line is built at start, so the
 //   handler only needs fork/execve/waitpid/nanosleep/kill (async-signal-safe).
 #include "service/backend_registry.h"
+#include "service/site_command.h"
 
 #include <atomic>
 #include <cerrno>
@@ -38,6 +39,10 @@ extern char **environ;
 namespace slim::link {
 
 namespace {
+
+using site_command::describe_wait_status;
+using site_command::executable_file;
+using site_command::split_words;
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -88,33 +93,6 @@ bool substitute(const std::string& word, const std::string& device, unsigned por
     return true;
 }
 
-std::vector<std::string> split_words(const std::string& text)
-{
-    std::vector<std::string> words;
-    std::string word;
-    for (const char c : text) {
-        if (c == ' ' || c == '\t') {
-            if (!word.empty()) {
-                words.push_back(word);
-                word.clear();
-            }
-        } else {
-            word.push_back(c);
-        }
-    }
-    if (!word.empty()) {
-        words.push_back(word);
-    }
-    return words;
-}
-
-bool executable_file(const std::string& path)
-{
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           ::access(path.c_str(), X_OK) == 0;
-}
-
 // Absolute path of `program` (searched in PATH when it has no '/'), or "".
 std::string resolve_program(const std::string& program)
 {
@@ -134,17 +112,6 @@ std::string resolve_program(const std::string& program)
         start = end + 1;
     }
     return {};
-}
-
-std::string describe_wait_status(int status)
-{
-    if (WIFEXITED(status)) {
-        return "exited with status " + std::to_string(WEXITSTATUS(status));
-    }
-    if (WIFSIGNALED(status)) {
-        return "was killed by signal " + std::to_string(WTERMSIG(status));
-    }
-    return "ended abnormally";
 }
 
 // Argument vector with stable char* pointers (execve wants char* const[]).

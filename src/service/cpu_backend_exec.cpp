@@ -13,6 +13,7 @@
 // - synchronous: the service waits for each command (at most the
 //   timeout), so that cores never change in an order the commands did not.
 #include "service/cpu_backend.h"
+#include "service/site_command.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -32,25 +33,9 @@ namespace slim::link {
 
 namespace {
 
-std::vector<std::string> split_words(const std::string& text)
-{
-    std::vector<std::string> words;
-    std::string word;
-    for (const char c : text) {
-        if (c == ' ' || c == '\t') {
-            if (!word.empty()) {
-                words.push_back(word);
-                word.clear();
-            }
-        } else {
-            word.push_back(c);
-        }
-    }
-    if (!word.empty()) {
-        words.push_back(word);
-    }
-    return words;
-}
+using site_command::describe_wait_status;
+using site_command::executable_file;
+using site_command::split_words;
 
 // Replaces {cores}, {level}, {khz}; false on any other {...}.
 bool substitute(const std::string& word, const std::string& cores, const std::string& level,
@@ -79,24 +64,6 @@ bool substitute(const std::string& word, const std::string& cores, const std::st
         i = close + 1;
     }
     return true;
-}
-
-bool executable_file(const std::string& path)
-{
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-           ::access(path.c_str(), X_OK) == 0;
-}
-
-std::string describe_wait_status(int status)
-{
-    if (WIFEXITED(status)) {
-        return "exited with status " + std::to_string(WEXITSTATUS(status));
-    }
-    if (WIFSIGNALED(status)) {
-        return "was killed by signal " + std::to_string(WTERMSIG(status));
-    }
-    return "ended abnormally";
 }
 
 class ExecCpuBackend final : public CpuBackend {

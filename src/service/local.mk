@@ -18,6 +18,7 @@ src_libslimservice_la_SOURCES = \
 	src/service/service_server.h src/service/service_server.cpp \
 	src/service/socket_folder.h src/service/socket_folder.cpp \
 	src/service/log_throttle.h src/service/log_throttle.cpp \
+	src/service/site_command.h src/service/site_command.cpp \
 	src/service/cpu_backend.h src/service/cpu_backend.cpp \
 	src/service/cpu_backend_emulated.cpp \
 	src/service/cpu_backend_cpufreq.cpp \

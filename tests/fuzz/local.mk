@@ -51,6 +51,7 @@ service_fuzzer_sources = \
 	$(srcdir)/src/service/cpu_backend_emulated.cpp \
 	$(srcdir)/src/service/cpu_backend_cpufreq.cpp \
 	$(srcdir)/src/service/cpu_backend_exec.cpp \
+	$(srcdir)/src/service/site_command.cpp \
 	$(srcdir)/src/link/service_io.cpp \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
@@ -66,6 +67,7 @@ service_fuzzer_headers = \
 	$(srcdir)/src/service/state_file.h \
 	$(srcdir)/src/service/cpu_backend.h \
 	$(srcdir)/src/service/cpu_controller.h \
+	$(srcdir)/src/service/site_command.h \
 	$(srcdir)/src/link/service_io.h \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \
