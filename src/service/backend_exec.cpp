@@ -68,29 +68,10 @@ bool valid_device(const std::string& device)
 bool substitute(const std::string& word, const std::string& device, unsigned port, unsigned width,
                 std::string& out)
 {
-    out.clear();
-    for (std::size_t i = 0; i < word.size();) {
-        if (word[i] != '{') {
-            out.push_back(word[i++]);
-            continue;
-        }
-        const std::size_t close = word.find('}', i);
-        if (close == std::string::npos) {
-            return false;
-        }
-        const std::string key = word.substr(i + 1, close - i - 1);
-        if (key == "device") {
-            out += device;
-        } else if (key == "port") {
-            out += std::to_string(port);
-        } else if (key == "width") {
-            out += std::to_string(width);
-        } else {
-            return false;
-        }
-        i = close + 1;
-    }
-    return true;
+    return site_command::substitute(
+            word,
+            {{"device", device}, {"port", std::to_string(port)}, {"width", std::to_string(width)}},
+            out);
 }
 
 // Absolute path of `program` (searched in PATH when it has no '/'), or "".

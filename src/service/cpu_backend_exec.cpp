@@ -41,29 +41,7 @@ using site_command::split_words;
 bool substitute(const std::string& word, const std::string& cores, const std::string& level,
                 const std::string& khz, std::string& out)
 {
-    out.clear();
-    for (std::size_t i = 0; i < word.size();) {
-        if (word[i] != '{') {
-            out.push_back(word[i++]);
-            continue;
-        }
-        const std::size_t close = word.find('}', i);
-        if (close == std::string::npos) {
-            return false;
-        }
-        const std::string key = word.substr(i + 1, close - i - 1);
-        if (key == "cores") {
-            out += cores;
-        } else if (key == "level") {
-            out += level;
-        } else if (key == "khz") {
-            out += khz;
-        } else {
-            return false;
-        }
-        i = close + 1;
-    }
-    return true;
+    return site_command::substitute(word, {{"cores", cores}, {"level", level}, {"khz", khz}}, out);
 }
 
 class ExecCpuBackend final : public CpuBackend {

@@ -27,6 +27,37 @@ std::vector<std::string> split_words(const std::string& text)
     return words;
 }
 
+bool substitute(const std::string& word,
+                std::initializer_list<std::pair<std::string_view, std::string_view>> values,
+                std::string& out)
+{
+    out.clear();
+    for (std::size_t i = 0; i < word.size();) {
+        if (word[i] != '{') {
+            out.push_back(word[i++]);
+            continue;
+        }
+        const std::size_t close = word.find('}', i);
+        if (close == std::string::npos) {
+            return false;
+        }
+        const std::string_view key(word.data() + i + 1, close - i - 1);
+        bool known = false;
+        for (const auto& [name, value] : values) {
+            if (key == name) {
+                out.append(value);
+                known = true;
+                break;
+            }
+        }
+        if (!known) {
+            return false;
+        }
+        i = close + 1;
+    }
+    return true;
+}
+
 bool executable_file(const std::string& path)
 {
     struct stat st {};

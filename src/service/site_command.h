@@ -4,7 +4,10 @@
 // that the program is an executable file, and saying how it ended.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace slim::link::site_command {
@@ -12,6 +15,13 @@ namespace slim::link::site_command {
 // `text` split at blanks and tabs; no quoting (a template that needs it is
 // refused or run under a shell by its backend).
 std::vector<std::string> split_words(const std::string& text);
+
+// One template word with each {key} replaced by its value in `values`
+// into `out`; false (and `out` partial) on an unknown key or an unclosed
+// brace.
+bool substitute(const std::string& word,
+                std::initializer_list<std::pair<std::string_view, std::string_view>> values,
+                std::string& out);
 
 // A regular file this process may execute.
 bool executable_file(const std::string& path);
