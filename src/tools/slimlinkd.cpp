@@ -331,22 +331,31 @@ void print_left_state(const std::string& path)
     }
 }
 
-// The CPU status, asked on the --status connection: empty and the
-// message in `buf`, or why not.
-std::string ask_cpu_status(int fd, std::vector<std::uint8_t>& buf)
+// One request without payload on a --status connection and its answer in
+// `buf`, each step bounded by status_step_timeout: 0, or the errno (a
+// closed connection is ECONNRESET). A descriptor the answer carries is
+// closed: a status needs none.
+int ask_service(int fd, svc::MessageType type, std::vector<std::uint8_t>& buf, io::Received& r)
 {
-    buf.assign(io::kReceiveBytes, 0);
-    int err = io::send_message_wait(fd, svc::MessageType::cpu_status, nullptr, 0, nullptr, 0,
-                                    status_step_timeout);
-    io::Received r;
+    int err = io::send_message_wait(fd, type, nullptr, 0, nullptr, 0, status_step_timeout);
     if (err == 0) {
         r   = io::receive_wait(fd, buf.data(), buf.size(), status_step_timeout);
         err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
     }
     if (r.fd >= 0) {
         ::close(r.fd);
+        r.fd = -1;
     }
-    if (err != 0) {
+    return err;
+}
+
+// The CPU status, asked on the --status connection: empty and the
+// message in `buf`, or why not.
+std::string ask_cpu_status(int fd, std::vector<std::uint8_t>& buf)
+{
+    buf.assign(io::kReceiveBytes, 0);
+    io::Received r;
+    if (const int err = ask_service(fd, svc::MessageType::cpu_status, buf, r); err != 0) {
         return "no answer (" + std::string(std::strerror(err)) + ")";
     }
     svc::MessageHeader h;
@@ -437,17 +446,8 @@ int print_status(const Options& o)
         return exit_failure;
     }
     std::vector<std::uint8_t> buf(io::kReceiveBytes);
-    int err = io::send_message_wait(fd, svc::MessageType::status, nullptr, 0, nullptr, 0,
-                                    status_step_timeout);
     io::Received r;
-    if (err == 0) {
-        r   = io::receive_wait(fd, buf.data(), buf.size(), status_step_timeout);
-        err = r.bytes < 0 ? r.error : r.bytes == 0 ? ECONNRESET : 0;
-    }
-    if (r.fd >= 0) {
-        ::close(r.fd);
-    }
-    if (err != 0) {
+    if (const int err = ask_service(fd, svc::MessageType::status, buf, r); err != 0) {
         ::close(fd);
         const std::string why =
                 err == ETIMEDOUT ? "within " + std::to_string(status_step_timeout.count()) + " ms"
