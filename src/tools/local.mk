@@ -15,12 +15,13 @@ src_tools_slim_replay_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 # Its OTF2 archive reader (--events ARCHIVE/traces.otf2). Compiled into
 # slim-replay and the unit tests only, not into the core library: the
 # preloaded libslimlink must not depend on OTF2.
-src_tools_slim_replay_SOURCES += src/tools/otf2_trace.h src/tools/otf2_trace.cpp
+src_tools_slim_replay_SOURCES += src/tools/otf2_trace.h src/tools/otf2_trace.cpp \
+	src/tools/isolated_call.h src/tools/isolated_call.cpp
 src_tools_slim_replay_CPPFLAGS += $(OTF2_CFLAGS)
 src_tools_slim_replay_LDADD += $(OTF2_LIBS)
 tests_unit_slim_unit_tests_SOURCES += \
-	tests/unit/test_otf2_trace.cpp \
-	src/tools/otf2_trace.cpp \
+	tests/unit/test_otf2_trace.cpp tests/unit/test_isolated_call.cpp \
+	src/tools/otf2_trace.cpp src/tools/isolated_call.cpp \
 	tests/replay/otf2_sample.h tests/replay/otf2_sample.cpp
 tests_unit_slim_unit_tests_CPPFLAGS += $(OTF2_CFLAGS)
 tests_unit_slim_unit_tests_LDADD += $(OTF2_LIBS)

@@ -2,6 +2,9 @@
 #include "otf2_trace.h"
 
 #include "base/error.h"
+#include "isolated_call.h"
+
+#include <nlohmann/json.hpp>
 
 #include <otf2/otf2.h>
 
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -107,8 +111,9 @@ private:
 // array for 44 s at 9.7 GB resident before it failed. While an archive is
 // read, the address space is capped at what the process had plus a budget
 // that a real archive of this size cannot need, so such an allocation fails
-// at once and OTF2 reports it. The cap is process-wide: read_otf2 is called
-// by slim-replay (one thread) and the tests, never from a rank.
+// at once and OTF2 reports it. The cap is process-wide, so read_otf2 sets it
+// in the child process that reads the archive (isolated_call.h), where it
+// limits nothing else.
 class AddressSpaceCap {
 public:
     explicit AddressSpaceCap(std::uint64_t budget) : budget_(budget)
@@ -719,6 +724,116 @@ std::vector<Event> read_location_events(OTF2_Reader *reader, const GlobalDefs& d
     return reading.builder.take_events();
 }
 
+// The child's answer to read_otf2 (isolated_call.h): the length of a CBOR
+// header (8 bytes, host order: both ends are the same program), the header,
+// then the events as they are in memory. Names and messages travel as byte
+// strings, as the archive has them (they need not be UTF-8).
+using nlohmann::json;
+
+json::binary_t as_bytes(const std::string& text)
+{
+    return json::binary_t({text.begin(), text.end()});
+}
+
+std::string as_text(const json& bytes)
+{
+    const auto& b = bytes.get_binary();
+    return std::string(b.begin(), b.end());
+}
+
+std::string frame(const json& header, const std::vector<Event>& events = {})
+{
+    const std::vector<std::uint8_t> cbor = json::to_cbor(header);
+    const std::uint64_t length           = cbor.size();
+    std::string bytes;
+    bytes.reserve(sizeof length + cbor.size() + events.size() * sizeof(Event));
+    bytes.append(reinterpret_cast<const char *>(&length), sizeof length);
+    bytes.append(cbor.begin(), cbor.end());
+    bytes.append(reinterpret_cast<const char *>(events.data()), events.size() * sizeof(Event));
+    return bytes;
+}
+
+json location_header(const Otf2Location& l)
+{
+    return {{"id", l.id}, {"name", as_bytes(l.name)}, {"group", as_bytes(l.group)}, {"mpi", l.mpi}};
+}
+
+Otf2Location location_from(const json& j)
+{
+    return {j.at("id").get<std::uint64_t>(), as_text(j.at("name")), as_text(j.at("group")),
+            j.at("mpi").get<bool>()};
+}
+
+std::string encode_answer(const Otf2Stream& stream)
+{
+    json locations = json::array();
+    for (const auto& l : stream.locations)
+        locations.push_back(location_header(l));
+    const json header = {{"location", location_header(stream.location)},
+                         {"locations", std::move(locations)},
+                         {"events", stream.events.size()}};
+    return frame(header, stream.events);
+}
+
+std::string encode_failure(const TraceError& e)
+{
+    return frame({{"error", {{"line", e.line()}, {"message", as_bytes(e.message())}}}});
+}
+
+// The parent's side. The child is our own code, but the heap it ran on may
+// have been damaged by libotf2 before it answered: every length is checked.
+Otf2Stream decode_answer(const std::string& answer, const std::string& anchor)
+{
+    const auto garbled = [&anchor](const std::string& why) {
+        return TraceError(anchor, 0,
+                          "the OTF2 reader's answer is garbled (" + why +
+                                  "): the archive is probably damaged");
+    };
+    std::uint64_t length = 0;
+    if (answer.size() < sizeof length) throw garbled("no header");
+    std::memcpy(&length, answer.data(), sizeof length);
+    if (length > answer.size() - sizeof length) throw garbled("header past the end");
+    json header;
+    try {
+        header = json::from_cbor(answer.begin() + sizeof length,
+                                 answer.begin() +
+                                         static_cast<std::ptrdiff_t>(sizeof length + length));
+        if (header.contains("error")) {
+            const json& error = header.at("error");
+            throw TraceError(anchor, error.at("line").get<std::size_t>(),
+                             as_text(error.at("message")));
+        }
+        Otf2Stream stream;
+        stream.location = location_from(header.at("location"));
+        for (const auto& l : header.at("locations"))
+            stream.locations.push_back(location_from(l));
+        const std::uint64_t count = header.at("events").get<std::uint64_t>();
+        const std::size_t rest    = answer.size() - sizeof length - length;
+        if (rest % sizeof(Event) != 0 || rest / sizeof(Event) != count) {
+            throw garbled(std::to_string(count) + " events announced, " + std::to_string(rest) +
+                          " bytes sent");
+        }
+        stream.events.resize(count);
+        std::memcpy(stream.events.data(), answer.data() + sizeof length + length, rest);
+        return stream;
+    } catch (const json::exception& e) {
+        throw garbled(e.what());
+    }
+}
+
+// run_isolated(), with a crash of the reader said as what it means here.
+std::string run_isolated_or_explain(const std::string& anchor,
+                                    const std::function<std::string()>& work)
+{
+    try {
+        return run_isolated(work);
+    } catch (const IsolatedCallFailed& e) {
+        throw TraceError(anchor, 0,
+                         std::string("the OTF2 reader failed on this archive (") + e.what() +
+                                 "): it is damaged, or libotf2 cannot read it");
+    }
+}
+
 }  // namespace
 
 bool is_otf2_anchor(std::string_view path)
@@ -727,7 +842,8 @@ bool is_otf2_anchor(std::string_view path)
     return path.size() > suffix.size() && path.substr(path.size() - suffix.size()) == suffix;
 }
 
-Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
+Otf2Stream read_otf2_here(const std::string& anchor, const std::string& location,
+                          std::uint64_t memory_budget)
 {
     // OTF2's own message for a missing anchor file is about its internals.
     struct stat st {};
@@ -740,8 +856,7 @@ Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
                          "(DIR/traces.otf2 for a Score-P run)");
     }
     Otf2Messages messages;
-    const AddressSpaceCap cap(read_budget(archive_bytes(anchor)));
-    if (cap.active()) messages.set_memory_budget(cap.budget());
+    messages.set_memory_budget(memory_budget);
     ReaderHandle reader(OTF2_Reader_Open(anchor.c_str()));
     if (!reader) {
         throw TraceError(anchor, 0, "not a readable OTF2 archive anchor file" + messages.detail());
@@ -755,6 +870,20 @@ Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
     stream.location  = choose_location(stream.locations, defs.mpi_locations, location, anchor);
     stream.events = read_location_events(reader.get(), defs, stream.location.id, anchor, messages);
     return stream;
+}
+
+Otf2Stream read_otf2(const std::string& anchor, const std::string& location)
+{
+    const std::string answer = run_isolated_or_explain(anchor, [&] {
+        // The cap stays in the child, where it cannot starve anything else.
+        const AddressSpaceCap cap(read_budget(archive_bytes(anchor)));
+        try {
+            return encode_answer(read_otf2_here(anchor, location, cap.active() ? cap.budget() : 0));
+        } catch (const TraceError& e) {
+            return encode_failure(e);
+        }
+    });
+    return decode_answer(answer, anchor);
 }
 
 std::unique_ptr<predict::TraceReader> open_trace(const std::string& path,

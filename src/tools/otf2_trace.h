@@ -41,6 +41,12 @@
 //   ones). Ids are numbered from 1 in order of first appearance in the
 //   stream: stable for one archive and location, not across locations.
 //
+// libotf2 is not safe on damaged archives (it reads memory it never filled
+// when a chunk's records run past its end), so read_otf2 runs it in a child
+// process (isolated_call.h): a crash there is reported as an error about
+// the archive, and the child's address space is capped (a damaged count must
+// not make it allocate gigabytes).
+//
 // The stream is read into memory (40 bytes per event: 10^7 MPI calls on one
 // rank take 400 MB), so an archive's errors stop slim-replay before it
 // prints anything.
@@ -80,6 +86,13 @@ bool is_otf2_anchor(std::string_view path);
 // and when `location` is not one of its locations (the message lists them).
 // The events are not checked against the trace rules here: TraceReader does.
 Otf2Stream read_otf2(const std::string& anchor, const std::string& location);
+
+// The same, with libotf2 in this process and no address-space cap: for the
+// fuzzer, which needs libotf2's and the callbacks' coverage in its own
+// process. `memory_budget` (bytes, 0: none) is only named in the message
+// when an allocation fails.
+Otf2Stream read_otf2_here(const std::string& anchor, const std::string& location,
+                          std::uint64_t memory_budget);
 
 // slim-replay's --events FILE: an OTF2 anchor file read with read_otf2(), or
 // a text trace (TraceReader). `location` must be empty for a text trace.

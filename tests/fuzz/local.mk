@@ -111,9 +111,11 @@ otf2_fuzzer_sources = \
 	$(srcdir)/src/trace/trace.cpp \
 	$(srcdir)/src/base/output_file.cpp \
 	$(srcdir)/src/tools/otf2_trace.cpp \
+	$(srcdir)/src/tools/isolated_call.cpp \
 	$(srcdir)/tests/replay/otf2_sample.cpp
 otf2_fuzzer_headers = $(trace_fuzzer_headers) \
 	$(srcdir)/src/tools/otf2_trace.h \
+	$(srcdir)/src/tools/isolated_call.h \
 	$(srcdir)/tests/replay/otf2_sample.h
 
 check_SCRIPTS += tests/fuzz/trace-fuzzer tests/fuzz/otf2-fuzzer

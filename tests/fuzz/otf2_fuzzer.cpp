@@ -9,8 +9,10 @@
 //   byte 1: 0-127 the rest of the input overwrites the file at offset
 //           bytes 2-3 (little-endian, modulo its size; the file grows as
 //           needed); 128-255 the rest of the input replaces the file.
+// libotf2 runs in this process (read_otf2_here), as the fuzzer needs its
+// coverage; slim-replay runs it in a child process (read_otf2).
 // Properties, reading rank 0 (the default location) and location 1:
-// - read_otf2() either returns or throws a TraceError naming the anchor
+// - read_otf2_here() either returns or throws a TraceError naming the anchor
 //   file, whose message holds only printable ASCII (names from the archive
 //   never reach the terminal raw) and is of bounded length;
 // - its events, read by TraceReader under the text format's rules, either
@@ -77,7 +79,7 @@ void check_message(const slim::predict::TraceError& e, const std::string& anchor
 void read(const std::string& anchor, const std::string& location)
 {
     try {
-        auto stream = slim::tools::read_otf2(anchor, location);
+        auto stream = slim::tools::read_otf2_here(anchor, location, 0);
         slim::predict::TraceReader reader(std::move(stream.events), anchor);
         while (reader.next()) {}
     } catch (const slim::predict::TraceError& e) {

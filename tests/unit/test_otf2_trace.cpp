@@ -275,7 +275,7 @@ TEST_CASE("a missing or malformed OTF2 archive is refused, naming the file", "[o
         CHECK_THAT(error_of([&] { read_otf2(archive.anchor(), ""); }),
                    StartsWith(archive.anchor() + ": not a readable OTF2 archive anchor file") &&
                            Contains("the archive asks for more memory than 1024 MiB"));
-        // The cap is lifted: the same process reads an intact archive.
+        // The cap stayed in the child that read it: the next archive is read.
         CHECK(read_otf2(SampleArchive().anchor(), "").events.size() > 0);
     }
     SECTION("an archive without its definitions")
