@@ -204,6 +204,9 @@ void LiveDrain::run()
             const TimeNs until = *due + options_.horizon_margin_ns - real_();
             wait_ns            = std::clamp<TimeNs>(until, 10'000, wait_ns);
         }
+        if (loop_.cpu_asked_low()) {
+            wait_ns = std::min(wait_ns, options_.cpu_low_poll_ns);
+        }
         stop_wake_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
     }
 }

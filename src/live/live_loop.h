@@ -204,6 +204,9 @@ public:
     {
         return cpu_ && config_.cpu.request ? cpu_->deadline() : std::nullopt;
     }
+    // The rank's cores are asked low now: the drain comes back soon, so
+    // that the raise at the wait's end reaches the service in time.
+    bool cpu_asked_low() const { return cpu_ && config_.cpu.request && cpu_->low(); }
 
     // Regions (thesis §4.5.2, slim_region_begin/end): the link is raised now
     // to the width a region sending at `ratio` of its original bytes needs

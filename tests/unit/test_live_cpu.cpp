@@ -67,10 +67,12 @@ TEST_CASE("the live loop asks the cores low at the plan's time and full at the w
     REQUIRE(asked.size() == 1);
     CHECK(asked[0] == std::make_pair(true, start + 500 * kUs));
     CHECK_FALSE(loop.cpu_request_deadline());
+    CHECK(loop.cpu_asked_low());  // the drain comes back soon for the raise
     now = start + 2 * kMs;
     loop.wait_end(start + 2 * kMs, 0, 0);
     REQUIRE(asked.size() == 2);
     CHECK(asked[1] == std::make_pair(false, start + 2 * kMs));
+    CHECK_FALSE(loop.cpu_asked_low());
 
     // A 300 us wait ends before its deadline: nothing is asked.
     now = start + 3 * kMs;
@@ -117,6 +119,7 @@ TEST_CASE("without a service the live loop plans and models the waits and asks n
     CHECK_FALSE(loop.cpu_request_deadline());  // nobody to ask: the drain need not wake
     now = 1 * kMs + 600 * kUs;
     loop.poll();
+    CHECK_FALSE(loop.cpu_asked_low());
     loop.wait_end(3 * kMs, 0, 0);
     const slim::live::LiveSummary s = loop.summary(true);
     REQUIRE(s.cpu_live);
