@@ -20,18 +20,19 @@ cpu::CpuPolicy live_cpu_policy(const LiveCpuConfig& config)
     return cpu::CpuPolicy(config.policy, config.core);
 }
 
-// The oracle's plan of an ended wait (cpu_policy.h): it reads the end.
-cpu::CpuPlan oracle_plan(const cpu::CpuConfig& core, const predict::Wait& wait)
+// The oracle (cpu_policy.h): it plans an ended wait from its end.
+link::PolicySpec oracle_spec()
 {
     link::PolicySpec oracle;
     oracle.kind = link::PolicyKind::oracle;
-    return cpu::CpuPolicy(oracle, core).on_wait(wait, wait.start_ns);
+    return oracle;
 }
 
 }  // namespace
 
 LiveCpu::LiveCpu(LiveCpuConfig config)
-    : config_(std::move(config)), policy_(live_cpu_policy(config_))
+    : config_(std::move(config)), policy_(live_cpu_policy(config_)),
+      oracle_policy_(oracle_spec(), config_.core)
 {}
 
 void LiveCpu::begin(TimeNs start, TimeNs busy_start, const predict::Event *before)
@@ -111,7 +112,7 @@ void LiveCpu::end(TimeNs end)
         ++waits_lowered_;
     }
     tally_ += cpu::account_wait(config_.core, wait, plan_);
-    oracle_ += cpu::account_wait(config_.core, wait, oracle_plan(config_.core, wait));
+    oracle_ += cpu::account_wait(config_.core, wait, oracle_policy_.on_wait(wait, wait.start_ns));
     policy_.account(wait);
     start_.reset();
     step_ = Step::none;

@@ -42,10 +42,10 @@ struct LiveCpuConfig {
 
 // What the live CPU side did and modelled, for the rank report.
 struct LiveCpuSummary {
-    std::string policy;           // the policy and its parameters (PolicySpec::name)
-    std::string policy_in_force;  // adaptive: the candidate followed at the end
-    bool requests_enabled = false;  // a service takes the requests
-    std::uint64_t requests_low    = 0;  // sent
+    std::string policy;                     // the policy and its parameters (PolicySpec::name)
+    std::string policy_in_force;            // adaptive: the candidate followed at the end
+    bool requests_enabled         = false;  // a service takes the requests
+    std::uint64_t requests_low    = 0;      // sent
     std::uint64_t requests_full   = 0;
     std::uint64_t requests_unsent = 0;  // refused: the service gone or its socket full
     std::uint64_t waits_lowered   = 0;  // waits in which the plan went low
@@ -88,14 +88,15 @@ private:
 
     LiveCpuConfig config_;
     cpu::CpuPolicy policy_;
+    cpu::CpuPolicy oracle_policy_;  // the same waits, knowing their ends
     cpu::CpuTally tally_;
     cpu::CpuTally oracle_;
     std::optional<TimeNs> start_;  // the open wait's
     cpu::CpuPlan plan_;
     Step step_ = Step::none;
     std::optional<TimeNs> deadline_;
-    bool low_             = false;
-    bool lowered_in_wait_ = false;
+    bool low_                      = false;
+    bool lowered_in_wait_          = false;
     std::uint64_t requests_low_    = 0;
     std::uint64_t requests_full_   = 0;
     std::uint64_t requests_unsent_ = 0;

@@ -120,14 +120,14 @@ private:
     CpuConfig cpu_;
     CpuAdaptiveConfig config_;
     std::vector<WaitPlanner> planners_;
-    std::vector<Score> scores_;   // decayed up to the last check
-    std::vector<Score> pending_;  // since the last check
+    std::vector<Score> scores_;     // decayed up to the last check
+    std::vector<Score> pending_;    // since the last check
     std::vector<CpuPlan> planned_;  // the candidates' plans of the wait in course
     TimeNs planned_busy_start_ = 0;
-    std::size_t current_    = 0;
-    std::uint64_t waits_    = 0;
-    std::uint64_t switches_ = 0;
-    double decay_           = 1.0;
+    std::size_t current_       = 0;
+    std::uint64_t waits_       = 0;
+    std::uint64_t switches_    = 0;
+    double decay_              = 1.0;
 };
 
 // Any policy of the registry on a core.

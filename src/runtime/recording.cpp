@@ -95,9 +95,8 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     lc.cpu.policy  = config.cpu_policy;
     if (config.cpu && service.client() && service.client()->cpu_supported()) {
         lc.cpu.request = [client = service.client()](bool low, predict::TimeNs t) {
-            return client->request_cpu(low ? link::service::CpuLevel::low
-                                           : link::service::CpuLevel::full,
-                                       t);
+            return client->request_cpu(
+                    low ? link::service::CpuLevel::low : link::service::CpuLevel::full, t);
         };
     }
     // A real port behind the service: the drain follows the loop's

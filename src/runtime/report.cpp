@@ -304,13 +304,13 @@ std::string text_cpu(const live::LiveSummary *l)
            fixed(static_cast<double>(m.tally.low_ns) * 1e-9, 6) + " s low as planned, " +
            std::to_string(m.tally.transitions) + " transitions\n";
     out += "           requests ";
-    out += c.requests_enabled ? std::to_string(c.requests_low) + " low, " +
-                                        std::to_string(c.requests_full) + " full" +
-                                        (c.requests_unsent > 0
-                                                 ? ", " + std::to_string(c.requests_unsent) +
-                                                           " unsent"
-                                                 : "")
-                              : std::string("none (no node service with the CPU extension)");
+    out += c.requests_enabled
+                   ? std::to_string(c.requests_low) + " low, " + std::to_string(c.requests_full) +
+                             " full" +
+                             (c.requests_unsent > 0
+                                      ? ", " + std::to_string(c.requests_unsent) + " unsent"
+                                      : "")
+                   : std::string("none (no node service with the CPU extension)");
     out += "\n";
     out += "           modelled: saved " + fixed(m.saved_joules, 6) + " J (" +
            (m.saved_pct ? fixed(*m.saved_pct, 2) + "% of always-full" : std::string("n/a")) +
@@ -332,11 +332,10 @@ ReportJson cpu_live_json(const live::LiveCpuSummary& c)
             {"policy", c.policy},
             {"policy_in_force",
              c.policy_in_force.empty() ? ReportJson(nullptr) : ReportJson(c.policy_in_force)},
-            {"requests",
-             c.requests_enabled ? ReportJson{{"low", c.requests_low},
-                                             {"full", c.requests_full},
-                                             {"unsent", c.requests_unsent}}
-                                : ReportJson(nullptr)},
+            {"requests", c.requests_enabled ? ReportJson{{"low", c.requests_low},
+                                                         {"full", c.requests_full},
+                                                         {"unsent", c.requests_unsent}}
+                                            : ReportJson(nullptr)},
             {"waits_lowered", c.waits_lowered},
             {"low_ns", m.tally.low_ns},
             {"model",
@@ -353,9 +352,9 @@ ReportJson cpu_live_json(const live::LiveCpuSummary& c)
               {"transitions", o.tally.transitions},
               {"saved_joules", json_fixed(o.saved_joules, 9)},
               {"saved_pct", json_fixed(o.saved_pct, 4)}}},
-            {"of_oracle_pct",
-             o.saved_joules > 0 ? json_fixed(100.0 * m.saved_joules / o.saved_joules, 4)
-                                : ReportJson(nullptr)},
+            {"of_oracle_pct", o.saved_joules > 0
+                                      ? json_fixed(100.0 * m.saved_joules / o.saved_joules, 4)
+                                      : ReportJson(nullptr)},
     };
 }
 

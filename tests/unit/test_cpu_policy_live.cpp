@@ -73,12 +73,12 @@ TEST_CASE("planned from the wait's start and accounted at its end, every live po
 {
     const Rank rank = hand_made_rank();
     const CpuConfig c;
-    for (const char *name : {"always-on", "timeout:500us", "timeout:0ns", "pps", "spps",
-                             "adaptive", "context:2", "runs:2"}) {
+    for (const char *name : {"always-on", "timeout:500us", "timeout:0ns", "pps", "spps", "adaptive",
+                             "context:2", "runs:2"}) {
         CAPTURE(name);
         CpuPolicy replayed(replay_policy(name), c);
-        const CpuResult r = slim::cpu::replay_waits(rank.waits, rank.events, 0, rank.end, c,
-                                                    replayed);
+        const CpuResult r =
+                slim::cpu::replay_waits(rank.waits, rank.events, 0, rank.end, c, replayed);
 
         // What the live loop does: the plan from the start and what came
         // before (the same `busy_start` and `before` as replay_waits), the

@@ -28,10 +28,10 @@ slim::live::LiveConfig cpu_loop(const slim::link::Clock& clock, Requests *reques
                                 const char *policy = "timeout:500us")
 {
     slim::live::LiveConfig c;
-    c.policy             = slim::link::live_policy("off");
-    c.backend.clock      = clock;
-    c.cpu.enabled        = true;
-    c.cpu.policy         = slim::link::replay_policy(policy);
+    c.policy        = slim::link::live_policy("off");
+    c.backend.clock = clock;
+    c.cpu.enabled   = true;
+    c.cpu.policy    = slim::link::replay_policy(policy);
     if (requests != nullptr) {
         c.cpu.request = [requests](bool low, TimeNs t) {
             requests->emplace_back(low, t);
@@ -157,8 +157,7 @@ TEST_CASE("through the ring and the drain, the plan's time is replayed between a
     TimeNs replay_now = 0;
     TimeNs wall       = 0;
     Requests asked;
-    slim::live::LiveConfig c =
-            cpu_loop(slim::live::LiveDrain::replay_clock(replay_now), &asked);
+    slim::live::LiveConfig c = cpu_loop(slim::live::LiveDrain::replay_clock(replay_now), &asked);
     slim::live::LiveLoop loop(c);
     slim::live::OpLog log(16, 64, c.burst_gap_ns);
     slim::live::SerialOpRing& ring = *log.open_serial();
