@@ -198,6 +198,15 @@ void LiveDrain::run()
                 wait_ns            = std::clamp<TimeNs>(until, 10'000, wait_ns);
             }
         }
+        // A core asked low while its rank waits acts in real time, as a
+        // real port does, whichever port the loop drives.
+        if (const std::optional<TimeNs> due = loop_.cpu_request_deadline()) {
+            const TimeNs until = *due + options_.horizon_margin_ns - real_();
+            wait_ns            = std::clamp<TimeNs>(until, 10'000, wait_ns);
+        }
+        if (loop_.cpu_asked_low()) {
+            wait_ns = std::min(wait_ns, options_.cpu_low_poll_ns);
+        }
         stop_wake_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
     }
 }

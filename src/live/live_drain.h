@@ -49,6 +49,10 @@ struct DrainOptions {
     // by a signal can lose of its trace is about this much of the end of
     // its run, and the burst still open then.
     TimeNs trace_flush_ns = 50'000'000;
+    // While the rank's cores are asked low, sleep no longer than this: the
+    // raise at the wait's end (the arrival) is then at most this late. A
+    // waiting rank only polls, so a wake costs it little.
+    TimeNs cpu_low_poll_ns = 1'000'000;
     // Set (once per low-power period) when a round leaves the link below
     // full width: UCX_SLIM_INJECT_DELAY's sender then waits once.
     std::atomic<bool> *publish_low = nullptr;

@@ -76,6 +76,9 @@ LiveLoop::LiveLoop(LiveConfig config)
             config_.backend_factory ? config_.backend_factory(config_.backend)
                                           : link::make_emulated_backend(config_.backend).backend,
             options);
+    if (config_.cpu.enabled) {
+        cpu_ = std::make_unique<LiveCpu>(config_.cpu);
+    }
     if (!config_.trace_path.empty()) {
         try {
             trace_ = std::make_unique<predict::TraceWriter>(config_.trace_path);
@@ -207,6 +210,14 @@ void LiveLoop::region_end()
 
 void LiveLoop::poll()
 {
+    if (cpu_) {
+        if (const std::optional<TimeNs> due = cpu_->deadline(); due && !finished_) {
+            const TimeNs t = now();
+            if (t >= *due) {
+                cpu_->act(t);
+            }
+        }
+    }
     if (!open_ && controller_->low_until()) {
         // Real backends need the wake at the predicted time, not at the next
         // operation: the progress loop is the timer.
@@ -245,6 +256,11 @@ std::optional<TimeNs> LiveLoop::next_deadline() const
     if (const std::optional<TimeNs> timeout = active_timeout();
         !open_ && timeout && !timeout_fired_) {
         earliest(prev_end_ns_ + *timeout);
+    }
+    if (cpu_) {
+        if (const std::optional<TimeNs> due = cpu_->deadline()) {
+            earliest(*due);
+        }
     }
     return deadline;
 }
@@ -331,6 +347,9 @@ void LiveLoop::close_burst(TimeNs now_ns)
     }
 
     last_end_ns_ = event.end_ns;
+    if (cpu_) {
+        last_event_ = event;  // what the next wait follows
+    }
     if (const link::LinkStats *s = controller_->backend().stats()) {
         energy_at_last_end_ = s->energy_joules;
         stats_at_last_end_  = *s;
@@ -343,6 +362,25 @@ void LiveLoop::wait_begin(TimeNs start)
     // same rank stamped later (the first round of the MPI call that
     // waits) bounds it better.
     wait_start_ = std::max({start, last_wait_end_, last_op_ns_});
+    if (!cpu_ || finished_) {
+        return;
+    }
+    if (!first_wait_start_) {
+        first_wait_start_ = *wait_start_;
+    }
+    // The busy phase before it began at the previous wait's end (at the
+    // first event, before any); the link event it follows is the open
+    // burst (it started before the wait) or the last closed one -- what a
+    // replay of the trace finds as the last event started before the wait.
+    const TimeNs busy_start = waits_ > 0 ? last_wait_end_ : first_start_ns_.value_or(*wait_start_);
+    predict::Event open_event;
+    const predict::Event *before = last_event_ ? &*last_event_ : nullptr;
+    if (open_) {
+        open_event    = open_->event;
+        open_event.id = open_->send_id.value_or(open_event.id);
+        before        = &open_event;
+    }
+    cpu_->begin(*wait_start_, busy_start, before);
 }
 
 void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks)
@@ -357,6 +395,9 @@ void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks)
     wait_ns_ += wait.end_ns - wait.start_ns;
     wait_blocked_ns_ += std::min(blocked_ns, wait.end_ns - wait.start_ns);
     wait_blocks_ += blocks;
+    if (cpu_ && !finished_) {
+        cpu_->end(wait.end_ns);
+    }
     if (trace_) {
         try {
             trace_->write(wait);
@@ -442,6 +483,18 @@ LiveSummary LiveLoop::summary(bool final)
     s.wait_blocks     = wait_blocks_;
     s.trace_path      = config_.trace_path;
     s.trace_error     = trace_error_;
+    if (cpu_) {
+        if (final && !finished_) {
+            cpu_->finish(now());
+        }
+        // The rank's span: its first event or wait to its last.
+        std::optional<TimeNs> first = first_start_ns_;
+        if (first_wait_start_) {
+            first = first ? std::min(*first, *first_wait_start_) : *first_wait_start_;
+        }
+        const TimeNs last = std::max(last_end_ns_, last_wait_end_);
+        s.cpu_live        = cpu_->summary(first && last > *first ? last - *first : 0);
+    }
     if (final && !finished_) {
         finished_ = true;
         controller_->restore_full_width();

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "link/controller.h"
+#include "live/live_cpu.h"
 #include "live/op_ring.h"
 #include "predict/gap_policy.h"
 #include "predict/policy_registry.h"
@@ -83,6 +84,9 @@ struct LiveConfig {
     // max(1, ceil(L * wire/original)) lanes; the ratio is the one the same
     // event id had last time (or its first operation's, the first time).
     bool compression_aware = true;
+    // The CPU side (live_cpu.h): waits planned and the node service asked
+    // for the rank's cores low while they last.
+    LiveCpuConfig cpu;
 };
 
 // What one operation shows on the wire.
@@ -149,6 +153,9 @@ struct LiveSummary {
     TimeNs wait_ns            = 0;
     TimeNs wait_blocked_ns    = 0;
     std::uint64_t wait_blocks = 0;
+    // What the live CPU side planned, asked and modelled (LiveConfig::cpu
+    // enabled), over the span of the rank's events and waits.
+    std::optional<LiveCpuSummary> cpu_live;
 };
 
 class LiveLoop {
@@ -191,6 +198,15 @@ public:
     // the timeout policy's firing time. None when only traffic can change
     // anything. LiveDrain replays poll() at these times.
     std::optional<TimeNs> next_deadline() const;
+    // The CPU plan's next time when its requests reach a node service: the
+    // drain wakes for it, whatever port it drives.
+    std::optional<TimeNs> cpu_request_deadline() const
+    {
+        return cpu_ && config_.cpu.request ? cpu_->deadline() : std::nullopt;
+    }
+    // The rank's cores are asked low now: the drain comes back soon, so
+    // that the raise at the wait's end reaches the service in time.
+    bool cpu_asked_low() const { return cpu_ && config_.cpu.request && cpu_->low(); }
 
     // Regions (thesis §4.5.2, slim_region_begin/end): the link is raised now
     // to the width a region sending at `ratio` of its original bytes needs
@@ -205,6 +221,9 @@ public:
     // for the summary and written to the trace as a "w" line; a wait that
     // would begin before the previous one ended, or before the latest
     // operation, starts there (the module estimates where a wait began).
+    // With LiveConfig::cpu enabled, the begin plans the wait from what
+    // came before it (poll() follows the plan at next_deadline()) and the
+    // end raises the cores if they went low and accounts the wait.
     void wait_begin(TimeNs start);
     void wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks);
 
@@ -303,6 +322,11 @@ private:
     std::unordered_map<predict::EventId, double> last_ratio_;
     std::uint64_t trace_events_ = 0;
     // Waits (wait_begin, wait_end).
+    std::unique_ptr<LiveCpu> cpu_;  // LiveConfig::cpu enabled
+    // The last closed event and the first wait's start, for the CPU side
+    // only (kept while cpu_ is set).
+    std::optional<predict::Event> last_event_;
+    std::optional<TimeNs> first_wait_start_;
     std::optional<TimeNs> wait_start_;
     TimeNs last_wait_end_      = 0;
     std::uint64_t waits_       = 0;

@@ -42,11 +42,11 @@ WaitPlanner::WaitPlanner(const PolicySpec& spec, const CpuConfig& cpu)
     }
 }
 
-CpuPlan WaitPlanner::on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before)
+CpuPlan WaitPlanner::plan(TimeNs start, TimeNs busy_start, const predict::Event *before)
 {
     predict::Event busy;
-    busy.start_ns = std::min(busy_start, wait.start_ns);
-    busy.end_ns   = wait.start_ns;
+    busy.start_ns = std::min(busy_start, start);
+    busy.end_ns   = start;
     if (before) {
         // The message and its size: an MPI call's bytes do not vary.
         busy.id    = before->id ^ static_cast<predict::EventId>(before->bytes * 0x9e3779b1u);
@@ -62,10 +62,10 @@ CpuPlan WaitPlanner::on_wait(const Wait& wait, TimeNs busy_start, const predict:
         // A timeout beside a window: low again that long after the wait's
         // start when the window closed before (link::Replay's rule).
         if (d.timeout_ns && *d.timeout_ns > d.low_power->until_ns - d.low_power->from_ns) {
-            plan.again_at = wait.start_ns + *d.timeout_ns;
+            plan.again_at = start + *d.timeout_ns;
         }
     } else if (d.timeout_ns) {
-        plan.low_from = wait.start_ns + *d.timeout_ns;
+        plan.low_from = start + *d.timeout_ns;
     }
     return plan;
 }
@@ -104,31 +104,42 @@ CpuAdaptivePolicy::CpuAdaptivePolicy(const CpuConfig& cpu, const CpuAdaptiveConf
 CpuPlan CpuAdaptivePolicy::on_wait(const Wait& wait, TimeNs busy_start,
                                    const predict::Event *before)
 {
-    const TimeNs span = wait.end_ns - std::min(busy_start, wait.start_ns);
+    const CpuPlan in_force = plan(wait.start_ns, busy_start, before);
+    account(wait);
+    return in_force;
+}
+
+CpuPlan CpuAdaptivePolicy::plan(TimeNs start, TimeNs busy_start, const predict::Event *before)
+{
+    planned_.resize(planners_.size());
+    for (std::size_t i = 0; i < planners_.size(); ++i) {
+        planned_[i] = planners_[i].plan(start, busy_start, before);
+    }
+    planned_busy_start_ = busy_start;
+    return planned_[current_];
+}
+
+void CpuAdaptivePolicy::account(const Wait& wait)
+{
+    const TimeNs span = wait.end_ns - std::min(planned_busy_start_, wait.start_ns);
     const double baseline =
             cpu_.full.watts * static_cast<double>(span) * 1e-9;  // this busy phase and wait
-    CpuPlan in_force;
-    for (std::size_t i = 0; i < planners_.size(); ++i) {
-        const CpuPlan plan   = planners_[i].on_wait(wait, busy_start, before);
-        const CpuTally tally = account_wait(cpu_, wait, plan);
+    for (std::size_t i = 0; i < planners_.size() && i < planned_.size(); ++i) {
+        const CpuTally tally = account_wait(cpu_, wait, planned_[i]);
         Score& s             = pending_[i];
         s.saved += saved_joules(cpu_, tally);
         s.baseline += baseline;
         s.penalty += static_cast<double>(tally.penalty_ns);
         s.span += static_cast<double>(span);
-        if (i == current_) {
-            in_force = plan;
-        }
     }
-    // The plan is the one in force before the check: the check scores this
-    // wait, which the candidates could not see in advance.
+    // The plan was the one in force before the check: the check scores
+    // this wait, which the candidates could not see in advance.
     ++waits_;
     const bool early = config_.early_check > 0 &&
                        (waits_ == config_.early_check || waits_ == 2 * config_.early_check);
     if (early || waits_ % config_.check_every == 0) {
         check();
     }
-    return in_force;
 }
 
 void CpuAdaptivePolicy::check()
@@ -208,6 +219,26 @@ CpuPlan CpuPolicy::on_wait(const Wait& wait, TimeNs busy_start, const predict::E
         return adaptive_->on_wait(wait, busy_start, before);
     }
     return planner_->on_wait(wait, busy_start, before);
+}
+
+CpuPlan CpuPolicy::plan(TimeNs start, TimeNs busy_start, const predict::Event *before)
+{
+    if (!plans_from_start(spec_)) {
+        throw Error("the " + spec_.name() +
+                    " needs each wait's end: it plans only in a replay (slim-replay --cpu)");
+    }
+    if (adaptive_) {
+        return adaptive_->plan(start, busy_start, before);
+    }
+    return planner_->plan(start, busy_start, before);
+}
+
+void CpuPolicy::account(const Wait& wait)
+{
+    if (adaptive_) {
+        adaptive_->account(wait);
+    }
+    // A gap policy learns a wait's length from the next busy phase (plan()).
 }
 
 CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict::Event>& events,

@@ -29,7 +29,10 @@
 //                  within the penalty bound followed
 //   pps, spps, context:N, runs:N   the link's predictors alone
 //
-// Pure: waits in (recorded time), plans out.
+// Pure: waits in (recorded time), plans out. Every policy but the oracle
+// plans a wait from its start alone (plan(), then account() once its end
+// is known), so a live loop can act on the plan while the wait lasts;
+// on_wait() is the two in one, for a replay.
 #pragma once
 
 #include "predict/cpu_model.h"
@@ -56,7 +59,13 @@ public:
     // where the busy phase before it started (the previous wait's end);
     // `before`, when there is one, the last link event that started before
     // the wait.
-    CpuPlan on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before = nullptr);
+    CpuPlan on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before = nullptr)
+    {
+        return plan(wait.start_ns, busy_start, before);
+    }
+    // The same from the wait's start alone: a gap policy learns a gap's
+    // length from the next event, which here is the next busy phase.
+    CpuPlan plan(TimeNs start, TimeNs busy_start, const predict::Event *before = nullptr);
     const link::PolicySpec& spec() const { return policy_.spec(); }
 
 private:
@@ -89,6 +98,12 @@ class CpuAdaptivePolicy {
 public:
     CpuAdaptivePolicy(const CpuConfig& cpu, const CpuAdaptiveConfig& config = {});
     CpuPlan on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before = nullptr);
+    // on_wait() in two steps: every candidate plans the wait from its
+    // start and the one in force's plan is returned; account() then
+    // scores the candidates' plans on the wait, once its end is known
+    // (`wait.start_ns` is plan()'s `start`). One account() per plan().
+    CpuPlan plan(TimeNs start, TimeNs busy_start, const predict::Event *before = nullptr);
+    void account(const Wait& wait);
 
     const link::PolicySpec& in_force() const { return config_.candidates[current_]; }
     std::uint64_t switches() const { return switches_; }
@@ -105,12 +120,14 @@ private:
     CpuConfig cpu_;
     CpuAdaptiveConfig config_;
     std::vector<WaitPlanner> planners_;
-    std::vector<Score> scores_;   // decayed up to the last check
-    std::vector<Score> pending_;  // since the last check
-    std::size_t current_    = 0;
-    std::uint64_t waits_    = 0;
-    std::uint64_t switches_ = 0;
-    double decay_           = 1.0;
+    std::vector<Score> scores_;     // decayed up to the last check
+    std::vector<Score> pending_;    // since the last check
+    std::vector<CpuPlan> planned_;  // the candidates' plans of the wait in course
+    TimeNs planned_busy_start_ = 0;
+    std::size_t current_       = 0;
+    std::uint64_t waits_       = 0;
+    std::uint64_t switches_    = 0;
+    double decay_              = 1.0;
 };
 
 // Any policy of the registry on a core.
@@ -128,6 +145,16 @@ public:
     // The oracle reads the wait's end; every other policy only what came
     // before it.
     CpuPlan on_wait(const Wait& wait, TimeNs busy_start, const predict::Event *before = nullptr);
+    // on_wait() in two steps, for every policy but the oracle (it needs the
+    // end: plan() throws slim::Error for it): the plan from the wait's
+    // start, then, once the wait ended, account() lets the policy learn
+    // from it. One account() per plan(), in order.
+    static bool plans_from_start(const link::PolicySpec& spec)
+    {
+        return spec.kind != link::PolicyKind::oracle;
+    }
+    CpuPlan plan(TimeNs start, TimeNs busy_start, const predict::Event *before = nullptr);
+    void account(const Wait& wait);
 
     const link::PolicySpec& spec() const { return spec_; }
     // The adaptive policy, else none.

@@ -32,4 +32,5 @@ tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_replay.cpp \
 	tests/unit/test_adaptive_policy.cpp \
 	tests/unit/test_cpu_model.cpp \
-	tests/unit/test_cpu_policy.cpp
+	tests/unit/test_cpu_policy.cpp \
+	tests/unit/test_cpu_policy_live.cpp

@@ -127,6 +127,27 @@ ServiceChoice parse_service(const std::string& value)
     return choice;
 }
 
+constexpr const char *cpu_policy_accepted =
+        "always-on, timeout:DURATION (0ns to 1s, e.g. timeout:500us), pps, spps, adaptive, "
+        "context:DEPTH (1 to 8), runs:DEPTH (1 to 8); not oracle, which needs each wait's end "
+        "(slim-replay --cpu-policy oracle replays it)";
+
+// slim-replay --cpu-policy's names, but the oracle: a live loop plans a
+// wait from its start.
+link::PolicySpec parse_cpu_policy(const std::string& value)
+{
+    link::PolicySpec spec;
+    try {
+        spec = link::replay_policy(value);
+    } catch (const std::exception&) {
+        throw ConfigError(parse::bad_value(Config::cpu_policy_var, value, cpu_policy_accepted));
+    }
+    if (!cpu::CpuPolicy::plans_from_start(spec)) {
+        throw ConfigError(parse::bad_value(Config::cpu_policy_var, value, cpu_policy_accepted));
+    }
+    return spec;
+}
+
 // Inline rules or @file; a PrecisionRulesError already names the variable, the
 // offending rule (and file:line) and the accepted forms.
 precision::PrecisionRules parse_policy(const std::string& value)
@@ -162,6 +183,7 @@ const char *accepted(slim_config_check_t check)
     case SLIM_CHECK_REPORT: return "none, stdout, or a path ending in .json";
     case SLIM_CHECK_LINK_EXEC: return link_exec_accepted;
     case SLIM_CHECK_SERVICE: return service_accepted;
+    case SLIM_CHECK_CPU_POLICY: return cpu_policy_accepted;
     case SLIM_CHECK_POLICY:
         return "rules LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round] "
                "separated by ';', or @FILE";
@@ -318,6 +340,7 @@ Config Config::from_ucx()
         config.bounce_grow = raw.bounce_grow;
     }
     config.cpu        = raw.cpu != 0;
+    config.cpu_policy = parse_cpu_policy(raw.cpu_policy);
     config.wait_yield = raw.wait != 0;
     if (!(raw.wait_spin >= 0.0 && raw.wait_spin <= 1.0)) {
         const char *text = std::getenv(wait_spin_var);
@@ -385,6 +408,7 @@ int slim_config_read_checked(const char *buf, void *dest, const void *arg)
             break;
         case SLIM_CHECK_POLICY: parse_policy(value); break;
         case SLIM_CHECK_SERVICE: parse_service(value); break;
+        case SLIM_CHECK_CPU_POLICY: parse_cpu_policy(value); break;
         }
     });
     return ok ? slim_config_store_string(buf, dest) : 0;

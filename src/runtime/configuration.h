@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "env.h"
+#include "predict/cpu_policy.h"
 #include "predict/policy_registry.h"
 #include "precision/precision_rules.h"
 
@@ -80,6 +81,7 @@ struct Config {
     static constexpr unsigned max_bounce_grow     = 4096;
     static constexpr const char *wait_spin_var    = "UCX_SLIM_WAIT_SPIN";
     static constexpr const char *wait_max_var     = "UCX_SLIM_WAIT_MAX";
+    static constexpr const char *cpu_policy_var   = "UCX_SLIM_CPU_POLICY";
 
     std::string inner = "tcp";  // UCT transport that `slim` wraps
     ReportTarget report;        // exit report destination
@@ -117,6 +119,9 @@ struct Config {
     bool wait_yield                    = false;
     std::chrono::nanoseconds wait_spin = std::chrono::microseconds(50);
     std::chrono::nanoseconds wait_max  = std::chrono::milliseconds(1);
+    // With cpu: what plans each wait from its start (UCX_SLIM_CPU_POLICY;
+    // slim-replay --cpu-policy's policies but the oracle).
+    link::PolicySpec cpu_policy = link::replay_policy(cpu::default_cpu_policy);
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

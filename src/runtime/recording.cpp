@@ -91,6 +91,14 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     wait_yield_                        = config.wait_yield;
     replay_now_                        = link::steady_now_ns();
     service.attach(config, lc);
+    lc.cpu.enabled = config.cpu;
+    lc.cpu.policy  = config.cpu_policy;
+    if (config.cpu && service.client() && service.client()->cpu_supported()) {
+        lc.cpu.request = [client = service.client()](bool low, predict::TimeNs t) {
+            return client->request_cpu(
+                    low ? link::service::CpuLevel::low : link::service::CpuLevel::full, t);
+        };
+    }
     // A real port behind the service: the drain follows the loop's
     // deadlines so that the service hears of them in time.
     const bool emulated = service.port_emulated();

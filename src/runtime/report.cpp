@@ -289,10 +289,73 @@ std::string text_cpu(const live::LiveSummary *l)
     if (l == nullptr || !l->cpu) {
         return {};
     }
-    return "  cpu (waits " + l->wait_mode + "): " + std::to_string(l->waits) + " waits, " +
-           fixed(static_cast<double>(l->wait_ns) * 1e-9, 6) + " s in all, " +
-           fixed(static_cast<double>(l->wait_blocked_ns) * 1e-9, 6) + " s of it blocked (" +
-           std::to_string(l->wait_blocks) + " blocks)\n";
+    std::string out = "  cpu (waits " + l->wait_mode + "): " + std::to_string(l->waits) +
+                      " waits, " + fixed(static_cast<double>(l->wait_ns) * 1e-9, 6) +
+                      " s in all, " + fixed(static_cast<double>(l->wait_blocked_ns) * 1e-9, 6) +
+                      " s of it blocked (" + std::to_string(l->wait_blocks) + " blocks)\n";
+    if (!l->cpu_live) {
+        return out;
+    }
+    const live::LiveCpuSummary& c = *l->cpu_live;
+    const cpu::CpuResult& m       = c.model;
+    out += "           policy " + c.policy +
+           (c.policy_in_force.empty() ? "" : " (in force: " + c.policy_in_force + ")") + ": " +
+           std::to_string(c.waits_lowered) + " waits lowered, " +
+           fixed(static_cast<double>(m.tally.low_ns) * 1e-9, 6) + " s low as planned, " +
+           std::to_string(m.tally.transitions) + " transitions\n";
+    out += "           requests ";
+    out += c.requests_enabled
+                   ? std::to_string(c.requests_low) + " low, " + std::to_string(c.requests_full) +
+                             " full" +
+                             (c.requests_unsent > 0
+                                      ? ", " + std::to_string(c.requests_unsent) + " unsent"
+                                      : "")
+                   : std::string("none (no node service with the CPU extension)");
+    out += "\n";
+    out += "           modelled: saved " + fixed(m.saved_joules, 6) + " J (" +
+           (m.saved_pct ? fixed(*m.saved_pct, 2) + "% of always-full" : std::string("n/a")) +
+           "), penalty " + fixed(m.penalty_pct.value_or(0.0), 2) + "%; oracle saved " +
+           fixed(c.oracle.saved_joules, 6) + " J" +
+           (c.oracle.saved_joules > 0
+                    ? " (live " + fixed(100.0 * m.saved_joules / c.oracle.saved_joules, 1) + "%)"
+                    : std::string()) +
+           "\n";
+    return out;
+}
+
+// The live CPU side's numbers (rank part of report.schema.json).
+ReportJson cpu_live_json(const live::LiveCpuSummary& c)
+{
+    const cpu::CpuResult& m = c.model;
+    const cpu::CpuResult& o = c.oracle;
+    return {
+            {"policy", c.policy},
+            {"policy_in_force",
+             c.policy_in_force.empty() ? ReportJson(nullptr) : ReportJson(c.policy_in_force)},
+            {"requests", c.requests_enabled ? ReportJson{{"low", c.requests_low},
+                                                         {"full", c.requests_full},
+                                                         {"unsent", c.requests_unsent}}
+                                            : ReportJson(nullptr)},
+            {"waits_lowered", c.waits_lowered},
+            {"low_ns", m.tally.low_ns},
+            {"model",
+             {{"span_ns", m.span_ns},
+              {"transitions", m.tally.transitions},
+              {"late_wakes", m.tally.late_wakes},
+              {"penalty_ns", m.tally.penalty_ns},
+              {"saved_joules", json_fixed(m.saved_joules, 9)},
+              {"saved_pct", json_fixed(m.saved_pct, 4)},
+              {"saved_of_waits_pct", json_fixed(m.saved_of_waits_pct, 4)},
+              {"penalty_pct", json_fixed(m.penalty_pct, 4)}}},
+            {"oracle",
+             {{"low_ns", o.tally.low_ns},
+              {"transitions", o.tally.transitions},
+              {"saved_joules", json_fixed(o.saved_joules, 9)},
+              {"saved_pct", json_fixed(o.saved_pct, 4)}}},
+            {"of_oracle_pct", o.saved_joules > 0
+                                      ? json_fixed(100.0 * m.saved_joules / o.saved_joules, 4)
+                                      : ReportJson(nullptr)},
+    };
 }
 
 ReportJson live_json(const live::LiveSummary& l)
@@ -404,6 +467,9 @@ std::string format_json_report(const RankReportData& data)
                                       {"wait_ns", l.wait_ns},
                                       {"blocked_ns", l.wait_blocked_ns},
                                       {"blocks", l.wait_blocks}};
+        if (l.cpu_live) {
+            report["cpu"]["live"] = cpu_live_json(*l.cpu_live);
+        }
     }
     // Only when some were: a clean run's report keeps its fields.
     if (data.errors_swallowed != 0) {

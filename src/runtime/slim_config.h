@@ -45,6 +45,7 @@ typedef struct slim_config {
     unsigned wait;         /* UCX_SLIM_WAIT: slim_config_wait_modes */
     double wait_spin;      /* UCX_SLIM_WAIT_SPIN: seconds (UCX time) */
     double wait_max;       /* UCX_SLIM_WAIT_MAX: seconds (UCX time) */
+    char *cpu_policy;      /* UCX_SLIM_CPU_POLICY: checked policy name */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the
@@ -92,7 +93,8 @@ typedef enum {
     SLIM_CHECK_REPORT,
     SLIM_CHECK_LINK_EXEC,
     SLIM_CHECK_POLICY,
-    SLIM_CHECK_SERVICE
+    SLIM_CHECK_SERVICE,
+    SLIM_CHECK_CPU_POLICY
 } slim_config_check_t;
 
 #ifdef __cplusplus

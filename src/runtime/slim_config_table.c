@@ -214,6 +214,7 @@ static const slim_config_check_t slim_config_check_report    = SLIM_CHECK_REPORT
 static const slim_config_check_t slim_config_check_link_exec = SLIM_CHECK_LINK_EXEC;
 static const slim_config_check_t slim_config_check_policy    = SLIM_CHECK_POLICY;
 static const slim_config_check_t slim_config_check_service   = SLIM_CHECK_SERVICE;
+static const slim_config_check_t slim_config_check_cpu_policy = SLIM_CHECK_CPU_POLICY;
 
 ucs_config_field_t slim_config_table[] = {
     {"INNER", "tcp",
@@ -341,6 +342,14 @@ ucs_config_field_t slim_config_table[] = {
      "With UCX_SLIM_WAIT=yield, the longest one block lasts (1us..1s): all a\n"
      "wait that blocks wrongly can cost, should its wake-up not come.",
      offsetof(slim_config_t, wait_max), SLIM_TYPE_TIME},
+
+    {"CPU_POLICY", "adaptive",
+     "With UCX_SLIM_CPU=on, what plans each wait from its start and asks the\n"
+     "node service for the rank's cores low, and back to full at the wait's\n"
+     "end: any policy of slim-replay --cpu-policy but the oracle (adaptive,\n"
+     "always-on, timeout:DURATION -- timeout:500us is the field's baseline --,\n"
+     "pps, spps, context:DEPTH, runs:DEPTH).",
+     offsetof(slim_config_t, cpu_policy), SLIM_TYPE_CHECKED(slim_config_check_cpu_policy)},
 
     {NULL}
 };

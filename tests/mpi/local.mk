@@ -233,3 +233,5 @@ tests_mpi_waits_LDADD = $(MPICH_LIBS)
 tests_mpi_waits_LDFLAGS = -no-install
 TESTS += tests/mpi/waits.test
 EXTRA_DIST += tests/mpi/waits.test
+TESTS += tests/mpi/cpu-live.test
+EXTRA_DIST += tests/mpi/cpu-live.test

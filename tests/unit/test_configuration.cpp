@@ -526,3 +526,19 @@ TEST_CASE("UCX_SLIM_CPU, _WAIT, _WAIT_SPIN and _WAIT_MAX: off, spin, 50us and 1m
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_CPU", "maybe"}}), Contains("UCX_SLIM_CPU"));
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_WAIT", "sleep"}}), Contains("UCX_SLIM_WAIT"));
 }
+
+TEST_CASE("UCX_SLIM_CPU_POLICY: adaptive by default, slim-replay's policies but the oracle")
+{
+    CHECK(parse({}).cpu_policy.kind == slim::link::PolicyKind::adaptive);
+    const Config t = parse({{"UCX_SLIM_CPU_POLICY", "timeout:500us"}});
+    CHECK(t.cpu_policy.kind == slim::link::PolicyKind::timeout);
+    CHECK(t.cpu_policy.timeout_ns == 500'000);
+    CHECK(parse({{"UCX_SLIM_CPU_POLICY", "context:2"}}).cpu_policy.kind ==
+          slim::link::PolicyKind::context);
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_CPU_POLICY", "oracle"}}),
+                      Contains("UCX_SLIM_CPU_POLICY='oracle': accepted values are always-on, "
+                               "timeout:DURATION") &&
+                              Contains("not oracle, which needs each wait's end"));
+    CHECK_THROWS_WITH(parse({{"UCX_SLIM_CPU_POLICY", "sometimes"}}),
+                      Contains("UCX_SLIM_CPU_POLICY='sometimes': accepted values are"));
+}
