@@ -23,7 +23,8 @@
 // A backend that fails (a write refused, a command that failed or hung):
 // every core it touched is restored at once, and the controller stops
 // driving the cores (requests are still counted); `problem()` says why.
-// Stopping (or destroying) the controller restores every core.
+// Stopping (or destroying) the controller restores every core; a service
+// killed before it can is covered by the cores' state file.
 #pragma once
 
 #include "service/cpu_backend.h"
@@ -53,6 +54,9 @@ public:
     // Every core back to where it was; the controller drives nothing after.
     // Idempotent.
     void stop(TimeNs now) noexcept;
+    // The cores' state file (CpuBackend::use_state_file), once the socket's
+    // lock is held: what a killed service left low is restored first.
+    void use_state_file(const std::string& path) { backend_->use_state_file(path); }
 
     const CpuBackend& backend() const { return *backend_; }
     bool failed() const { return failed_; }

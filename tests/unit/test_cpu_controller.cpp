@@ -9,6 +9,7 @@
 #include "service/cpu_controller.h"
 
 #include "base/parse.h"
+#include "predict/cpu_model.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +26,7 @@
 
 using Catch::Matchers::Contains;
 using namespace slim::link;
+namespace svc = slim::link::service;
 
 namespace {
 
@@ -248,11 +251,12 @@ TEST_CASE("stopping the controller restores every core", "[cpu]")
 
 TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
 {
-    // Two cores; full 2000 MHz at 6 W, low 800 MHz at 2 W, 1 ms to switch.
+    // Two cores; full 2 GHz at 6 W, low 0.8 GHz at 2 W, 1 ms to switch, and
+    // 1 ms of work after an arrival that runs at the low frequency.
     CpuBackendConfig config;
     config.emulated_cores = 2;
-    config.states         = parse_cpu_states("--cpu-states", "2000:6:1ms,800:2:1ms");
-    auto backend          = make_cpu_backend("emulated", config, 0);
+    config.table = slim::cpu::parse_cpu_config("f=2,P=6,f_low=0.8,P_low=2,tau=1ms,handle=1ms");
+    auto backend = make_cpu_backend("emulated", config, 0);
     CHECK(backend->cores() == cores_of({0, 1}));
 
     backend->set(cores_of({0}), true, 10 * kMs);   // core 0 low at 10 ms
@@ -269,7 +273,9 @@ TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
     CHECK(e->joules == Approx(1.004).epsilon(1e-9));
     CHECK(e->baseline_joules == Approx(1.2).epsilon(1e-9));
     CHECK(e->time_low_ns == 49 * kMs);
-    CHECK(e->penalty_ns == 1 * kMs);  // one raise: one transition of slow work
+    // One raise, charged as the replay's model charges a wake: tau, plus
+    // the handling at 0.8 GHz, 1 ms x (2 / 0.8 - 1) = 1.5 ms: 2.5 ms.
+    CHECK(e->penalty_ns == 2'500'000);
     CHECK(e->transitions == 2);
 
     SECTION("a core still low is accounted up to now")
@@ -280,21 +286,39 @@ TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
         CHECK(later->joules == Approx(0.404 + 0.540 + 0.006 + 0.018).epsilon(1e-9));
         CHECK(later->time_low_ns == (49 + 9) * kMs);
         CHECK(backend->restore(100 * kMs).empty());
-        CHECK(backend->energy(100 * kMs)->penalty_ns == 2 * kMs);
+        CHECK(backend->energy(100 * kMs)->penalty_ns == 2 * 2'500'000);
     }
 }
 
-TEST_CASE("the default CPU table and its parser", "[cpu]")
+TEST_CASE("the service's emulated table is slim-replay's", "[cpu]")
 {
-    const std::vector<CpuPState> d = default_cpu_states();
-    REQUIRE(d.size() == 3);
-    CHECK(d.front().khz == 2'000'000);
-    CHECK(d.back().khz == 800'000);
-    CHECK(d.front().watts > d.back().watts);
-    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "800:2,2000:6"), slim::ConfigError);
-    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "2000:6"), slim::ConfigError);
-    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "2000,800:2"), slim::ConfigError);
-    CHECK(parse_cpu_states("--cpu-states", "2000:6:5us,800:2")[0].transition_ns == 5'000);
+    // The defaults are the replay's (an AMD EPYC 7763 core, P0 and P2).
+    const CpuBackendConfig config;
+    const slim::cpu::CpuConfig replay;
+    CHECK(config.table.full.ghz == replay.full.ghz);
+    CHECK(config.table.full.watts == replay.full.watts);
+    CHECK(config.table.low.ghz == replay.low.ghz);
+    CHECK(config.table.low.watts == replay.low.watts);
+    CHECK(config.table.tau_ns == replay.tau_ns);
+    CHECK(config.table.handle_ns == replay.handle_ns);
+    CHECK(config.table.full.ghz == 2.45);
+    CHECK(config.table.low.watts == 1.4);
+    CHECK(low_khz_of(config.table) == 1'500'000);  // exec's {khz} by default
+
+    CpuBackendConfig two;
+    two.emulated_cores = 2;
+    const auto backend = make_cpu_backend("emulated", two, 0);
+    CHECK_THAT(backend->describe(),
+               Contains("2 cores, f=2.45,P=3,f_low=1.5,P_low=1.4,tau=20us,handle=5us"));
+
+    SECTION("one default raise: tau 20 us + 5 us x (2.45 / 1.5 - 1) = 23.1667 us")
+    {
+        auto b = make_cpu_backend("emulated", two, 0);
+        b->set(cores_of({0}), true, 0);
+        b->set(cores_of({0}), false, 1 * kMs);
+        // 5000 x 0.63333... = 3166.67 ns, rounded: 3167 ns.
+        CHECK(b->energy(1 * kMs)->penalty_ns == 20'000 + 3'167);
+    }
 }
 
 TEST_CASE("core lists as the kernel writes them", "[cpu]")
@@ -350,6 +374,48 @@ TEST_CASE("cpufreq backend against a fake sysfs tree", "[cpu]")
         CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "<unsupported>");
         b.reset();  // destroyed: restored
         CHECK(sys.read(sys.dir(0) + "/scaling_max_freq") == "2000000");
+    }
+    SECTION("the cores' state file: recorded before a core goes low, restored by the next "
+            "service")
+    {
+        sys.add(0);
+        sys.add(1);
+        const std::string state = sys.root + "/slimlinkd.sock.cpu-state";
+        std::string left;
+        {
+            auto b = make_cpu_backend("cpufreq", config, 0);
+            b->use_state_file(state);  // none yet: nothing to restore
+            b->set(cores_of({1}), true, 0);
+            REQUIRE(sys.read(sys.dir(1) + "/scaling_setspeed") == "800000");
+            std::ifstream in(state);
+            left.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+            CHECK_THAT(left, Contains("\ncpu1 scaling_setspeed 2000000"));
+            CHECK_THAT(left, !Contains("cpu0"));  // never lowered
+            CHECK(b->restore(0).empty());
+            CHECK(::access(state.c_str(), F_OK) != 0);  // every core restored: gone
+        }
+        // A service SIGKILLed while core 1 was low leaves both behind.
+        sys.write(sys.dir(1) + "/scaling_setspeed", "800000");
+        std::ofstream(state) << left;
+        auto next = make_cpu_backend("cpufreq", config, 0);  // reads 800000 as found
+        next->use_state_file(state);
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "2000000");
+        CHECK(::access(state.c_str(), F_OK) != 0);
+        // Full is the recorded value, not the low one the new service found.
+        next->set(cores_of({1}), true, 0);
+        next->set(cores_of({1}), false, 0);
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "2000000");
+
+        SECTION("a line naming no core of the tree, or another file, is ignored")
+        {
+            CHECK(next->restore(0).empty());
+            std::ofstream(state) << "cpu7 scaling_setspeed 1\ncpu0 ../../x 5\ncpu0 "
+                                    "scaling_setspeed 1900000\n";
+            auto third = make_cpu_backend("cpufreq", config, 0);
+            third->use_state_file(state);
+            CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "1900000");
+            CHECK(::access(state.c_str(), F_OK) != 0);
+        }
     }
     SECTION("no cpufreq at all: refused, naming the path")
     {
