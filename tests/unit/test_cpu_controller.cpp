@@ -512,3 +512,100 @@ TEST_CASE("the exec CPU backend runs a command without a shell, bounded", "[cpu]
     config.exec_template = "true {level}";
     CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("by its path"));
 }
+
+TEST_CASE("a job's CPU section: per core, against a hand computation", "[cpu]")
+{
+    // Four emulated cores; full 2 GHz at 6 W, low 1 GHz at 2 W, tau 1 ms,
+    // handle 1 ms: a raise costs 1 ms + 1 ms x (2 / 1 - 1) = 2 ms of penalty.
+    CpuBackendConfig config;
+    config.emulated_cores = 4;
+    config.table = slim::cpu::parse_cpu_config("f=2,P=6,f_low=1,P_low=2,tau=1ms,handle=1ms");
+    CpuController cpu(make_cpu_backend("emulated", config, 0));
+    // Job 7: rank 1 on core 0, rank 2 on core 1; job 9: rank 3 on core 1 too.
+    cpu.set_cores(1, cores_of({0}), 0, 7);
+    cpu.set_cores(2, cores_of({1}), 0, 7);
+    cpu.set_cores(3, cores_of({1}), 0, 9);
+    cpu.request(1, true, 10 * kMs);   // core 0 low from 10 ms
+    cpu.request(2, true, 20 * kMs);   // core 1 held by rank 3 (works): refused
+    CHECK(cpu.cores_low() == cores_of({0}));
+    cpu.request(3, true, 30 * kMs);   // both wait: core 1 low from 30 ms
+    cpu.request(1, false, 50 * kMs);  // core 0 full at 50 ms
+    cpu.request(2, false, 60 * kMs);  // core 1 full at 60 ms
+
+    const auto s = cpu.job_section(7, 100 * kMs, 16);
+    REQUIRE(s);
+    REQUIRE(s->cores.size() == 2);
+    const svc::CpuSectionCore& c0 = s->cores[0];
+    const svc::CpuSectionCore& c1 = s->cores[1];
+    // Core 0: low 10-50 ms = 40 ms, of which 39 ms beyond the first tau;
+    // 0.1 s x 6 W = 0.6 J always at full, 0.6 - (6 - 2) W x 0.039 s = 0.444 J.
+    CHECK(c0.core == 0);
+    CHECK(c0.ranks == 1);
+    CHECK(c0.low_requests == 1);
+    CHECK(c0.full_requests == 1);
+    CHECK(c0.refused == 0);
+    CHECK(c0.transitions == 2);
+    CHECK(c0.span_ns == 100 * kMs);
+    CHECK(c0.time_low_ns == 40 * kMs);
+    CHECK(c0.penalty_ns == 2 * kMs);
+    CHECK(c0.baseline_joules == Approx(0.6).epsilon(1e-12));
+    CHECK(c0.energy_joules == Approx(0.444).epsilon(1e-12));
+    // Core 1: rank 2's low at 20 ms refused (rank 3 of job 9 worked there);
+    // low 30-60 ms = 30 ms, 29 ms beyond tau: 0.6 - 4 x 0.029 = 0.484 J.
+    CHECK(c1.core == 1);
+    CHECK(c1.ranks == 1);  // job 9's rank is not job 7's
+    CHECK(c1.low_requests == 1);
+    CHECK(c1.refused == 1);
+    CHECK(c1.transitions == 2);
+    CHECK(c1.time_low_ns == 30 * kMs);
+    CHECK(c1.penalty_ns == 2 * kMs);
+    CHECK(c1.energy_joules == Approx(0.484).epsilon(1e-12));
+    // Sums.
+    const svc::CpuSection& t = s->totals;
+    CHECK(std::string(t.backend) == "emulated");
+    CHECK(t.has_energy == 1);
+    CHECK(t.cores == 2);
+    CHECK(t.cores_mapped == 2);
+    CHECK(t.cores_refused == 1);
+    CHECK(t.low_requests == 2);
+    CHECK(t.full_requests == 2);
+    CHECK(t.transitions == 4);
+    CHECK(t.span_ns == 100 * kMs);
+    CHECK(t.time_low_ns == 70 * kMs);
+    CHECK(t.penalty_ns == 4 * kMs);
+    CHECK(t.baseline_joules == Approx(1.2).epsilon(1e-12));
+    CHECK(t.energy_joules == Approx(0.928).epsilon(1e-12));
+    // The backend's own account agrees: cores 2 and 3 at full, 2 x 0.6 J.
+    CHECK(cpu.backend().energy(100 * kMs)->joules == Approx(0.928 + 1.2).epsilon(1e-12));
+
+    SECTION("cut to a limit: the sums still cover every core")
+    {
+        const auto cut = cpu.job_section(7, 100 * kMs, 1);
+        REQUIRE(cut);
+        CHECK(cut->cores.size() == 1);
+        CHECK(cut->totals.cores == 1);
+        CHECK(cut->totals.cores_mapped == 2);
+        CHECK(cut->totals.energy_joules == Approx(0.928).epsilon(1e-12));
+    }
+    SECTION("a job is forgotten when its last rank leaves; another job is its own")
+    {
+        const auto other = cpu.job_section(9, 100 * kMs, 16);
+        REQUIRE(other);
+        CHECK(other->totals.cores_mapped == 1);
+        CHECK(other->totals.low_requests == 1);
+        CHECK(other->totals.cores_refused == 0);
+        cpu.drop(1, 100 * kMs);
+        CHECK(cpu.job_section(7, 100 * kMs, 16));
+        cpu.drop(2, 100 * kMs);
+        CHECK_FALSE(cpu.job_section(7, 100 * kMs, 16));
+        CHECK_FALSE(cpu.job_section(42, 100 * kMs, 16));
+    }
+    SECTION("a core still low at the report is counted up to it")
+    {
+        cpu.request(1, true, 80 * kMs);  // core 0 low again, 80-100 ms: 19 ms beyond tau
+        const auto later = cpu.job_section(7, 100 * kMs, 16);
+        CHECK(later->cores[0].time_low_ns == 60 * kMs);
+        CHECK(later->cores[0].transitions == 3);
+        CHECK(later->cores[0].energy_joules == Approx(0.6 - 4 * (0.039 + 0.019)).epsilon(1e-12));
+    }
+}
