@@ -328,8 +328,8 @@ struct CpuSectionCore {
     std::uint64_t refused       = 0;  // low requests that left it at full: shared
     std::uint64_t transitions   = 0;  // the core's state changes over the span
     std::int64_t span_ns        = 0;
-    std::int64_t time_low_ns    = 0;  // set low, transitions included
-    std::int64_t penalty_ns     = 0;  // modelled (emulated)
+    std::int64_t time_low_ns    = 0;    // set low, transitions included
+    std::int64_t penalty_ns     = 0;    // modelled (emulated)
     double energy_joules        = 0.0;  // emulated: at the table's powers
     double baseline_joules      = 0.0;  // emulated: at full over the span
 };

@@ -227,15 +227,15 @@ std::string cpu_text(const NodeCollection& collection)
     if (!collection.cpu) {
         return {};
     }
-    namespace svc                 = link::service;
-    const svc::CpuSection& c      = *collection.cpu;
-    const auto seconds            = [](std::int64_t ns) {
+    namespace svc            = link::service;
+    const svc::CpuSection& c = *collection.cpu;
+    const auto seconds       = [](std::int64_t ns) {
         return format_fixed(static_cast<double>(ns) * 1e-9, 6);
     };
     const bool energy = c.has_energy != 0;
     std::string out   = "  cpu (" + svc::text_of(c.backend) + ", driven by slimlinkd) over " +
-                      format_fixed(static_cast<double>(c.span_ns) * 1e-9, 3) + " s: " +
-                      std::to_string(c.cores_mapped) + " cores mapped, " +
+                      format_fixed(static_cast<double>(c.span_ns) * 1e-9, 3) +
+                      " s: " + std::to_string(c.cores_mapped) + " cores mapped, " +
                       std::to_string(c.cores_refused) + " kept at full because shared; " +
                       u64(c.low_requests) + " low and " + u64(c.full_requests) +
                       " full requests, " + u64(c.transitions) + " transitions, " +
@@ -413,8 +413,10 @@ ReportJson cpu_json(const link::service::CpuSection& c,
                     const std::vector<link::service::CpuSectionCore>& listed)
 {
     const bool energy = c.has_energy != 0;
-    const auto joules = [energy](double v) { return energy ? json_fixed(v, 6) : ReportJson(nullptr); };
-    ReportJson cores  = ReportJson::array();
+    const auto joules = [energy](double v) {
+        return energy ? json_fixed(v, 6) : ReportJson(nullptr);
+    };
+    ReportJson cores = ReportJson::array();
     for (const link::service::CpuSectionCore& e : listed) {
         cores.push_back({
                 {"core", e.core},

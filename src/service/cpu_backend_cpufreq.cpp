@@ -181,8 +181,8 @@ public:
             fields >> cpu_word >> file_name >> value;
             Core *core = nullptr;
             if (cpu_word.size() > 3 && cpu_word.compare(0, 3, "cpu") == 0 &&
-                is_number(cpu_word.substr(3)) && (file_name == kSetspeed || file_name == kMaxFreq) &&
-                is_number(value)) {
+                is_number(cpu_word.substr(3)) &&
+                (file_name == kSetspeed || file_name == kMaxFreq) && is_number(value)) {
                 const unsigned long number = std::stoul(cpu_word.substr(3));
                 for (Core& c : list_) {
                     core = c.number == number ? &c : core;
@@ -310,10 +310,10 @@ std::unique_ptr<CpuBackend> make_cpufreq_cpu_backend(const CpuBackendConfig& con
                                "cannot be set safely)");
         }
         Core c;
-        c.number = number;
-        c.dir    = base;
-        c.name   = *governor == "userspace" ? kSetspeed : kMaxFreq;
-        c.file   = base + "/" + c.name;
+        c.number            = number;
+        c.dir               = base;
+        c.name              = *governor == "userspace" ? kSetspeed : kMaxFreq;
+        c.file              = base + "/" + c.name;
         const auto original = read_line(c.file, why);
         if (!original) {
             throw refuse(why);

@@ -270,14 +270,14 @@ std::string CpuController::summary(TimeNs now) const
 }
 
 std::optional<CpuController::JobSection> CpuController::job_section(std::uint64_t job, TimeNs now,
-                                                                   std::size_t limit) const
+                                                                    std::size_t limit) const
 {
     const auto it = jobs_.find(job);
     if (it == jobs_.end() || it->second.cores.empty()) {
         return std::nullopt;
     }
-    const JobAccount& account    = it->second;
-    const cpu::CpuConfig *table  = backend_->table();
+    const JobAccount& account   = it->second;
+    const cpu::CpuConfig *table = backend_->table();
     JobSection section;
     svc::CpuSection& t = section.totals;
     service_io::set_text(t.backend, backend_->name());

@@ -48,8 +48,7 @@ public:
     // The cores `client` may run on (replacing what was known; a new
     // client starts at full). `job`: the port service's serial of its job
     // (0: none), whose CPU section (job_section) it then counts in.
-    void set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now,
-                   std::uint64_t job = 0);
+    void set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now, std::uint64_t job = 0);
     // `client` waits (low) or works (not low). Unknown clients are ignored.
     void request(std::uint32_t client, bool low, TimeNs now);
     // `client` is gone: its cores go back to full unless the rule keeps them.

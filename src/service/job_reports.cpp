@@ -225,7 +225,7 @@ std::uint64_t PortService::job_serial(std::uint32_t id) const
 JobReport PortService::make_report(Job& job)
 {
     JobReport report;
-    report.job_serial = job.serial;
+    report.job_serial          = job.serial;
     service::PortSection& port = report.port;
     const auto copy_name       = [](char *to, const std::string      &from) {
         const std::size_t n = std::min(from.size(), service::kNameBytes - 1);

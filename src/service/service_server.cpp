@@ -948,8 +948,8 @@ void ServiceServer::Impl::send_reports(TimeNs now)
         // header, so that a client that does not read it is not confused.
         std::optional<CpuController::JobSection> cpu;
         if (options.cpu != nullptr) {
-            const std::size_t room = (svc::kMaxMessageBytes - sizeof(svc::CpuSection)) /
-                                     sizeof(svc::CpuSectionCore);
+            const std::size_t room =
+                    (svc::kMaxMessageBytes - sizeof(svc::CpuSection)) / sizeof(svc::CpuSectionCore);
             cpu = options.cpu->job_section(report.job_serial, now, room);
         }
         h.port.cpu_section = cpu ? 1 : 0;

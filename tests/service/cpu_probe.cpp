@@ -148,7 +148,7 @@ int main(int argc, char **argv)
             }
             nlohmann::ordered_json j = nullptr;
             if (got->cpu) {
-                const svc::CpuSection& c = *got->cpu;
+                const svc::CpuSection& c     = *got->cpu;
                 nlohmann::ordered_json cores = nlohmann::ordered_json::array();
                 for (const svc::CpuSectionCore& e : got->cpu_cores) {
                     cores.push_back({{"core", e.core},

@@ -525,8 +525,8 @@ TEST_CASE("a job's CPU section: per core, against a hand computation", "[cpu]")
     cpu.set_cores(1, cores_of({0}), 0, 7);
     cpu.set_cores(2, cores_of({1}), 0, 7);
     cpu.set_cores(3, cores_of({1}), 0, 9);
-    cpu.request(1, true, 10 * kMs);   // core 0 low from 10 ms
-    cpu.request(2, true, 20 * kMs);   // core 1 held by rank 3 (works): refused
+    cpu.request(1, true, 10 * kMs);  // core 0 low from 10 ms
+    cpu.request(2, true, 20 * kMs);  // core 1 held by rank 3 (works): refused
     CHECK(cpu.cores_low() == cores_of({0}));
     cpu.request(3, true, 30 * kMs);   // both wait: core 1 low from 30 ms
     cpu.request(1, false, 50 * kMs);  // core 0 full at 50 ms

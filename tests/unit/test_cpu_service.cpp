@@ -322,7 +322,7 @@ TEST_CASE("the node report carries the job's CPU section to its reporter", "[cpu
     REQUIRE(a->publish(svc::DemandRecord{now, 0, 4, 0}));
     a->set_through(now + 1);
     REQUIRE(a->sync());
-    const std::uint8_t record = 0;
+    const std::uint8_t record                  = 0;
     const std::optional<ReceivedReport> report = a->deposit(1, &record, sizeof record, 2000ms);
     REQUIRE(report);
     REQUIRE(report->cpu);
@@ -385,11 +385,12 @@ TEST_CASE("the node report's CPU section in text and JSON", "[cpu]")
     collection.cpu_cores = {core};
 
     const std::string text = format_node_text(node, collection);
-    CHECK_THAT(text, Catch::Matchers::Contains(
-                             "  cpu (emulated, driven by slimlinkd) over 0.100 s: 1 cores mapped, 1 "
-                             "kept at full because shared; 2 low and 2 full requests, 4 "
-                             "transitions, 0.040000 s low; energy 0.444000 J of 0.600000 J always "
-                             "at full (saved 26.0%), modelled penalty 4.0 us\n"));
+    CHECK_THAT(text,
+               Catch::Matchers::Contains(
+                       "  cpu (emulated, driven by slimlinkd) over 0.100 s: 1 cores mapped, 1 "
+                       "kept at full because shared; 2 low and 2 full requests, 4 "
+                       "transitions, 0.040000 s low; energy 0.444000 J of 0.600000 J always "
+                       "at full (saved 26.0%), modelled penalty 4.0 us\n"));
     CHECK_THAT(text, Catch::Matchers::Contains("         3      1        2        2        1"));
 
     const slim_test::Json j = slim_test::parse_json(format_node_json(node, collection));
@@ -414,8 +415,9 @@ TEST_CASE("the node report's CPU section in text and JSON", "[cpu]")
     {
         collection.cpu->has_energy = 0;
         io::set_text(collection.cpu->backend, "cpufreq");
-        CHECK_THAT(format_node_text(node, collection),
-                   Catch::Matchers::Contains("0.040000 s low; energy not measured by this backend"));
+        CHECK_THAT(
+                format_node_text(node, collection),
+                Catch::Matchers::Contains("0.040000 s low; energy not measured by this backend"));
         const slim_test::Json k = slim_test::parse_json(format_node_json(node, collection));
         CHECK(k["cpu"]["energy_joules"].is_null());
         CHECK(k["cpu"]["penalty_ns"].is_null());
