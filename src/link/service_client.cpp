@@ -552,6 +552,29 @@ std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_versio
     if (p != end) {
         throw garbage(std::to_string(end - p) + " bytes after the last entry");
     }
+    if (rh.port.cpu_section != 0) {
+        header = receive_checked(fd_, buf, path_, "node report's CPU section", kAckTimeout);
+        const std::size_t n = header.length;
+        if (header.type != static_cast<std::uint16_t>(svc::MessageType::node_report_cpu) ||
+            n < sizeof(svc::CpuSection)) {
+            throw garbage("message type " + std::to_string(header.type) + " of " +
+                          std::to_string(n) + " bytes where its CPU section was due");
+        }
+        svc::CpuSection cpu;
+        std::memcpy(&cpu, buf.data() + sizeof header, sizeof cpu);
+        cpu.backend[sizeof cpu.backend - 1] = '\0';
+        cpu.problem[sizeof cpu.problem - 1] = '\0';
+        if (n != sizeof cpu + std::size_t{cpu.cores} * sizeof(svc::CpuSectionCore)) {
+            throw garbage("a CPU section of " + std::to_string(n) + " bytes announcing " +
+                          std::to_string(cpu.cores) + " cores");
+        }
+        report.cpu_cores.resize(cpu.cores);
+        if (cpu.cores > 0) {
+            std::memcpy(report.cpu_cores.data(), buf.data() + sizeof header + sizeof cpu,
+                        n - sizeof cpu);
+        }
+        report.cpu = cpu;
+    }
     return report;
 }
 

@@ -61,6 +61,10 @@ struct ReceivedReport {
         std::vector<std::uint8_t> record;
     };
     std::vector<Entry> entries;
+    // The CPU over the job (node_report_cpu), when the service's CPU
+    // controller ran: the sums and the cores it lists.
+    std::optional<service::CpuSection> cpu;
+    std::vector<service::CpuSectionCore> cpu_cores;
 };
 
 class ServiceClient {

@@ -101,8 +101,10 @@ enum class MessageType : std::uint16_t {
     cpu_request      = 12,  // client -> service: CpuRequest (never answered)
     cpu_status       = 13,  // anyone -> service: no payload
     cpu_status_reply = 14,  // service -> asker: CpuStatusReply + CpuStatusCore[]
+    node_report_cpu  = 15,  // service -> reporter, after a node_report whose
+                            // port.cpu_section is 1: CpuSection + CpuSectionCore[]
 };
-inline constexpr MessageType kLastMessageType = MessageType::cpu_status_reply;
+inline constexpr MessageType kLastMessageType = MessageType::node_report_cpu;
 
 // Features a service announces (MessageHeader::features of attach_ok and
 // status_reply).
@@ -214,8 +216,10 @@ struct PortSection {
     // previous service left the port narrow and restoring it has not
     // succeeded yet. Not "full width".
     std::uint32_t width_unknown = 0;
-    std::uint32_t reserved      = 0;
-    char problem[kTextBytes]    = {};  // why (backend_failed / width_unknown)
+    // 1: a node_report_cpu message follows (the CPU controller ran); a
+    // client that does not read it closes after the node_report.
+    std::uint32_t cpu_section = 0;
+    char problem[kTextBytes]  = {};  // why (backend_failed / width_unknown)
 };
 
 enum class EntryState : std::uint32_t {
@@ -312,6 +316,43 @@ struct CpuStatusCore {
     std::uint32_t low       = 0;  // 1: set low now
     std::uint32_t ranks     = 0;  // ranks that may run on it
     std::uint32_t ranks_low = 0;  // of them, asking low
+};
+
+// The CPU over one job (node_report_cpu): each core the job's ranks were
+// mapped to, from its first rank's mapping to the report, and the sums.
+struct CpuSectionCore {
+    std::uint32_t core          = 0;
+    std::uint32_t ranks         = 0;  // the job's ranks that may run on it
+    std::uint64_t low_requests  = 0;  // the job's ranks' requests, on this core
+    std::uint64_t full_requests = 0;
+    std::uint64_t refused       = 0;  // low requests that left it at full: shared
+    std::uint64_t transitions   = 0;  // the core's state changes over the span
+    std::int64_t span_ns        = 0;
+    std::int64_t time_low_ns    = 0;    // set low, transitions included
+    std::int64_t penalty_ns     = 0;    // modelled (emulated)
+    double energy_joules        = 0.0;  // emulated: at the table's powers
+    double baseline_joules      = 0.0;  // emulated: at full over the span
+};
+
+struct CpuSection {
+    char backend[kNameBytes]    = {};
+    std::uint32_t cores         = 0;  // CpuSectionCore entries that follow
+    std::uint32_t cores_mapped  = 0;  // all of them (more than `cores` when cut)
+    std::uint32_t cores_refused = 0;  // cores some low request left at full
+    std::uint32_t has_energy    = 0;  // emulated: the energy fields are set
+    std::uint32_t failed        = 0;  // the backend failed: cores restored, not driven
+    std::uint32_t reserved      = 0;
+    // The job's ranks' requests, each once; the rest sums over every
+    // mapped core (the entries' fields).
+    std::uint64_t low_requests  = 0;
+    std::uint64_t full_requests = 0;
+    std::uint64_t transitions   = 0;
+    std::int64_t span_ns        = 0;  // the job's: its first mapping to the report
+    std::int64_t time_low_ns    = 0;
+    std::int64_t penalty_ns     = 0;
+    double energy_joules        = 0.0;
+    double baseline_joules      = 0.0;
+    char problem[kTextBytes]    = {};
 };
 
 // ---- the demand ring (shared memory, created by the service) -------------

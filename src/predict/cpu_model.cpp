@@ -214,6 +214,8 @@ double saved_joules(const CpuConfig& c, const CpuTally& t)
            kJoulesPerWattNs;
 }
 
+TimeNs wake_penalty_ns(const CpuConfig& c) { return c.tau_ns + slow_handling(c); }
+
 CpuResult cpu_result(const CpuConfig& c, const CpuTally& t, TimeNs span_ns)
 {
     CpuResult r;

@@ -107,4 +107,10 @@ CpuResult cpu_result(const CpuConfig& c, const CpuTally& t, TimeNs span_ns);
 // Joules saved by a tally against full (negative when the penalty costs more).
 double saved_joules(const CpuConfig& c, const CpuTally& t);
 
+// What one wake from low costs when the arrival finds the core low: tau to
+// come back up plus the handling at f_low, handle * (f / f_low - 1)
+// (rounded to the ns). The node service's emulated backend charges it per
+// raise.
+TimeNs wake_penalty_ns(const CpuConfig& c);
+
 }  // namespace slim::cpu

@@ -221,6 +221,64 @@ std::string port_caveats(const link::service::PortSection& p)
     return out;
 }
 
+// The CPU section: a line of sums, then a row per core listed.
+std::string cpu_text(const NodeCollection& collection)
+{
+    if (!collection.cpu) {
+        return {};
+    }
+    namespace svc            = link::service;
+    const svc::CpuSection& c = *collection.cpu;
+    const auto seconds       = [](std::int64_t ns) {
+        return format_fixed(static_cast<double>(ns) * 1e-9, 6);
+    };
+    const bool energy = c.has_energy != 0;
+    std::string out   = "  cpu (" + svc::text_of(c.backend) + ", driven by slimlinkd) over " +
+                      format_fixed(static_cast<double>(c.span_ns) * 1e-9, 3) +
+                      " s: " + std::to_string(c.cores_mapped) + " cores mapped, " +
+                      std::to_string(c.cores_refused) + " kept at full because shared; " +
+                      u64(c.low_requests) + " low and " + u64(c.full_requests) +
+                      " full requests, " + u64(c.transitions) + " transitions, " +
+                      seconds(c.time_low_ns) + " s low; ";
+    if (energy) {
+        std::optional<double> saved;
+        if (c.baseline_joules > 0.0) {
+            saved = 100.0 * (1.0 - c.energy_joules / c.baseline_joules);
+        }
+        out += "energy " + format_fixed(c.energy_joules, 6) + " J of " +
+               format_fixed(c.baseline_joules, 6) + " J always at full (saved " +
+               text_or_dash(saved, 1) + "%), modelled penalty " +
+               format_fixed(static_cast<double>(c.penalty_ns) * 1e-3, 1) + " us\n";
+    } else {
+        out += "energy not measured by this backend\n";
+    }
+    if (c.failed != 0) {
+        const std::string problem = svc::text_of(c.problem);
+        out += "  cpu backend FAILED: every core restored, no longer driven" +
+               (problem.empty() ? std::string() : ": " + problem) + "\n";
+    }
+    std::array<char, 256> line{};
+    std::snprintf(line.data(), line.size(), "  %8s %6s %8s %8s %8s %11s %12s %12s %12s\n",
+                  "cpu core", "ranks", "low req", "full req", "refused", "transitions",
+                  "time low s", "energy J", "baseline J");
+    out += line.data();
+    for (const svc::CpuSectionCore& e : collection.cpu_cores) {
+        std::snprintf(line.data(), line.size(),
+                      "  %8u %6u %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %11" PRIu64
+                      " %12s %12s %12s\n",
+                      e.core, e.ranks, e.low_requests, e.full_requests, e.refused, e.transitions,
+                      seconds(e.time_low_ns).c_str(),
+                      energy ? format_fixed(e.energy_joules, 6).c_str() : "-",
+                      energy ? format_fixed(e.baseline_joules, 6).c_str() : "-");
+        out += line.data();
+    }
+    if (collection.cpu_cores.size() < c.cores_mapped) {
+        out += "  (" + std::to_string(c.cores_mapped - collection.cpu_cores.size()) +
+               " more cores not listed; the sums above cover them)\n";
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string format_node_text(const NodeInfo& node, const NodeCollection& collection)
@@ -259,7 +317,7 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
                      any_link ? u64(t.restarts) : "-", t.bytes_sent, t.packed_bytes, t.saved_bytes,
                      t.missed_bytes, text_error_bound(t.error_bound));
     if (!any_link) {
-        return out;
+        return out + cpu_text(collection);
     }
     // Energy the port's backend did not measure is not printed as zeros.
     const bool measured = !collection.port || collection.port->has_energy != 0;
@@ -305,7 +363,7 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
                " rank(s) had a controller failure (see each rank's report for the port's "
                "width as it knew it)\n";
     }
-    return out;
+    return out + cpu_text(collection);
 }
 
 namespace {
@@ -347,6 +405,55 @@ ReportJson port_json(const link::service::PortSection& p)
             {"problem", link::service::text_of(p.problem).empty()
                                 ? ReportJson(nullptr)
                                 : ReportJson(link::service::text_of(p.problem))},
+    };
+}
+
+// The cores as the service's CPU controller drove them over the job.
+ReportJson cpu_json(const link::service::CpuSection& c,
+                    const std::vector<link::service::CpuSectionCore>& listed)
+{
+    const bool energy = c.has_energy != 0;
+    const auto joules = [energy](double v) {
+        return energy ? json_fixed(v, 6) : ReportJson(nullptr);
+    };
+    ReportJson cores = ReportJson::array();
+    for (const link::service::CpuSectionCore& e : listed) {
+        cores.push_back({
+                {"core", e.core},
+                {"ranks", e.ranks},
+                {"low_requests", e.low_requests},
+                {"full_requests", e.full_requests},
+                {"refused", e.refused},
+                {"transitions", e.transitions},
+                {"span_ns", e.span_ns},
+                {"time_low_ns", e.time_low_ns},
+                {"penalty_ns", energy ? ReportJson(e.penalty_ns) : ReportJson(nullptr)},
+                {"energy_joules", joules(e.energy_joules)},
+                {"baseline_joules", joules(e.baseline_joules)},
+        });
+    }
+    std::optional<double> saved;
+    if (energy && c.baseline_joules > 0.0) {
+        saved = 100.0 * (1.0 - c.energy_joules / c.baseline_joules);
+    }
+    const std::string problem = link::service::text_of(c.problem);
+    return {
+            {"owner", "slimlinkd"},
+            {"backend", link::service::text_of(c.backend)},
+            {"span_ns", c.span_ns},
+            {"cores_mapped", c.cores_mapped},
+            {"cores_refused", c.cores_refused},
+            {"low_requests", c.low_requests},
+            {"full_requests", c.full_requests},
+            {"transitions", c.transitions},
+            {"time_low_ns", c.time_low_ns},
+            {"penalty_ns", energy ? ReportJson(c.penalty_ns) : ReportJson(nullptr)},
+            {"energy_joules", joules(c.energy_joules)},
+            {"baseline_joules", joules(c.baseline_joules)},
+            {"energy_savings_pct", json_fixed(saved, 4)},
+            {"backend_failed", c.failed != 0},
+            {"problem", problem.empty() ? ReportJson(nullptr) : ReportJson(problem)},
+            {"cores", cores},
     };
 }
 
@@ -417,7 +524,7 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
                 {"controller_failed", r.controller_failed},
         });
     }
-    const ReportJson report = {
+    ReportJson report = {
             {"schema", node_report_schema},
             {"host", node.host},
             {"job", node.job.key},
@@ -429,6 +536,10 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
             {"ranks", ranks},
             {"port", collection.port ? port_json(*collection.port) : ReportJson(nullptr)},
     };
+    // Only when the CPU controller ran: reports without it keep their bytes.
+    if (collection.cpu) {
+        report["cpu"] = cpu_json(*collection.cpu, collection.cpu_cores);
+    }
     return json_line(report);
 }
 
@@ -437,7 +548,9 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
 NodeCollection collection_from_service(const link::ReceivedReport& received)
 {
     NodeCollection collection;
-    collection.port = received.port;
+    collection.port      = received.port;
+    collection.cpu       = received.cpu;
+    collection.cpu_cores = received.cpu_cores;
     for (const link::ReceivedReport::Entry& e : received.entries) {
         const auto state = static_cast<link::service::EntryState>(e.entry.state);
         MissingRank m;

@@ -102,6 +102,11 @@ struct NodeCollection {
     std::vector<RankRecord> reported;
     std::vector<MissingRank> missing;
     std::optional<link::service::PortSection> port;
+    // The cores as the service's CPU controller drove them over the job
+    // (none: it did not run); the cores listed (all, or as many as the
+    // service's message held: the sums in `cpu` cover every core).
+    std::optional<link::service::CpuSection> cpu;
+    std::vector<link::service::CpuSectionCore> cpu_cores;
 };
 
 // Sums over the reported ranks, and the values derived from the sums.
@@ -142,7 +147,8 @@ struct NodeInfo {
 
 // The table for UCX_SLIM_REPORT=stdout: a header line (host, job, ranks
 // reported, missing ranks), one row per reported local rank, a total row,
-// then a line with the time penalty (max, mean) and time at width.
+// then a line with the time penalty (max, mean) and time at width; with a
+// CPU section, its sums in a line and a row per core.
 std::string format_node_text(const NodeInfo& node, const NodeCollection& collection);
 
 // One "slimlink.node.v1" JSON line (slimlink(7)), terminated by '\n'.

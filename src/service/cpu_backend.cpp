@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The CPU backends by name, the emulated table's defaults, and the core
-// lists the kernel writes (cpu_backend.h).
+// The CPU backends by name and the core lists the kernel writes
+// (cpu_backend.h).
 #include "service/cpu_backend.h"
 
+#include "base/log.h"
 #include "base/parse.h"
+#include "service/state_file.h"
 
 #include <cerrno>
 #include <cstring>
@@ -26,10 +28,6 @@ const Entry kCpuBackends[] = {
         {"cpufreq", [](const CpuBackendConfig& c, TimeNs) { return make_cpufreq_cpu_backend(c); }},
         {"exec", [](const CpuBackendConfig& c, TimeNs) { return make_exec_cpu_backend(c); }},
 };
-
-// One server core of a current generation, from public figures; how each
-// number was found is in doc/man/slimlinkd.1.md (DEFAULT STATES).
-constexpr TimeNs kDefaultTransitionNs = 30'000;
 
 }  // namespace
 
@@ -55,50 +53,20 @@ std::vector<std::string> cpu_backend_names()
     return names;
 }
 
-std::vector<CpuPState> default_cpu_states()
+void CpuBackend::use_state_file(const std::string& path)
 {
-    return {
-            {2'000'000, 6.25, kDefaultTransitionNs},
-            {1'400'000, 4.05, kDefaultTransitionNs},
-            {800'000, 2.62, kDefaultTransitionNs},
-    };
+    if (path.empty() || !read_state_file_text(path, 1)) {
+        return;
+    }
+    logger().warn("slimlinkd: CPU: a previous slimlinkd left {} (cores it lowered with the values "
+                  "to write back); the {} backend does not write cores, so it is left for a "
+                  "service with --cpu cpufreq to restore",
+                  path, name());
 }
 
-std::vector<CpuPState> parse_cpu_states(const char *option, const std::string& spec)
+std::uint32_t low_khz_of(const cpu::CpuConfig& table)
 {
-    const char *accepted = "MHZ:WATTS[:LATENCY] states separated by commas, fastest first, e.g. "
-                           "2000:6.25:30us,800:2.62";
-    std::vector<CpuPState> states;
-    std::stringstream items(spec);
-    std::string item;
-    while (std::getline(items, item, ',')) {
-        std::vector<std::string> parts;
-        std::stringstream fields(item);
-        std::string field;
-        while (std::getline(fields, field, ':')) {
-            parts.push_back(std::string(parse::trim(field)));
-        }
-        if (parts.size() < 2 || parts.size() > 3) {
-            throw ConfigError(parse::bad_value(option, spec, accepted));
-        }
-        CpuPState s;
-        s.khz   = static_cast<std::uint32_t>(parse::integer(option, parts[0], 1, 100'000)) * 1000;
-        s.watts = parse::real(option, parts[1], 0.0, 10'000.0);
-        s.transition_ns = parts.size() == 3
-                                  ? parse::duration(option, parts[2], std::chrono::nanoseconds(0),
-                                                    std::chrono::seconds(1))
-                                            .count()
-                                  : kDefaultTransitionNs;
-        if (!states.empty() && s.khz >= states.back().khz) {
-            throw ConfigError(parse::bad_value(option, spec, accepted) +
-                              " (each state slower than the one before)");
-        }
-        states.push_back(s);
-    }
-    if (states.size() < 2) {
-        throw ConfigError(parse::bad_value(option, spec, accepted) + " (at least two states)");
-    }
-    return states;
+    return static_cast<std::uint32_t>(table.low.ghz * 1e6 + 0.5);
 }
 
 std::string parse_cpu_list(const std::string& text, CoreSet& cores)

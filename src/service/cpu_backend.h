@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "link/service_protocol.h"
+#include "predict/cpu_model.h"
 #include "predict/types.h"
 
 #include <bitset>
@@ -32,18 +33,11 @@ public:
     using Error::Error;
 };
 
-// One performance state of a core.
-struct CpuPState {
-    std::uint32_t khz    = 0;
-    double watts         = 0.0;  // the core's active power in this state
-    TimeNs transition_ns = 0;    // from a change being asked to the core running at it
-};
-
 // The emulated backend's account from its start to a given time.
 struct CpuEnergy {
     TimeNs span_ns            = 0;
     TimeNs time_low_ns        = 0;  // summed over cores, transitions excluded
-    TimeNs penalty_ns         = 0;  // a transition latency per raise: work run slow
+    TimeNs penalty_ns         = 0;  // per raise: tau, plus the handling run at f_low (cpu_model.h)
     double joules             = 0.0;
     double baseline_joules    = 0.0;  // every core at full frequency all along
     std::uint64_t transitions = 0;
@@ -65,6 +59,16 @@ public:
     virtual std::string restore(TimeNs now) noexcept = 0;
     // The emulated energy account up to `now`; nullopt for real hardware.
     virtual std::optional<CpuEnergy> energy(TimeNs /*now*/) const { return std::nullopt; }
+    // The emulated table its energy follows; null for real hardware.
+    virtual const cpu::CpuConfig *table() const { return nullptr; }
+    // The cores' state file at `path` (empty: none). A backend that changes
+    // hardware records there each core it changes and the value to write
+    // back, before the change, and removes the file once every core is
+    // restored: a service killed while cores are low (SIGKILL, a crash)
+    // leaves it behind, and the next one, holding the socket's lock, first
+    // restores what it lists and logs it. This one (emulated, exec) writes
+    // none and leaves a file it finds to a backend that can restore it.
+    virtual void use_state_file(const std::string& path);
 };
 
 struct CpuBackendConfig {
@@ -76,11 +80,12 @@ struct CpuBackendConfig {
     std::chrono::milliseconds exec_timeout{2000};
     // emulated: the node's cores (0: as many as the system has configured).
     unsigned emulated_cores = 0;
-    // emulated: performance states, fastest first (empty: the defaults).
-    std::vector<CpuPState> states;
+    // emulated: the core's two states, its transition and its handling,
+    // the table slim-replay --cpu replays with (cpu_model.h; the defaults
+    // and their sources are in slim-replay(1), CPU MODEL).
+    cpu::CpuConfig table;
     // cpufreq: the low frequency (0: the lowest the core offers,
-    // cpuinfo_min_freq); exec: the {khz} of "low" (0: the emulated table's
-    // lowest).
+    // cpuinfo_min_freq); exec: the {khz} of "low" (0: the table's f_low).
     std::uint32_t low_khz = 0;
 };
 
@@ -90,12 +95,8 @@ std::unique_ptr<CpuBackend> make_cpu_backend(const std::string& name,
                                              const CpuBackendConfig& config, TimeNs now);
 std::vector<std::string> cpu_backend_names();
 
-// The emulated table's defaults (sources in doc/man/slimlinkd.1.md).
-std::vector<CpuPState> default_cpu_states();
-// "MHZ:WATTS[:LATENCY],..." fastest first, e.g. "2000:6.25:30us,800:1.5";
-// a state without a latency takes the default's. Throws ConfigError
-// naming `option`.
-std::vector<CpuPState> parse_cpu_states(const char *option, const std::string& spec);
+// The table's low frequency in kHz (exec's {khz}).
+std::uint32_t low_khz_of(const cpu::CpuConfig& table);
 
 // One file per backend.
 std::unique_ptr<CpuBackend> make_emulated_cpu_backend(const CpuBackendConfig& config, TimeNs now);

@@ -13,8 +13,17 @@
 // - The value each file held at the start is what "full" writes back, and
 //   what restore() writes to every core it touched.
 // - Paths come only from the directory scan at the start: nothing a client
-//   sends names a file.
+//   sends names a file, nor does the state file (it names cores by number
+//   and the file by one of the two names above).
+// - The state file (CpuBackend::use_state_file): before a core is first
+//   written low its line "cpuN FILE ORIGINAL" is recorded; the file goes
+//   once every core is restored. A new service restores what a killed one
+//   left, and takes the recorded value as the core's full.
 #include "service/cpu_backend.h"
+
+#include "base/log.h"
+#include "service/state_file.h"
+#include "trace/trace.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,6 +34,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 namespace slim::link {
 
@@ -74,9 +85,16 @@ std::string write_value(const std::string& path, const std::string& value)
     return {};
 }
 
+constexpr const char *kSetspeed = "scaling_setspeed";
+constexpr const char *kMaxFreq  = "scaling_max_freq";
+// Bounds what a state file may make the service read: a line per core.
+constexpr std::size_t kMaxStateBytes = service::kMaxCpus * 48;
+
 struct Core {
     unsigned number = 0;
-    std::string file;      // scaling_setspeed or scaling_max_freq
+    std::string dir;       // <root>/cpuN/cpufreq
+    std::string name;      // kSetspeed or kMaxFreq
+    std::string file;      // dir/name
     std::string original;  // what it held at the start
     std::string low;       // kHz
 };
@@ -103,6 +121,9 @@ public:
 
     void set(const CoreSet& cores, bool low, TimeNs) override
     {
+        if (low) {
+            record(cores);
+        }
         for (const Core& c : list_) {
             if (!cores.test(c.number)) {
                 continue;
@@ -129,15 +150,124 @@ public:
             }
             touched_.reset(c.number);
         }
+        if (touched_.none() && left_.empty() && state_.written()) {
+            state_.remove();
+            recorded_.reset();
+        }
         return problems;
     }
 
+    void use_state_file(const std::string& path) override
+    {
+        state_.set_path(path);
+        if (path.empty()) {
+            return;
+        }
+        const std::optional<std::string> text = read_state_file_text(path, kMaxStateBytes);
+        if (!text) {
+            return;
+        }
+        std::istringstream lines(*text);
+        std::string line;
+        std::vector<std::string> restored;
+        while (std::getline(lines, line)) {
+            std::istringstream fields(line);
+            std::string cpu_word;
+            std::string file_name;
+            std::string value;
+            if (line.empty() || line[0] == '#') {
+                continue;
+            }
+            fields >> cpu_word >> file_name >> value;
+            Core *core = nullptr;
+            if (cpu_word.size() > 3 && cpu_word.compare(0, 3, "cpu") == 0 &&
+                is_number(cpu_word.substr(3)) &&
+                (file_name == kSetspeed || file_name == kMaxFreq) && is_number(value)) {
+                const unsigned long number = std::stoul(cpu_word.substr(3));
+                for (Core& c : list_) {
+                    core = c.number == number ? &c : core;
+                }
+            }
+            if (core == nullptr) {
+                logger().warn("slimlinkd: CPU: state file {}: line '{}' names no core of {}; "
+                              "ignored",
+                              path, predict::escape_for_message(line, 80), root_);
+                continue;
+            }
+            const std::string file = core->dir + "/" + file_name;
+            if (std::string bad = write_value(file, value); !bad.empty()) {
+                logger().error("slimlinkd: CPU: restoring what a previous slimlinkd left low "
+                               "failed: {}; kept in {}",
+                               bad, path);
+                left_[core->number] = line;
+                continue;
+            }
+            if (file == core->file) {
+                core->original = value;  // what it held before the killed service lowered it
+            }
+            restored.push_back(file + " = " + value);
+        }
+        if (!restored.empty()) {
+            std::string list;
+            for (const std::string& r : restored) {
+                list.append(list.empty() ? "" : ", ").append(r);
+            }
+            logger().warn("slimlinkd: CPU: a previous slimlinkd left cores low ({}); restored "
+                          "first: {}",
+                          path, list);
+        }
+        if (left_.empty()) {
+            state_.remove();
+        } else {
+            write_state();
+        }
+    }
+
 private:
+    // Records the cores of `cores` not recorded yet, before any is written.
+    void record(const CoreSet& cores)
+    {
+        bool more = false;
+        for (const Core& c : list_) {
+            if (cores.test(c.number) && !recorded_.test(c.number)) {
+                recorded_.set(c.number);
+                more = true;
+            }
+        }
+        if (more) {
+            write_state();
+        }
+    }
+
+    void write_state()
+    {
+        if (state_.path().empty()) {
+            return;
+        }
+        std::string text = "# slimlinkd --cpu cpufreq under " + root_ +
+                           ": cores it may have lowered, the file and the value to write back";
+        for (const Core& c : list_) {
+            if (recorded_.test(c.number) && left_.count(c.number) == 0) {
+                text += "\ncpu" + std::to_string(c.number) + " " + c.name + " " + c.original;
+            }
+        }
+        for (const auto& [number, line] : left_) {
+            text += "\n" + line;
+        }
+        state_.write(text);
+    }
+
+
     std::string root_;
     std::vector<Core> list_;
     std::string governors_;
     CoreSet cores_;
-    CoreSet touched_;  // written low and not restored since
+    CoreSet touched_;   // written low and not restored since
+    CoreSet recorded_;  // in the state file
+    // Lines of a previous service's state file that could not be restored:
+    // kept in the file for the next one.
+    std::map<unsigned, std::string> left_;
+    StateFile state_;
 };
 
 }  // namespace
@@ -180,8 +310,10 @@ std::unique_ptr<CpuBackend> make_cpufreq_cpu_backend(const CpuBackendConfig& con
                                "cannot be set safely)");
         }
         Core c;
-        c.number = number;
-        c.file   = base + (*governor == "userspace" ? "/scaling_setspeed" : "/scaling_max_freq");
+        c.number            = number;
+        c.dir               = base;
+        c.name              = *governor == "userspace" ? kSetspeed : kMaxFreq;
+        c.file              = base + "/" + c.name;
         const auto original = read_line(c.file, why);
         if (!original) {
             throw refuse(why);

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The "emulated" CPU backend: no hardware is touched. Each core is in the
-// table's fastest state (full) or its slowest (low); the account charges
-//   - time at full:                      full power;
-//   - the first transition latency after any change: full power (a core
-//     switching is never cheaper than one running at full);
-//   - the rest of the time at low:       low power;
-// against every core at full power all along, and counts as penalty one
-// transition latency per raise: the work that ends a wait runs slow until
-// the core is back at full.
+// The "emulated" CPU backend: no hardware is touched. Each core is at the
+// table's full state or its low one, the table slim-replay --cpu replays
+// with (cpu_model.h), so that a replay and a run with the service count the
+// same core. The account charges
+//   - time at full:                      P;
+//   - the first tau after any change:    P (a core switching is never
+//     cheaper than one running at full);
+//   - the rest of the time at low:       P_low;
+// against every core at P all along, and counts as penalty per raise what
+// the model charges an arrival that finds the core low: tau to come back
+// up plus `handle` of work run at f_low, handle * (f / f_low - 1).
 #include "service/cpu_backend.h"
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
+#include <string>
 #include <unistd.h>
 
 namespace slim::link {
@@ -21,8 +23,8 @@ namespace {
 
 class EmulatedCpuBackend final : public CpuBackend {
 public:
-    EmulatedCpuBackend(std::vector<CpuPState> states, unsigned cores, TimeNs now)
-        : states_(std::move(states)), started_(now), count_(cores)
+    EmulatedCpuBackend(const cpu::CpuConfig& table, unsigned cores, TimeNs now)
+        : table_(table), started_(now), count_(cores)
     {
         for (unsigned c = 0; c < cores; ++c) {
             cores_.set(c);
@@ -33,13 +35,8 @@ public:
     std::string name() const override { return "emulated"; }
     std::string describe() const override
     {
-        char text[256];
-        std::snprintf(text, sizeof text,
-                      "emulated CPU backend: %u cores, full %u MHz at %g W, low %u MHz at %g W, "
-                      "transition %g us (no hardware is touched)",
-                      count_, full().khz / 1000, full().watts, low().khz / 1000, low().watts,
-                      static_cast<double>(low().transition_ns) * 1e-3);
-        return text;
+        return "emulated CPU backend: " + std::to_string(count_) + " cores, " +
+               cpu::format_cpu_config(table_) + " (no hardware is touched)";
     }
     CoreSet cores() const override { return cores_; }
 
@@ -53,7 +50,7 @@ public:
             low_.set(c, low_level);
             ++transitions_;
             if (!low_level) {
-                penalty_ns_ += low().transition_ns;
+                penalty_ns_ += raise_penalty_ns();
             }
         }
     }
@@ -64,6 +61,8 @@ public:
         set(all, false, now);
         return {};
     }
+
+    const cpu::CpuConfig *table() const override { return &table_; }
 
     std::optional<CpuEnergy> energy(TimeNs now) const override
     {
@@ -76,7 +75,7 @@ public:
             e.joules += open.joules;
             e.time_low_ns += open.low_ns;
         }
-        e.baseline_joules = static_cast<double>(count_) * full().watts * seconds(e.span_ns);
+        e.baseline_joules = static_cast<double>(count_) * table_.full.watts * seconds(e.span_ns);
         e.penalty_ns      = penalty_ns_;
         e.transitions     = transitions_;
         return e;
@@ -89,19 +88,20 @@ private:
     };
 
     static double seconds(TimeNs ns) { return static_cast<double>(ns) * 1e-9; }
-    const CpuPState& full() const { return states_.front(); }
-    const CpuPState& low() const { return states_.back(); }
+
+    TimeNs raise_penalty_ns() const { return cpu::wake_penalty_ns(table_); }
 
     // The energy of core c from its last change to `now`.
     Interval interval(unsigned c, TimeNs now) const
     {
         const TimeNs d = std::max<TimeNs>(0, now - since_[c]);
         if (!low_.test(c)) {
-            return {full().watts * seconds(d), 0};
+            return {table_.full.watts * seconds(d), 0};
         }
-        const TimeNs switching = std::min(d, low().transition_ns);
+        const TimeNs switching = std::min(d, table_.tau_ns);
         const TimeNs at_low    = d - switching;
-        return {full().watts * seconds(switching) + low().watts * seconds(at_low), at_low};
+        return {table_.full.watts * seconds(switching) + table_.low.watts * seconds(at_low),
+                at_low};
     }
 
     void close_interval(unsigned c, TimeNs now)
@@ -112,7 +112,7 @@ private:
         since_[c] = std::max(since_[c], now);
     }
 
-    std::vector<CpuPState> states_;
+    cpu::CpuConfig table_;
     TimeNs started_;
     unsigned count_;
     CoreSet cores_;
@@ -128,10 +128,6 @@ private:
 
 std::unique_ptr<CpuBackend> make_emulated_cpu_backend(const CpuBackendConfig& config, TimeNs now)
 {
-    std::vector<CpuPState> states = config.states.empty() ? default_cpu_states() : config.states;
-    if (states.size() < 2) {
-        throw CpuBackendError("emulated CPU backend: at least two performance states are needed");
-    }
     unsigned cores = config.emulated_cores;
     if (cores == 0) {
         const long n = ::sysconf(_SC_NPROCESSORS_CONF);
@@ -141,7 +137,7 @@ std::unique_ptr<CpuBackend> make_emulated_cpu_backend(const CpuBackendConfig& co
         throw CpuBackendError("emulated CPU backend: " + std::to_string(cores) +
                               " cores; at most " + std::to_string(service::kMaxCpus));
     }
-    return std::make_unique<EmulatedCpuBackend>(std::move(states), cores, now);
+    return std::make_unique<EmulatedCpuBackend>(config.table, cores, now);
 }
 
 }  // namespace slim::link

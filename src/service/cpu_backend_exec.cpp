@@ -202,8 +202,7 @@ std::unique_ptr<CpuBackend> make_exec_cpu_backend(const CpuBackendConfig& config
     }
     std::uint32_t low_khz = config.low_khz;
     if (low_khz == 0) {
-        const auto states = config.states.empty() ? default_cpu_states() : config.states;
-        low_khz           = states.back().khz;
+        low_khz = low_khz_of(config.table);
     }
     return std::make_unique<ExecCpuBackend>(std::move(words), low_khz, config.exec_timeout);
 }

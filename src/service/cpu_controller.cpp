@@ -6,6 +6,7 @@
 #include "link/backend.h"
 #include "link/service_io.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace slim::link {
@@ -13,16 +14,32 @@ namespace slim::link {
 namespace svc = service;
 
 CpuController::CpuController(std::unique_ptr<CpuBackend> backend)
-    : backend_(std::move(backend)), all_(backend_->cores())
-{}
+    : backend_(std::move(backend)), all_(backend_->cores()), accounts_(svc::kMaxCpus)
+{
+    if (const cpu::CpuConfig *table = backend_->table()) {
+        tau_ns_ = table->tau_ns;
+    }
+}
 
 CpuController::~CpuController() { stop(steady_now_ns()); }
 
-void CpuController::set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now)
+void CpuController::set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now,
+                              std::uint64_t job)
 {
     Rank& r  = ranks_[client];
     r.cores  = cores & all_;
     r.pinned = r.cores.any() && r.cores != all_;
+    r.job    = job != 0 ? job : r.job;
+    if (r.job != 0) {
+        JobAccount& account = jobs_[r.job];
+        Member& member      = account.members[client];
+        member.cores |= r.cores;
+        for (std::size_t c = 0; c < r.cores.size(); ++c) {
+            if (r.cores.test(c) && account.cores.count(c) == 0) {
+                account.cores.emplace(c, std::make_pair(now, mark(c, now)));
+            }
+        }
+    }
     apply(now);
 }
 
@@ -30,17 +47,83 @@ void CpuController::request(std::uint32_t client, bool low, TimeNs now)
 {
     ++requests_;
     const auto it = ranks_.find(client);
-    if (it == ranks_.end() || it->second.low == low) {
+    if (it == ranks_.end()) {
         return;
     }
-    it->second.low = low;
-    apply(now);
+    JobAccount *account = nullptr;
+    if (const auto job = jobs_.find(it->second.job); job != jobs_.end()) {
+        account        = &job->second;
+        Member& member = account->members[client];
+        ++(low ? member.low_requests : member.full_requests);
+    }
+    if (it->second.low != low) {
+        it->second.low = low;
+        apply(now);
+    }
+    if (low && account != nullptr && !failed_ && !stopped_) {
+        // What the sharing rule kept at full: another rank may run there.
+        const CoreSet kept = it->second.cores & ~lowered_;
+        for (std::size_t c = 0; c < kept.size(); ++c) {
+            if (kept.test(c)) {
+                ++account->refused[c];
+            }
+        }
+    }
 }
 
 void CpuController::drop(std::uint32_t client, TimeNs now)
 {
-    if (ranks_.erase(client) != 0) {
-        apply(now);
+    const auto it = ranks_.find(client);
+    if (it == ranks_.end()) {
+        return;
+    }
+    if (const auto job = jobs_.find(it->second.job); job != jobs_.end()) {
+        job->second.members[client].live = false;
+        bool live                        = false;
+        for (const auto& [id, m] : job->second.members) {
+            live = live || m.live;
+        }
+        if (!live) {
+            jobs_.erase(job);  // its report, if any, was made while a rank was there
+        }
+    }
+    ranks_.erase(it);
+    apply(now);
+}
+
+CpuController::CoreMark CpuController::mark(std::size_t core, TimeNs now) const
+{
+    const CoreAccount& a = accounts_[core];
+    CoreMark m{a.transitions, a.raises, a.low_ns, a.at_low_ns};
+    if (lowered_.test(core)) {
+        const TimeNs d = std::max<TimeNs>(0, now - a.since);
+        m.low_ns += d;
+        m.at_low_ns += std::max<TimeNs>(0, d - tau_ns_);
+    }
+    return m;
+}
+
+void CpuController::opened(const CoreSet& cores, TimeNs now)
+{
+    for (std::size_t c = 0; c < cores.size(); ++c) {
+        if (cores.test(c) && !lowered_.test(c)) {
+            ++accounts_[c].transitions;
+            accounts_[c].since = now;
+        }
+    }
+}
+
+void CpuController::closed(const CoreSet& cores, TimeNs now)
+{
+    for (std::size_t c = 0; c < cores.size(); ++c) {
+        if (cores.test(c) && lowered_.test(c)) {
+            CoreAccount& a = accounts_[c];
+            const TimeNs d = std::max<TimeNs>(0, now - a.since);
+            a.low_ns += d;
+            a.at_low_ns += std::max<TimeNs>(0, d - tau_ns_);
+            ++a.transitions;
+            ++a.raises;
+        }
     }
 }
 
@@ -51,6 +134,7 @@ void CpuController::stop(TimeNs now) noexcept
     }
     stopped_               = true;
     const std::string left = backend_->restore(now);
+    closed(lowered_, now);
     lowered_.reset();
     if (!left.empty()) {
         logger().error("slimlinkd: CPU: restoring the cores at the stop failed: {}", left);
@@ -85,11 +169,13 @@ void CpuController::apply(TimeNs now)
         // behind another's lowering.
         if (raise.any()) {
             backend_->set(raise, false, now);
+            closed(raise, now);
             lowered_ &= ~raise;
             transitions_ += raise.count();
         }
         if (lower.any()) {
             backend_->set(lower, true, now);
+            opened(lower, now);
             lowered_ |= lower;
             transitions_ += lower.count();
         }
@@ -103,6 +189,7 @@ void CpuController::fail(const std::string& why, TimeNs now) noexcept
     failed_                = true;
     problem_               = why;
     const std::string left = backend_->restore(now);
+    closed(lowered_, now);
     lowered_.reset();
     if (!left.empty()) {
         problem_ += "; restoring the cores failed too: " + left;
@@ -180,6 +267,76 @@ std::string CpuController::summary(TimeNs now) const
         text += "; failed: " + problem_;
     }
     return text;
+}
+
+std::optional<CpuController::JobSection> CpuController::job_section(std::uint64_t job, TimeNs now,
+                                                                    std::size_t limit) const
+{
+    const auto it = jobs_.find(job);
+    if (it == jobs_.end() || it->second.cores.empty()) {
+        return std::nullopt;
+    }
+    const JobAccount& account   = it->second;
+    const cpu::CpuConfig *table = backend_->table();
+    JobSection section;
+    svc::CpuSection& t = section.totals;
+    service_io::set_text(t.backend, backend_->name());
+    service_io::set_text(t.problem, problem_);
+    t.has_energy = table != nullptr ? 1 : 0;
+    t.failed     = failed_ ? 1 : 0;
+    TimeNs first = now;
+    for (const auto& [c, start] : account.cores) {
+        const CoreMark end = mark(c, now);
+        svc::CpuSectionCore e;
+        e.core = static_cast<std::uint32_t>(c);
+        for (const auto& [id, m] : account.members) {
+            if (m.cores.test(c)) {
+                ++e.ranks;
+                e.low_requests += m.low_requests;
+                e.full_requests += m.full_requests;
+            }
+        }
+        if (const auto r = account.refused.find(c); r != account.refused.end()) {
+            e.refused = r->second;
+        }
+        e.span_ns     = std::max<TimeNs>(0, now - start.first);
+        e.transitions = end.transitions - start.second.transitions;
+        e.time_low_ns = end.low_ns - start.second.low_ns;
+        if (table != nullptr) {
+            // As the emulated backend counts (cpu_backend_emulated.cpp): P
+            // but for the time beyond the first tau of each low period.
+            const TimeNs at_low = end.at_low_ns - start.second.at_low_ns;
+            e.penalty_ns        = static_cast<TimeNs>(end.raises - start.second.raises) *
+                           cpu::wake_penalty_ns(*table);
+            e.baseline_joules = table->full.watts * static_cast<double>(e.span_ns) * 1e-9;
+            e.energy_joules   = e.baseline_joules - (table->full.watts - table->low.watts) *
+                                                          static_cast<double>(at_low) * 1e-9;
+        }
+        first = std::min(first, start.first);
+        ++t.cores_mapped;
+        t.cores_refused += e.refused > 0 ? 1 : 0;
+        t.low_requests += e.low_requests;
+        t.full_requests += e.full_requests;
+        t.transitions += e.transitions;
+        t.time_low_ns += e.time_low_ns;
+        t.penalty_ns += e.penalty_ns;
+        t.energy_joules += e.energy_joules;
+        t.baseline_joules += e.baseline_joules;
+        if (section.cores.size() < limit) {
+            section.cores.push_back(e);
+        }
+    }
+    // The requests of the job's ranks, each counted once (a rank's request
+    // is on every core it maps to).
+    t.low_requests  = 0;
+    t.full_requests = 0;
+    for (const auto& [id, m] : account.members) {
+        t.low_requests += m.low_requests;
+        t.full_requests += m.full_requests;
+    }
+    t.span_ns = std::max<TimeNs>(0, now - first);
+    t.cores   = static_cast<std::uint32_t>(section.cores.size());
+    return section;
 }
 
 }  // namespace slim::link

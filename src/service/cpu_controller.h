@@ -23,7 +23,8 @@
 // A backend that fails (a write refused, a command that failed or hung):
 // every core it touched is restored at once, and the controller stops
 // driving the cores (requests are still counted); `problem()` says why.
-// Stopping (or destroying) the controller restores every core.
+// Stopping (or destroying) the controller restores every core; a service
+// killed before it can is covered by the cores' state file.
 #pragma once
 
 #include "service/cpu_backend.h"
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +46,9 @@ public:
     CpuController& operator=(const CpuController&) = delete;
 
     // The cores `client` may run on (replacing what was known; a new
-    // client starts at full).
-    void set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now);
+    // client starts at full). `job`: the port service's serial of its job
+    // (0: none), whose CPU section (job_section) it then counts in.
+    void set_cores(std::uint32_t client, const CoreSet& cores, TimeNs now, std::uint64_t job = 0);
     // `client` waits (low) or works (not low). Unknown clients are ignored.
     void request(std::uint32_t client, bool low, TimeNs now);
     // `client` is gone: its cores go back to full unless the rule keeps them.
@@ -53,6 +56,9 @@ public:
     // Every core back to where it was; the controller drives nothing after.
     // Idempotent.
     void stop(TimeNs now) noexcept;
+    // The cores' state file (CpuBackend::use_state_file), once the socket's
+    // lock is held: what a killed service left low is restored first.
+    void use_state_file(const std::string& path) { backend_->use_state_file(path); }
 
     const CpuBackend& backend() const { return *backend_; }
     bool failed() const { return failed_; }
@@ -69,12 +75,56 @@ public:
     // One line for the log: cores low, ranks, energy when emulated.
     std::string summary(TimeNs now) const;
 
+    // The node report's CPU section of `job` from its first rank's mapping
+    // to `now`: per core its ranks of the job mapped to it, their low and
+    // full requests, the low requests left at full because the core is
+    // shared, the core's transitions and time low and, with the emulated
+    // table, its energy against always at full and the modelled penalty.
+    // At most `limit` core entries (the sums cover every core). None when
+    // the job never mapped a rank. A job is forgotten when its last rank
+    // leaves.
+    struct JobSection {
+        service::CpuSection totals;
+        std::vector<service::CpuSectionCore> cores;
+    };
+    std::optional<JobSection> job_section(std::uint64_t job, TimeNs now, std::size_t limit) const;
+
 private:
     struct Rank {
         CoreSet cores;
-        bool pinned = false;
-        bool low    = false;
+        bool pinned       = false;
+        bool low          = false;
+        std::uint64_t job = 0;
     };
+    // A core's account since the start, cumulative, so that a job's share
+    // is the difference between two marks.
+    struct CoreAccount {
+        std::uint64_t transitions = 0;
+        std::uint64_t raises      = 0;
+        TimeNs low_ns             = 0;  // closed low periods
+        TimeNs at_low_ns          = 0;  // of them, beyond the first tau (the table's P_low)
+        TimeNs since              = 0;  // start of the open low period (lowered_)
+    };
+    struct CoreMark {
+        std::uint64_t transitions = 0;
+        std::uint64_t raises      = 0;
+        TimeNs low_ns             = 0;
+        TimeNs at_low_ns          = 0;
+    };
+    struct Member {
+        CoreSet cores;  // every core it was mapped to
+        std::uint64_t low_requests  = 0;
+        std::uint64_t full_requests = 0;
+        bool live                   = true;
+    };
+    struct JobAccount {
+        std::map<std::size_t, std::pair<TimeNs, CoreMark>> cores;  // first mapping, its mark
+        std::map<std::uint32_t, Member> members;
+        std::map<std::size_t, std::uint64_t> refused;
+    };
+    CoreMark mark(std::size_t core, TimeNs now) const;
+    void opened(const CoreSet& cores, TimeNs now);  // set low at `now`
+    void closed(const CoreSet& cores, TimeNs now);  // back to full at `now`
     // The cores the rule wants low now.
     CoreSet wanted() const;
     // Moves the backend to wanted(); a failure restores every core.
@@ -90,6 +140,9 @@ private:
     std::string problem_;
     std::uint64_t requests_    = 0;
     std::uint64_t transitions_ = 0;
+    TimeNs tau_ns_             = 0;  // the emulated table's, for at_low_ns
+    std::vector<CoreAccount> accounts_;
+    std::map<std::uint64_t, JobAccount> jobs_;
 };
 
 }  // namespace slim::link

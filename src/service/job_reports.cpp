@@ -216,9 +216,16 @@ std::optional<TimeNs> PortService::next_report_deadline() const
     return next;
 }
 
+std::uint64_t PortService::job_serial(std::uint32_t id) const
+{
+    const Client *c = find(id);
+    return c != nullptr ? c->job_serial : 0;
+}
+
 JobReport PortService::make_report(Job& job)
 {
     JobReport report;
+    report.job_serial          = job.serial;
     service::PortSection& port = report.port;
     const auto copy_name       = [](char *to, const std::string      &from) {
         const std::size_t n = std::min(from.size(), service::kNameBytes - 1);

@@ -86,6 +86,7 @@ struct JobReport {
     };
     std::vector<Entry> entries;  // local-rank order
     std::uint32_t record_version = 0;
+    std::uint64_t job_serial     = 0;  // the job's (job_serial()): its CPU section
 };
 
 // Makes the service's backend, given the clock it must read: the replay
@@ -120,6 +121,9 @@ public:
     // holds the same local rank. A job is its key and its uid together: a
     // client never joins a job of another uid, whatever key it names.
     std::uint32_t attach(const ClientInfo& info, TimeNs now, std::string *why = nullptr);
+    // The serial of client `id`'s job (0: unknown client): what the CPU
+    // controller counts the client's cores under for the job's report.
+    std::uint64_t job_serial(std::uint32_t id) const;
 
     // Records the client published (copied out of its ring), and its new
     // through_ns. Returns false (and takes nothing) for garbage: a width

@@ -640,7 +640,7 @@ void ServiceServer::Impl::cpu_register(Conn& c, const svc::CpuAffinity *claimed,
             cores &= claim;
         }
     }
-    options.cpu->set_cores(c.id, cores, now);
+    options.cpu->set_cores(c.id, cores, now, service.job_serial(c.id));
     logger().debug("slimlinkd: CPU: {} may run on cores {}", who(c), format_cpu_list(cores));
 }
 
@@ -944,8 +944,28 @@ void ServiceServer::Impl::send_reports(TimeNs now)
                            "records are left out",
                            who(c), svc::kMaxMessageBytes, cut);
         }
-        const int err = io::send_message_wait(c.fd, svc::MessageType::node_report, &h, sizeof h,
-                                              body.data(), body.size(), kSendTimeout);
+        // The CPU section travels in a message of its own, announced in the
+        // header, so that a client that does not read it is not confused.
+        std::optional<CpuController::JobSection> cpu;
+        if (options.cpu != nullptr) {
+            const std::size_t room =
+                    (svc::kMaxMessageBytes - sizeof(svc::CpuSection)) / sizeof(svc::CpuSectionCore);
+            cpu = options.cpu->job_section(report.job_serial, now, room);
+        }
+        h.port.cpu_section = cpu ? 1 : 0;
+        int err = io::send_message_wait(c.fd, svc::MessageType::node_report, &h, sizeof h,
+                                        body.data(), body.size(), kSendTimeout);
+        if (err == 0 && cpu) {
+            if (cpu->totals.cores < cpu->totals.cores_mapped) {
+                logger().warn("slimlinkd: the node report's CPU section for {} lists {} of its "
+                              "{} cores (the sums cover all)",
+                              who(c), cpu->totals.cores, cpu->totals.cores_mapped);
+            }
+            err = io::send_message_wait(c.fd, svc::MessageType::node_report_cpu, &cpu->totals,
+                                        sizeof cpu->totals, cpu->cores.data(),
+                                        cpu->cores.size() * sizeof(svc::CpuSectionCore),
+                                        kSendTimeout);
+        }
         if (err != 0) {
             logger().warn("slimlinkd: sending the node report to {}: {}", who(c), errno_text(err));
         }

@@ -18,7 +18,7 @@ namespace slim::link {
 // Reads only a regular file of ours: the folder is the socket's (checked
 // by the server), but a state file that is anything else was not written by
 // a service of ours.
-std::optional<std::string> read_state_file(const std::string& path)
+std::optional<std::string> read_state_file_text(const std::string& path, std::size_t max_bytes)
 {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
@@ -28,19 +28,36 @@ std::optional<std::string> read_state_file(const std::string& path)
         return std::nullopt;
     }
     struct stat st {};
-    std::string text;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
         logger().warn("slimlinkd: state file {} is not a regular file of uid {}; ignored", path,
                       ::geteuid());
         ::close(fd);
         return std::nullopt;
     }
-    char buf[service::kTextBytes];
-    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n > 0) {
-        text.assign(buf, static_cast<std::size_t>(n));
+    std::string text(max_bytes, '\0');
+    std::size_t got = 0;
+    while (got < max_bytes) {
+        const ssize_t n = ::read(fd, text.data() + got, max_bytes - got);
+        if (n <= 0) {
+            break;
+        }
+        got += static_cast<std::size_t>(n);
     }
+    ::close(fd);
+    text.resize(got);
+    return text;
+}
+
+// Reads only a regular file of ours: the folder is the socket's (checked
+// by the server), but a state file that is anything else was not written by
+// a service of ours.
+std::optional<std::string> read_state_file(const std::string& path)
+{
+    std::optional<std::string> read = read_state_file_text(path, service::kTextBytes - 1);
+    if (!read) {
+        return std::nullopt;
+    }
+    std::string& text = *read;
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) {
         text.pop_back();
     }
@@ -70,7 +87,7 @@ void StateFile::write(const std::string& text)
         }
         written_ = true;
     } catch (const std::exception& e) {
-        logger().warn("slimlinkd: cannot write the port's state file: {}", e.what());
+        logger().warn("slimlinkd: cannot write the state file {}: {}", path_, e.what());
     }
 }
 

@@ -7,6 +7,7 @@
 // use_state_file) and for slimlinkd --status.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -14,10 +15,16 @@ namespace slim::link {
 
 // The port's state file is the socket's path with this suffix.
 inline constexpr const char *kStateFileSuffix = ".state";
+// The cores' state file (cpu_backend.h, CpuBackend::use_state_file): the
+// cores a backend changed and what to write back, one line each.
+inline constexpr const char *kCpuStateFileSuffix = ".cpu-state";
 
 // A state file's text, nullopt when there is none or it is not a regular
 // file of this user (never follows a link, never blocks on a FIFO).
 std::optional<std::string> read_state_file(const std::string& path);
+// The same checks, the text as it is (at most `max_bytes`), for a file
+// this code parses itself rather than shows.
+std::optional<std::string> read_state_file_text(const std::string& path, std::size_t max_bytes);
 
 class StateFile {
 public:

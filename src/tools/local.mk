@@ -79,7 +79,8 @@ EXTRA_DIST += tests/service/slimlinkd-hostile.test
 # tests/service/slimlinkd-cpu.test (a fake cpufreq tree).
 check_PROGRAMS += tests/service/cpu-probe
 tests_service_cpu_probe_SOURCES = tests/service/cpu_probe.cpp
-tests_service_cpu_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS)
+tests_service_cpu_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(CLI11_CFLAGS) \
+	$(NLOHMANN_JSON_CFLAGS)
 tests_service_cpu_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 TESTS += tests/service/slimlinkd-cpu.test
 EXTRA_DIST += tests/service/slimlinkd-cpu.test

@@ -137,27 +137,33 @@ def policy_args(policy, gt):
 
 # ------------------------------------------------------------------ trace input
 
-def idle_intervals(path, name):
-    """The idle time before each event but the first, in ns (slim-replay has
-    already checked the trace, so only the fields we need are read)."""
-    idle, previous_end = [], None
+def read_trace(path, name):
+    """The idle time before each event but the first, in ns, and the rank's
+    waits, its `w t_start_ns t_end_ns` lines (slim-replay has already
+    checked the trace, so only the fields we need are read)."""
+    idle, waits, previous_end = [], [], None
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for number, line in enumerate(f, 1):
                 fields = line.split("#", 1)[0].split()
                 if not fields:
                     continue
+                wait = fields[0] == "w"
+                first = 1 if wait else 0
                 try:
-                    start, end = int(fields[0]), int(fields[1])
+                    start, end = int(fields[first]), int(fields[first + 1])
                 except (ValueError, IndexError):
-                    raise InputError("%s:%d: not an event (t_start_ns t_end_ns event_id ...)"
-                                     % (name, number))
+                    raise InputError("%s:%d: not an event (t_start_ns t_end_ns event_id ...) "
+                                     "nor a wait (w t_start_ns t_end_ns)" % (name, number))
+                if wait:
+                    waits.append((start, end))
+                    continue
                 if previous_end is not None:
                     idle.append(start - previous_end)
                 previous_end = end
     except OSError as e:
         raise InputError("%s: cannot read: %s" % (name, e.strerror))
-    return idle
+    return idle, waits
 
 
 def idle_from_bursts(record):
@@ -426,7 +432,7 @@ def energy_figure(plt, sweep, oracle, spps, chosen_gt, name, link):
     return fig
 
 
-def width_figure(plt, record, policy_label, name):
+def width_figure(plt, record, policy_label, name, waits=()):
     timeline = record["timeline"]
     lanes = record["link"]["lanes"]
     fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
@@ -461,6 +467,13 @@ def width_figure(plt, record, policy_label, name):
             label="usable link width")
     # The area under it is what the lanes draw: the energy the figure is about.
     ax.fill_between(xs, ws, step="post", color=BLUE, alpha=0.12, linewidth=0, zorder=1)
+    # The rank's waits in the window, shaded behind the rest: where the CPU
+    # side may lower the core (recorded time; the width is replayed, which
+    # a penalty shifts by at most that penalty).
+    shown = [(max(a, origin), min(b, end)) for a, b in waits if b > origin and a < end]
+    for i, (a, b) in enumerate(shown):
+        ax.axvspan(x(a), max(x(b), x(a) + least), color=GREY, alpha=0.25, linewidth=0, zorder=0,
+                   label="waits (the rank in MPI, nothing arriving)" if i == 0 else None)
     ax.set_xlim(0, x(end))
     ax.set_ylim(0, lanes * 1.3)
     ax.set_yticks(range(0, lanes + 1))
@@ -694,7 +707,7 @@ def command_trace(args, plt, writer):
                             *(["--timeline", str(MAX_WINDOW)] if otf2 else []))
         gts = sorted(set(SWEEP_GTS_NS) | ({main["gt_ns"]} if args.policy == "pps" else set()))
         sweep = [dict(replay.run("--policy", "pps", "--gt", "%dns" % gt), gt=gt) for gt in gts]
-        idle = idle_from_bursts(oracle) if otf2 else idle_intervals(path, args.trace)
+        idle, waits = (idle_from_bursts(oracle), []) if otf2 else read_trace(path, args.trace)
     finally:
         if args.trace == "-":
             os.unlink(path)
@@ -712,7 +725,7 @@ def command_trace(args, plt, writer):
     writer.save(energy_figure(plt, sweep, oracle, spps,
                               main["gt_ns"] if args.policy == "pps" else None, name,
                               link_text(main)), "energy-vs-gt")
-    writer.save(width_figure(plt, main, policy_label, name), "width-over-time")
+    writer.save(width_figure(plt, main, policy_label, name, waits), "width-over-time")
 
 
 def command_report(args, plt, writer):

@@ -61,6 +61,7 @@
 
 namespace {
 
+namespace cpu   = slim::cpu;
 namespace link  = slim::link;
 namespace parse = slim::parse;
 namespace svc   = slim::link::service;
@@ -212,16 +213,21 @@ Options parse_options(int argc, char **argv)
                            "--cpu-low-khz", value_of("--cpu-low-khz", "KHZ", v), 1, 100'000'000));
                },
                "cpufreq, exec: the low frequency in kHz (default: cpufreq the core's "
-               "cpuinfo_min_freq, exec the emulated table's lowest)")
+               "cpuinfo_min_freq, exec the f_low of --cpu-states)")
             ->type_name("KHZ");
     app.add_option_function<std::string>(
                "--cpu-states",
                [&](const std::string& v) {
-                   o.cpu.states = link::parse_cpu_states("--cpu-states",
-                                                         value_of("--cpu-states", "SPEC", v));
+                   try {
+                       o.cpu.table = cpu::parse_cpu_config(value_of("--cpu-states", "SPEC", v));
+                   } catch (const slim::Error& e) {
+                       throw UsageError("--cpu-states: " + std::string(e.what()));
+                   }
                },
-               "emulated: the performance states, MHZ:WATTS[:LATENCY] fastest first, e.g. "
-               "2000:6.25:30us,800:2.62 (default 2000:6.25:30us,1400:4.05:30us,800:2.62:30us)")
+               "emulated: the core's table as slim-replay --cpu=SPEC takes it, "
+               "f=GHZ,P=WATTS,f_low=GHZ,P_low=WATTS,tau=DURATION,handle=DURATION, any subset "
+               "(default f=2.45,P=3,f_low=1.5,P_low=1.4,tau=20us,handle=5us: slim-replay(1), "
+               "CPU MODEL)")
             ->type_name("SPEC");
     app.add_option_function<std::string>(
                "--cpu-cores",
@@ -705,6 +711,9 @@ int serve(const Options& o, int ready)
         slim::logger().info("slimlinkd: {}", cpu->backend().describe());
     }
     service->use_state_file(server->socket_path() + link::kStateFileSuffix);
+    if (cpu) {
+        cpu->use_state_file(server->socket_path() + link::kCpuStateFileSuffix);
+    }
     if (ready >= 0) {
         const std::string m              = std::to_string(::getpid()) + "\n";
         [[maybe_unused]] const ssize_t w = ::write(ready, m.data(), m.size());

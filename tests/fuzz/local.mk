@@ -56,6 +56,7 @@ service_fuzzer_sources = \
 	$(srcdir)/src/link/backend.cpp \
 	$(srcdir)/src/link/backend_emulated.cpp \
 	$(srcdir)/src/predict/link_model.cpp \
+	$(srcdir)/src/predict/cpu_model.cpp \
 	$(srcdir)/src/trace/trace.cpp \
 	$(srcdir)/src/base/error.cpp \
 	$(srcdir)/src/base/log.cpp \
@@ -72,6 +73,7 @@ service_fuzzer_headers = \
 	$(srcdir)/src/link/service_protocol.h \
 	$(srcdir)/src/link/backend.h \
 	$(srcdir)/src/predict/link_model.h \
+	$(srcdir)/src/predict/cpu_model.h \
 	$(srcdir)/src/trace/trace.h \
 	$(srcdir)/src/base/output_file.h
 

@@ -9,6 +9,7 @@
 #include "service/cpu_controller.h"
 
 #include "base/parse.h"
+#include "predict/cpu_model.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +26,7 @@
 
 using Catch::Matchers::Contains;
 using namespace slim::link;
+namespace svc = slim::link::service;
 
 namespace {
 
@@ -248,11 +251,12 @@ TEST_CASE("stopping the controller restores every core", "[cpu]")
 
 TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
 {
-    // Two cores; full 2000 MHz at 6 W, low 800 MHz at 2 W, 1 ms to switch.
+    // Two cores; full 2 GHz at 6 W, low 0.8 GHz at 2 W, 1 ms to switch, and
+    // 1 ms of work after an arrival that runs at the low frequency.
     CpuBackendConfig config;
     config.emulated_cores = 2;
-    config.states         = parse_cpu_states("--cpu-states", "2000:6:1ms,800:2:1ms");
-    auto backend          = make_cpu_backend("emulated", config, 0);
+    config.table = slim::cpu::parse_cpu_config("f=2,P=6,f_low=0.8,P_low=2,tau=1ms,handle=1ms");
+    auto backend = make_cpu_backend("emulated", config, 0);
     CHECK(backend->cores() == cores_of({0, 1}));
 
     backend->set(cores_of({0}), true, 10 * kMs);   // core 0 low at 10 ms
@@ -269,7 +273,9 @@ TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
     CHECK(e->joules == Approx(1.004).epsilon(1e-9));
     CHECK(e->baseline_joules == Approx(1.2).epsilon(1e-9));
     CHECK(e->time_low_ns == 49 * kMs);
-    CHECK(e->penalty_ns == 1 * kMs);  // one raise: one transition of slow work
+    // One raise, charged as the replay's model charges a wake: tau, plus
+    // the handling at 0.8 GHz, 1 ms x (2 / 0.8 - 1) = 1.5 ms: 2.5 ms.
+    CHECK(e->penalty_ns == 2'500'000);
     CHECK(e->transitions == 2);
 
     SECTION("a core still low is accounted up to now")
@@ -280,21 +286,39 @@ TEST_CASE("emulated CPU energy on a hand-worked example", "[cpu]")
         CHECK(later->joules == Approx(0.404 + 0.540 + 0.006 + 0.018).epsilon(1e-9));
         CHECK(later->time_low_ns == (49 + 9) * kMs);
         CHECK(backend->restore(100 * kMs).empty());
-        CHECK(backend->energy(100 * kMs)->penalty_ns == 2 * kMs);
+        CHECK(backend->energy(100 * kMs)->penalty_ns == 2 * 2'500'000);
     }
 }
 
-TEST_CASE("the default CPU table and its parser", "[cpu]")
+TEST_CASE("the service's emulated table is slim-replay's", "[cpu]")
 {
-    const std::vector<CpuPState> d = default_cpu_states();
-    REQUIRE(d.size() == 3);
-    CHECK(d.front().khz == 2'000'000);
-    CHECK(d.back().khz == 800'000);
-    CHECK(d.front().watts > d.back().watts);
-    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "800:2,2000:6"), slim::ConfigError);
-    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "2000:6"), slim::ConfigError);
-    CHECK_THROWS_AS(parse_cpu_states("--cpu-states", "2000,800:2"), slim::ConfigError);
-    CHECK(parse_cpu_states("--cpu-states", "2000:6:5us,800:2")[0].transition_ns == 5'000);
+    // The defaults are the replay's (an AMD EPYC 7763 core, P0 and P2).
+    const CpuBackendConfig config;
+    const slim::cpu::CpuConfig replay;
+    CHECK(config.table.full.ghz == replay.full.ghz);
+    CHECK(config.table.full.watts == replay.full.watts);
+    CHECK(config.table.low.ghz == replay.low.ghz);
+    CHECK(config.table.low.watts == replay.low.watts);
+    CHECK(config.table.tau_ns == replay.tau_ns);
+    CHECK(config.table.handle_ns == replay.handle_ns);
+    CHECK(config.table.full.ghz == 2.45);
+    CHECK(config.table.low.watts == 1.4);
+    CHECK(low_khz_of(config.table) == 1'500'000);  // exec's {khz} by default
+
+    CpuBackendConfig two;
+    two.emulated_cores = 2;
+    const auto backend = make_cpu_backend("emulated", two, 0);
+    CHECK_THAT(backend->describe(),
+               Contains("2 cores, f=2.45,P=3,f_low=1.5,P_low=1.4,tau=20us,handle=5us"));
+
+    SECTION("one default raise: tau 20 us + 5 us x (2.45 / 1.5 - 1) = 23.1667 us")
+    {
+        auto b = make_cpu_backend("emulated", two, 0);
+        b->set(cores_of({0}), true, 0);
+        b->set(cores_of({0}), false, 1 * kMs);
+        // 5000 x 0.63333... = 3166.67 ns, rounded: 3167 ns.
+        CHECK(b->energy(1 * kMs)->penalty_ns == 20'000 + 3'167);
+    }
 }
 
 TEST_CASE("core lists as the kernel writes them", "[cpu]")
@@ -350,6 +374,48 @@ TEST_CASE("cpufreq backend against a fake sysfs tree", "[cpu]")
         CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "<unsupported>");
         b.reset();  // destroyed: restored
         CHECK(sys.read(sys.dir(0) + "/scaling_max_freq") == "2000000");
+    }
+    SECTION("the cores' state file: recorded before a core goes low, restored by the next "
+            "service")
+    {
+        sys.add(0);
+        sys.add(1);
+        const std::string state = sys.root + "/slimlinkd.sock.cpu-state";
+        std::string left;
+        {
+            auto b = make_cpu_backend("cpufreq", config, 0);
+            b->use_state_file(state);  // none yet: nothing to restore
+            b->set(cores_of({1}), true, 0);
+            REQUIRE(sys.read(sys.dir(1) + "/scaling_setspeed") == "800000");
+            std::ifstream in(state);
+            left.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+            CHECK_THAT(left, Contains("\ncpu1 scaling_setspeed 2000000"));
+            CHECK_THAT(left, !Contains("cpu0"));  // never lowered
+            CHECK(b->restore(0).empty());
+            CHECK(::access(state.c_str(), F_OK) != 0);  // every core restored: gone
+        }
+        // A service SIGKILLed while core 1 was low leaves both behind.
+        sys.write(sys.dir(1) + "/scaling_setspeed", "800000");
+        std::ofstream(state) << left;
+        auto next = make_cpu_backend("cpufreq", config, 0);  // reads 800000 as found
+        next->use_state_file(state);
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "2000000");
+        CHECK(::access(state.c_str(), F_OK) != 0);
+        // Full is the recorded value, not the low one the new service found.
+        next->set(cores_of({1}), true, 0);
+        next->set(cores_of({1}), false, 0);
+        CHECK(sys.read(sys.dir(1) + "/scaling_setspeed") == "2000000");
+
+        SECTION("a line naming no core of the tree, or another file, is ignored")
+        {
+            CHECK(next->restore(0).empty());
+            std::ofstream(state) << "cpu7 scaling_setspeed 1\ncpu0 ../../x 5\ncpu0 "
+                                    "scaling_setspeed 1900000\n";
+            auto third = make_cpu_backend("cpufreq", config, 0);
+            third->use_state_file(state);
+            CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "1900000");
+            CHECK(::access(state.c_str(), F_OK) != 0);
+        }
     }
     SECTION("no cpufreq at all: refused, naming the path")
     {
@@ -445,4 +511,101 @@ TEST_CASE("the exec CPU backend runs a command without a shell, bounded", "[cpu]
     CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("{level}"));
     config.exec_template = "true {level}";
     CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("by its path"));
+}
+
+TEST_CASE("a job's CPU section: per core, against a hand computation", "[cpu]")
+{
+    // Four emulated cores; full 2 GHz at 6 W, low 1 GHz at 2 W, tau 1 ms,
+    // handle 1 ms: a raise costs 1 ms + 1 ms x (2 / 1 - 1) = 2 ms of penalty.
+    CpuBackendConfig config;
+    config.emulated_cores = 4;
+    config.table = slim::cpu::parse_cpu_config("f=2,P=6,f_low=1,P_low=2,tau=1ms,handle=1ms");
+    CpuController cpu(make_cpu_backend("emulated", config, 0));
+    // Job 7: rank 1 on core 0, rank 2 on core 1; job 9: rank 3 on core 1 too.
+    cpu.set_cores(1, cores_of({0}), 0, 7);
+    cpu.set_cores(2, cores_of({1}), 0, 7);
+    cpu.set_cores(3, cores_of({1}), 0, 9);
+    cpu.request(1, true, 10 * kMs);  // core 0 low from 10 ms
+    cpu.request(2, true, 20 * kMs);  // core 1 held by rank 3 (works): refused
+    CHECK(cpu.cores_low() == cores_of({0}));
+    cpu.request(3, true, 30 * kMs);   // both wait: core 1 low from 30 ms
+    cpu.request(1, false, 50 * kMs);  // core 0 full at 50 ms
+    cpu.request(2, false, 60 * kMs);  // core 1 full at 60 ms
+
+    const auto s = cpu.job_section(7, 100 * kMs, 16);
+    REQUIRE(s);
+    REQUIRE(s->cores.size() == 2);
+    const svc::CpuSectionCore& c0 = s->cores[0];
+    const svc::CpuSectionCore& c1 = s->cores[1];
+    // Core 0: low 10-50 ms = 40 ms, of which 39 ms beyond the first tau;
+    // 0.1 s x 6 W = 0.6 J always at full, 0.6 - (6 - 2) W x 0.039 s = 0.444 J.
+    CHECK(c0.core == 0);
+    CHECK(c0.ranks == 1);
+    CHECK(c0.low_requests == 1);
+    CHECK(c0.full_requests == 1);
+    CHECK(c0.refused == 0);
+    CHECK(c0.transitions == 2);
+    CHECK(c0.span_ns == 100 * kMs);
+    CHECK(c0.time_low_ns == 40 * kMs);
+    CHECK(c0.penalty_ns == 2 * kMs);
+    CHECK(c0.baseline_joules == Approx(0.6).epsilon(1e-12));
+    CHECK(c0.energy_joules == Approx(0.444).epsilon(1e-12));
+    // Core 1: rank 2's low at 20 ms refused (rank 3 of job 9 worked there);
+    // low 30-60 ms = 30 ms, 29 ms beyond tau: 0.6 - 4 x 0.029 = 0.484 J.
+    CHECK(c1.core == 1);
+    CHECK(c1.ranks == 1);  // job 9's rank is not job 7's
+    CHECK(c1.low_requests == 1);
+    CHECK(c1.refused == 1);
+    CHECK(c1.transitions == 2);
+    CHECK(c1.time_low_ns == 30 * kMs);
+    CHECK(c1.penalty_ns == 2 * kMs);
+    CHECK(c1.energy_joules == Approx(0.484).epsilon(1e-12));
+    // Sums.
+    const svc::CpuSection& t = s->totals;
+    CHECK(std::string(t.backend) == "emulated");
+    CHECK(t.has_energy == 1);
+    CHECK(t.cores == 2);
+    CHECK(t.cores_mapped == 2);
+    CHECK(t.cores_refused == 1);
+    CHECK(t.low_requests == 2);
+    CHECK(t.full_requests == 2);
+    CHECK(t.transitions == 4);
+    CHECK(t.span_ns == 100 * kMs);
+    CHECK(t.time_low_ns == 70 * kMs);
+    CHECK(t.penalty_ns == 4 * kMs);
+    CHECK(t.baseline_joules == Approx(1.2).epsilon(1e-12));
+    CHECK(t.energy_joules == Approx(0.928).epsilon(1e-12));
+    // The backend's own account agrees: cores 2 and 3 at full, 2 x 0.6 J.
+    CHECK(cpu.backend().energy(100 * kMs)->joules == Approx(0.928 + 1.2).epsilon(1e-12));
+
+    SECTION("cut to a limit: the sums still cover every core")
+    {
+        const auto cut = cpu.job_section(7, 100 * kMs, 1);
+        REQUIRE(cut);
+        CHECK(cut->cores.size() == 1);
+        CHECK(cut->totals.cores == 1);
+        CHECK(cut->totals.cores_mapped == 2);
+        CHECK(cut->totals.energy_joules == Approx(0.928).epsilon(1e-12));
+    }
+    SECTION("a job is forgotten when its last rank leaves; another job is its own")
+    {
+        const auto other = cpu.job_section(9, 100 * kMs, 16);
+        REQUIRE(other);
+        CHECK(other->totals.cores_mapped == 1);
+        CHECK(other->totals.low_requests == 1);
+        CHECK(other->totals.cores_refused == 0);
+        cpu.drop(1, 100 * kMs);
+        CHECK(cpu.job_section(7, 100 * kMs, 16));
+        cpu.drop(2, 100 * kMs);
+        CHECK_FALSE(cpu.job_section(7, 100 * kMs, 16));
+        CHECK_FALSE(cpu.job_section(42, 100 * kMs, 16));
+    }
+    SECTION("a core still low at the report is counted up to it")
+    {
+        cpu.request(1, true, 80 * kMs);  // core 0 low again, 80-100 ms: 19 ms beyond tau
+        const auto later = cpu.job_section(7, 100 * kMs, 16);
+        CHECK(later->cores[0].time_low_ns == 60 * kMs);
+        CHECK(later->cores[0].transitions == 3);
+        CHECK(later->cores[0].energy_joules == Approx(0.6 - 4 * (0.039 + 0.019)).epsilon(1e-12));
+    }
 }

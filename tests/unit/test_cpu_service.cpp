@@ -4,6 +4,7 @@
 // The cores of a client are what /proc says of this process (the service
 // reads them, whatever the client claims); the backend drives 64 cores,
 // more than this process may run on, so the client is pinned.
+#include "json_check.h"
 #include "link/backend.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
@@ -11,6 +12,7 @@
 #include "service/cpu_controller.h"
 #include "service/port_service.h"
 #include "service/service_server.h"
+#include "runtime/node_report.h"
 
 #include <catch2/catch.hpp>
 
@@ -296,5 +298,129 @@ TEST_CASE("garbage CPU messages drop the client; an older service offers no CPU 
         CHECK_FALSE(a->request_cpu(svc::CpuLevel::low, steady_now_ns()));
         std::this_thread::sleep_for(20ms);
         CHECK(a->sync());  // still attached: nothing it does not know was sent
+    }
+}
+
+TEST_CASE("the node report carries the job's CPU section to its reporter", "[cpu]")
+{
+    TempDir dir;
+    RunningService s(dir.socket(), true);
+    const std::uint64_t mine = my_cores();
+    REQUIRE(mine != 0);
+    svc::AttachRequest r = request(0);
+    r.local_rank         = 0;
+    r.local_size         = 1;
+    auto a               = ServiceClient::connect(dir.socket(), false, r);
+    // Low, full, low, full: every core of this process twice low.
+    for (int i = 0; i < 2; ++i) {
+        REQUIRE(a->request_cpu(svc::CpuLevel::low, steady_now_ns()));
+        REQUIRE(eventually([&] { return s.cores->low.load() == mine; }));
+        REQUIRE(a->request_cpu(svc::CpuLevel::full, steady_now_ns()));
+        REQUIRE(eventually([&] { return s.cores->low.load() == 0; }));
+    }
+    const TimeNs now = steady_now_ns();
+    REQUIRE(a->publish(svc::DemandRecord{now, 0, 4, 0}));
+    a->set_through(now + 1);
+    REQUIRE(a->sync());
+    const std::uint8_t record                  = 0;
+    const std::optional<ReceivedReport> report = a->deposit(1, &record, sizeof record, 2000ms);
+    REQUIRE(report);
+    REQUIRE(report->cpu);
+    const svc::CpuSection& cpu = *report->cpu;
+    const auto count           = static_cast<std::uint32_t>(__builtin_popcountll(mine));
+    CHECK(std::string(cpu.backend) == "recording");
+    CHECK(cpu.has_energy == 0);  // a backend without a table cannot say
+    CHECK(cpu.cores_mapped == count);
+    CHECK(cpu.cores == count);
+    CHECK(cpu.low_requests == 2);
+    CHECK(cpu.full_requests == 2);
+    CHECK(cpu.cores_refused == 0);
+    CHECK(cpu.transitions == 4 * count);  // low, full, low, full on each core
+    REQUIRE(report->cpu_cores.size() == count);
+    for (const svc::CpuSectionCore& c : report->cpu_cores) {
+        CHECK(((mine >> c.core) & 1) == 1);
+        CHECK(c.ranks == 1);
+        CHECK(c.low_requests == 2);
+        CHECK(c.transitions == 4);
+        CHECK(c.time_low_ns > 0);
+    }
+    a->detach();
+}
+
+TEST_CASE("the node report's CPU section in text and JSON", "[cpu]")
+{
+    slim::NodeCollection collection;
+    const slim::NodeInfo node{"node7", slim::LocalJob{0, 1, "hydra", "job-1"}};
+    CHECK(format_node_text(node, collection).find("cpu") == std::string::npos);
+    CHECK_FALSE(slim_test::parse_json(format_node_json(node, collection)).contains("cpu"));
+
+    // One core, 0.1 s: low 40 ms (39 ms beyond a 1 ms tau) at 6 W full,
+    // 2 W low: 0.6 J always at full, 0.6 - 4 x 0.039 = 0.444 J, 26.0 % saved.
+    svc::CpuSection c;
+    io::set_text(c.backend, "emulated");
+    c.cores = c.cores_mapped = 1;
+    c.cores_refused          = 1;
+    c.has_energy             = 1;
+    c.low_requests           = 2;
+    c.full_requests          = 2;
+    c.transitions            = 4;
+    c.span_ns                = 100'000'000;
+    c.time_low_ns            = 40'000'000;
+    c.penalty_ns             = 4'000;
+    c.energy_joules          = 0.444;
+    c.baseline_joules        = 0.6;
+    svc::CpuSectionCore core;
+    core.core            = 3;
+    core.ranks           = 1;
+    core.low_requests    = 2;
+    core.full_requests   = 2;
+    core.refused         = 1;
+    core.transitions     = 4;
+    core.span_ns         = c.span_ns;
+    core.time_low_ns     = c.time_low_ns;
+    core.penalty_ns      = c.penalty_ns;
+    core.energy_joules   = c.energy_joules;
+    core.baseline_joules = c.baseline_joules;
+    collection.cpu       = c;
+    collection.cpu_cores = {core};
+
+    const std::string text = format_node_text(node, collection);
+    CHECK_THAT(text,
+               Catch::Matchers::Contains(
+                       "  cpu (emulated, driven by slimlinkd) over 0.100 s: 1 cores mapped, 1 "
+                       "kept at full because shared; 2 low and 2 full requests, 4 "
+                       "transitions, 0.040000 s low; energy 0.444000 J of 0.600000 J always "
+                       "at full (saved 26.0%), modelled penalty 4.0 us\n"));
+    CHECK_THAT(text, Catch::Matchers::Contains("         3      1        2        2        1"));
+
+    const slim_test::Json j = slim_test::parse_json(format_node_json(node, collection));
+    REQUIRE(j.contains("cpu"));
+    const slim_test::Json& cpu = j["cpu"];
+    CHECK(cpu["owner"] == "slimlinkd");
+    CHECK(cpu["backend"] == "emulated");
+    CHECK(cpu["cores_mapped"] == 1);
+    CHECK(cpu["cores_refused"] == 1);
+    CHECK(cpu["low_requests"] == 2);
+    CHECK(cpu["penalty_ns"] == 4000);
+    CHECK(cpu["energy_joules"].get<double>() == Approx(0.444));
+    CHECK(cpu["energy_savings_pct"].get<double>() == Approx(26.0));
+    CHECK(cpu["backend_failed"] == false);
+    CHECK(cpu["problem"].is_null());
+    REQUIRE(cpu["cores"].size() == 1);
+    CHECK(cpu["cores"][0]["core"] == 3);
+    CHECK(cpu["cores"][0]["refused"] == 1);
+    CHECK(cpu["cores"][0]["time_low_ns"] == 40'000'000);
+
+    SECTION("a backend that cannot say the energy: null, and said in text")
+    {
+        collection.cpu->has_energy = 0;
+        io::set_text(collection.cpu->backend, "cpufreq");
+        CHECK_THAT(
+                format_node_text(node, collection),
+                Catch::Matchers::Contains("0.040000 s low; energy not measured by this backend"));
+        const slim_test::Json k = slim_test::parse_json(format_node_json(node, collection));
+        CHECK(k["cpu"]["energy_joules"].is_null());
+        CHECK(k["cpu"]["penalty_ns"].is_null());
+        CHECK(k["cpu"]["cores"][0]["energy_joules"].is_null());
     }
 }
