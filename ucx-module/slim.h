@@ -416,11 +416,11 @@ static UCS_F_ALWAYS_INLINE void slim_waits_busy(slim_iface_t *iface)
     waits->watch.idle = 0;
 }
 
-/* At the start of a round: a wait that ended goes to the core, through
- * this interface's recorder. */
+/* At the start of a round: a wait that was timed or ended goes to the
+ * core, through this interface's recorder. */
 static UCS_F_ALWAYS_INLINE void slim_waits_flush(slim_iface_t *iface)
 {
-    if (ucs_unlikely(iface->waits->watch.closed)) {
+    if (ucs_unlikely(iface->waits->watch.opened | iface->waits->watch.closed)) {
         slim_waits_do_flush(iface);
     }
 }

@@ -21,10 +21,11 @@
  * read sits between two polls that found nothing. A round that found
  * something only clears the counter, and closes a timed wait with a few
  * stores: no clock read and no call there. The wait is handed to the core
- * at the start of the next round (slim_waits_flush), stamped from the last
- * idle round's reading: what happens in the round that ends it is never
- * timed, and the compute phase that may follow before MPI progresses again
- * is never counted as waiting.
+ * twice, each time at the start of the next round (slim_waits_flush): its
+ * begin once it is timed, so that the live loop can act while it lasts,
+ * and its end, stamped from the last idle round's reading: what happens in
+ * the round that ends it is never timed, and the compute phase that may
+ * follow before MPI progresses again is never counted as waiting.
  *
  * Yield: a wait that lasted UCX_SLIM_WAIT_SPIN blocks in ppoll() on the
  * event descriptors of every interface of the detector (uct_iface_event_fd
@@ -274,8 +275,17 @@ void slim_waits_do_flush(slim_iface_t *iface)
 {
     slim_waits_t *waits = iface->waits;
 
-    waits->watch.closed = 0;
-    slim_core_wait_record(iface->recorder, &waits->watch.ended);
+    /* The begin first: a wait timed and ended between two rounds has both
+     * pending, and `first_tick` is still its own (a new wait is timed only
+     * after rounds that each flush first). */
+    if (waits->watch.opened) {
+        waits->watch.opened = 0;
+        slim_core_wait_begin(iface->recorder, waits->watch.first_tick);
+    }
+    if (waits->watch.closed) {
+        waits->watch.closed = 0;
+        slim_core_wait_record(iface->recorder, &waits->watch.ended);
+    }
 }
 
 /* How long this round may block, in nanoseconds; 0: spin on. The place for
@@ -326,6 +336,12 @@ void slim_waits_long_round(slim_iface_t *iface)
     slim_waits_t *waits = iface->waits;
     uint64_t now        = slim_core_wait_clock(iface->recorder);
 
+    /* The live loop hears of a timed wait while it lasts, at the start of
+     * the next round (where the rank's recorders are handed to), so that
+     * it can ask for the rank's cores low in time. */
+    if (!waits->watch.timing) {
+        waits->watch.opened = waits->record;
+    }
     slim_core_wait_timed(&waits->watch, now);
     if (waits->yield) {
         slim_waits_block(waits, iface, now);

@@ -95,12 +95,13 @@ void LiveCpu::act(TimeNs now)
     }
 }
 
-void LiveCpu::end(TimeNs end)
+void LiveCpu::end(TimeNs end, std::optional<TimeNs> start)
 {
     if (!start_) {
         return;
     }
-    const predict::Wait wait{*start_, std::max(end, *start_)};
+    const TimeNs from = start ? std::min(*start, *start_) : *start_;
+    const predict::Wait wait{from, std::max(end, from)};
     // A time the plan reached before the end is followed first (the drain
     // replays deadlines before the record that ends the wait); one at the
     // end or later never is: that wait sends nothing.

@@ -70,8 +70,9 @@ public:
     void act(TimeNs now);
     // The wait that began at begin()'s start ended at `end` (the arrival or
     // send the loop saw): back to full if it went low, then the wait is
-    // accounted and the policy learns it.
-    void end(TimeNs end);
+    // accounted and the policy learns it, from `start` when given (where
+    // the wait turned out to have begun: at or before begin()'s start).
+    void end(TimeNs end, std::optional<TimeNs> start = std::nullopt);
     // The run ends at `now`: back to full if low.
     void finish(TimeNs now);
     // A wait is open (begin() without end()).

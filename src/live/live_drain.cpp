@@ -111,7 +111,7 @@ void LiveDrain::apply(const OpRecord& r)
     case OpKind::region_end: loop_.region_end(); return;
     case OpKind::wait_begin: loop_.wait_begin(r.t_ns); return;
     case OpKind::wait_end:
-        loop_.wait_end(r.t_ns, static_cast<TimeNs>(r.peer), r.wire_bytes);
+        loop_.wait_end(r.t_ns, static_cast<TimeNs>(r.peer), r.wire_bytes, r.orig_bytes);
         return;
     }
 }

@@ -358,10 +358,10 @@ void LiveLoop::close_burst(TimeNs now_ns)
 
 void LiveLoop::wait_begin(TimeNs start)
 {
-    // The module estimates the start from its rounds; a hand-over of the
-    // same rank stamped later (the first round of the MPI call that
-    // waits) bounds it better.
-    wait_start_ = std::max({start, last_wait_end_, last_op_ns_});
+    // A hand-over of the same rank stamped later than the wait's begin
+    // (the first round of the MPI call that waits) bounds where it began.
+    wait_bound_ = std::max(last_wait_end_, last_op_ns_);
+    wait_start_ = std::max(start, wait_bound_);
     if (!cpu_ || finished_) {
         return;
     }
@@ -383,12 +383,19 @@ void LiveLoop::wait_begin(TimeNs start)
     cpu_->begin(*wait_start_, busy_start, before);
 }
 
-void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks)
+void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks, TimeNs ahead_ns)
 {
     if (!wait_start_) {
         return;  // its begin was lost to a full ring
     }
-    predict::Wait wait{*wait_start_, std::max(end, *wait_start_)};
+    // The rounds before the begin's were the wait's too: the module
+    // estimates how long they took once it knows the timed rounds'.
+    const TimeNs reached = *wait_start_ > ahead_ns ? *wait_start_ - ahead_ns : 0;
+    const TimeNs start   = std::max(reached, wait_bound_);
+    if (first_wait_start_ && *first_wait_start_ == *wait_start_) {
+        first_wait_start_ = start;
+    }
+    predict::Wait wait{start, std::max(end, start)};
     wait_start_.reset();
     last_wait_end_ = wait.end_ns;
     ++waits_;
@@ -396,7 +403,7 @@ void LiveLoop::wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks)
     wait_blocked_ns_ += std::min(blocked_ns, wait.end_ns - wait.start_ns);
     wait_blocks_ += blocks;
     if (cpu_ && !finished_) {
-        cpu_->end(wait.end_ns);
+        cpu_->end(wait.end_ns, wait.start_ns);
     }
     if (trace_) {
         try {

@@ -216,16 +216,18 @@ public:
     void region_begin(double ratio);
     void region_end();
 
-    // A wait of the rank (OpKind::wait_begin, wait_end): from `start`
-    // through `end`, `blocked_ns` of it blocked in `blocks` blocks. Counted
-    // for the summary and written to the trace as a "w" line; a wait that
-    // would begin before the previous one ended, or before the latest
-    // operation, starts there (the module estimates where a wait began).
-    // With LiveConfig::cpu enabled, the begin plans the wait from what
-    // came before it (poll() follows the plan at next_deadline()) and the
-    // end raises the cores if they went low and accounts the wait.
+    // A wait of the rank (OpKind::wait_begin, wait_end): begun at `start`
+    // (the module's first timed round, while the wait lasts), reaching
+    // `ahead_ns` before it (the rounds that made it long enough to time,
+    // known at its end), through `end`, `blocked_ns` of it blocked in
+    // `blocks` blocks. Counted for the summary and written to the trace as
+    // a "w" line; a wait that would begin before the previous one ended,
+    // or before the latest operation at its begin, starts there. With
+    // LiveConfig::cpu enabled, the begin plans the wait from what came
+    // before it (poll() follows the plan at next_deadline()) and the end
+    // raises the cores if they went low and accounts the wait.
     void wait_begin(TimeNs start);
-    void wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks);
+    void wait_end(TimeNs end, TimeNs blocked_ns, std::uint64_t blocks, TimeNs ahead_ns = 0);
 
     // Closes the open burst and returns the totals so far. The link goes
     // back to full width for good when `final` is set.
@@ -328,10 +330,11 @@ private:
     std::optional<predict::Event> last_event_;
     std::optional<TimeNs> first_wait_start_;
     std::optional<TimeNs> wait_start_;
-    TimeNs last_wait_end_      = 0;
-    std::uint64_t waits_       = 0;
-    TimeNs wait_ns_            = 0;
-    TimeNs wait_blocked_ns_    = 0;
+    TimeNs wait_bound_      = 0;  // no wait starts before: the previous end, the latest operation
+    TimeNs last_wait_end_   = 0;
+    std::uint64_t waits_    = 0;
+    TimeNs wait_ns_         = 0;
+    TimeNs wait_blocked_ns_ = 0;
     std::uint64_t wait_blocks_ = 0;
 };
 

@@ -83,10 +83,14 @@ bool OpLog::candidate(Source& s, LogItem& out) noexcept
         out.op      = r->op;
         out.op.t_ns = clock_.to_ns(static_cast<std::uint64_t>(r->op.t_ns));
         if (r->op.kind == OpKind::wait_end) {
-            // Time blocked: ticks to nanoseconds, over the wait's end.
-            const auto end = static_cast<std::uint64_t>(r->op.t_ns);
-            out.op.peer    = static_cast<std::uintptr_t>(
-                    clock_.to_ns(end) - clock_.to_ns(end - static_cast<std::uint64_t>(r->op.peer)));
+            // Time blocked, and how far the wait reached before its begin:
+            // ticks to nanoseconds, over the wait's end.
+            const auto end   = static_cast<std::uint64_t>(r->op.t_ns);
+            const auto to_ns = [this, end](std::uint64_t ticks) {
+                return clock_.to_ns(end) - clock_.to_ns(end - ticks);
+            };
+            out.op.peer       = static_cast<std::uintptr_t>(to_ns(r->op.peer));
+            out.op.orig_bytes = OpRecord::clamp_bytes(to_ns(r->op.orig_bytes));
         }
         return true;
     }

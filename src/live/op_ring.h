@@ -37,9 +37,11 @@ enum class OpKind : std::uint8_t {
     traffic,       // a data operation (the fields below)
     region_begin,  // slim_region_begin: ratio in `ratio`
     region_end,    // slim_region_end
-    // A wait of the rank (slim_core_wait_record): its start, then its end,
-    // pushed together once it ended. wait_end carries the time the wait
-    // spent blocked (yield mode) in `peer`, in the stamp's unit, and how
+    // A wait of the rank: wait_begin at its first timed round, while it
+    // lasts (slim_core_wait_begin), wait_end once it ended
+    // (slim_core_wait_record). wait_end carries the time the wait spent
+    // blocked (yield mode) in `peer` and how far it reached before its
+    // begin's stamp in `orig_bytes`, both in the stamp's unit, and how
     // many times it blocked in `wire_bytes`.
     wait_begin,
     wait_end,

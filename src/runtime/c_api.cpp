@@ -437,6 +437,13 @@ uint64_t slim_core_wait_ticks(const slim_core_recorder_t *recorder, uint64_t ns)
     return recorder != nullptr ? recorder->recording->wait_ticks(recorder->recorder, ns) : ns;
 }
 
+void slim_core_wait_begin(slim_core_recorder_t *recorder, uint64_t first)
+{
+    if (recorder != nullptr) {
+        recorder->recording->record_wait_begin(recorder->recorder, first);
+    }
+}
+
 void slim_core_wait_record(slim_core_recorder_t *recorder, const slim_core_wait_t *wait)
 {
     if (recorder != nullptr) {

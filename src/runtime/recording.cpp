@@ -256,25 +256,39 @@ std::uint64_t Recording::wait_ticks(const Recorder *recorder, std::uint64_t ns) 
     return ns;
 }
 
-void Recording::record_wait(Recorder *recorder, const slim_core_wait_t& wait) noexcept
+void Recording::record_wait_begin(Recorder *recorder, std::uint64_t first) noexcept
 {
     if (!log_ || recorder == nullptr) {
         return;
     }
     live::OpRecord begin;
     begin.kind = live::OpKind::wait_begin;
-    begin.t_ns = static_cast<predict::TimeNs>(wait.start);
+    begin.t_ns = static_cast<predict::TimeNs>(first);
+    if (recorder->ring != nullptr) {
+        recorder->ring->push_marker(begin);
+    } else {
+        // Stamped with the steady clock (wait_clock): the shared ring's.
+        log_->shared().push(begin);
+    }
+}
+
+void Recording::record_wait(Recorder *recorder, const slim_core_wait_t& wait) noexcept
+{
+    if (!log_ || recorder == nullptr) {
+        return;
+    }
+    // The end, with what the begin could not know yet: the time blocked,
+    // and how far the wait reached before its first timed round (the
+    // rounds that made it long enough to time), both in ticks.
     live::OpRecord end;
     end.kind       = live::OpKind::wait_end;
     end.t_ns       = static_cast<predict::TimeNs>(wait.end);
     end.peer       = static_cast<std::uintptr_t>(wait.blocked);
     end.wire_bytes = wait.blocks;
+    end.orig_bytes = live::OpRecord::clamp_bytes(wait.first - wait.start);
     if (recorder->ring != nullptr) {
-        recorder->ring->push_marker(begin);
         recorder->ring->push_marker(end);
     } else {
-        // Stamped with the steady clock (wait_clock): the shared ring's.
-        log_->shared().push(begin);
         log_->shared().push(end);
     }
 }

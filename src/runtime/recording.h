@@ -73,15 +73,16 @@ public:
 
     // Waits (slim_core_wait_*): the clock they are stamped with, in the
     // ticks of `recorder`'s ring (the steady clock's nanoseconds without
-    // one), `ns` in those ticks, and one ended wait handed to the live
-    // loop through that ring. Called in progress rounds that found
-    // nothing, never on an operation's path.
+    // one), `ns` in those ticks, a timed wait's begin and then its end
+    // handed to the live loop through that ring. Called at the start of
+    // progress rounds, never on an operation's path.
     std::uint64_t wait_clock(const Recorder *recorder) const noexcept
     {
         return log_ && recorder != nullptr && recorder->ring != nullptr ? log_->clock().now()
                                                                         : steady_ticks();
     }
     std::uint64_t wait_ticks(const Recorder *recorder, std::uint64_t ns) const noexcept;
+    void record_wait_begin(Recorder *recorder, std::uint64_t first) noexcept;
     void record_wait(Recorder *recorder, const slim_core_wait_t& wait) noexcept;
     static std::uint64_t steady_ticks() noexcept;
 

@@ -212,8 +212,10 @@ void slim_core_report(void);
  *
  * A wait is a run of progress rounds in which nothing of the rank arrives,
  * completes or is sent: its core only polls. The module finds them in its
- * progress rounds (never on an operation's path) and hands each over once
- * it ended, at the start of a later round; the live loop writes them to the
+ * progress rounds (never on an operation's path) and tells the core twice,
+ * each time at the start of a later round: once the wait is long enough to
+ * be timed (so that the live loop can act while it lasts: ask for the
+ * rank's cores low) and once it ended; the live loop writes them to the
  * trace ("w" lines) and counts them for the report. */
 
 /* UCX_SLIM_CPU, UCX_SLIM_WAIT, UCX_SLIM_WAIT_SPIN and UCX_SLIM_WAIT_MAX as
@@ -229,7 +231,8 @@ void slim_core_wait_config(slim_core_wait_config_t *config);
 
 /* One wait, in the ticks of slim_core_wait_clock(). */
 typedef struct slim_core_wait {
-    uint64_t start;
+    uint64_t start; /* estimated: the rounds before `first` included */
+    uint64_t first; /* the first timed round, handed over as the begin */
     uint64_t end;
     uint64_t blocked; /* ticks of it spent blocked (yield mode) */
     uint32_t blocks;  /* how many times it blocked */
@@ -248,6 +251,7 @@ typedef struct slim_core_wait_watch {
     unsigned timed;      /* idle rounds since the first timed one */
     uint64_t blocked;    /* ticks of the wait blocked (yield) */
     uint32_t blocks;
+    int opened; /* a timed wait's begin (first_tick) is to be handed over */
     int closed; /* `ended` is to be handed over */
     slim_core_wait_t ended;
 } slim_core_wait_watch_t;
@@ -300,6 +304,7 @@ static inline void slim_core_wait_end(slim_core_wait_watch_t *watch, int record)
         ahead = (span - watch->blocked) / watch->timed * watch->threshold;
     }
     watch->ended.start   = watch->first_tick > ahead ? watch->first_tick - ahead : 0;
+    watch->ended.first   = watch->first_tick;
     watch->ended.end     = watch->last_tick;
     watch->ended.blocked = watch->blocked;
     watch->ended.blocks  = watch->blocks;
@@ -324,8 +329,13 @@ uint64_t slim_core_wait_clock(const slim_core_recorder_t *recorder);
 /* `ns` nanoseconds in those ticks (at most). */
 uint64_t slim_core_wait_ticks(const slim_core_recorder_t *recorder, uint64_t ns);
 
-/* Hands one ended wait to the live loop. Same rule as slim_core_tally_flush
- * for `recorder`: calls on one recorder must not overlap. */
+/* Tells the live loop that a wait was timed from `first` on (its first
+ * timed round): the loop plans it now, while it lasts. Same rule as
+ * slim_core_tally_flush for `recorder`: calls on one recorder must not
+ * overlap. */
+void slim_core_wait_begin(slim_core_recorder_t *recorder, uint64_t first);
+
+/* Hands one ended wait to the live loop (its begin went first). Same rule. */
 void slim_core_wait_record(slim_core_recorder_t *recorder, const slim_core_wait_t *wait);
 
 /* ---- lossy packing: frames on the wire ----------------------------------

@@ -196,3 +196,48 @@ TEST_CASE("through the ring and the drain, the plan's time is replayed between a
     CHECK(s.cpu_live->requests_low == 1);
     CHECK(s.cpu_live->requests_full == 1);
 }
+
+TEST_CASE("a wait's begin reaches the drain while the wait lasts, and the cores go low before "
+          "its end is known")
+{
+    // The module hands the begin over at the wait's first timed round and
+    // the end once it ended: the drain acts on the plan between the two.
+    TimeNs replay_now = 0;
+    TimeNs wall       = 0;
+    Requests asked;
+    slim::live::LiveConfig c = cpu_loop(slim::live::LiveDrain::replay_clock(replay_now), &asked);
+    slim::live::LiveLoop loop(c);
+    slim::live::OpLog log(16, 64, c.burst_gap_ns);
+    slim::live::SerialOpRing& ring = *log.open_serial();
+    slim::live::LiveDrain drain(log, loop, replay_now, [&wall] { return wall; });
+
+    slim::live::OpRecord op;
+    op.t_ns       = 1 * kMs;
+    op.wire_bytes = op.orig_bytes = 100;
+    ring.record(op, log.coalesce_ticks());
+    slim::live::OpRecord begin;
+    begin.kind = slim::live::OpKind::wait_begin;
+    begin.t_ns = 1 * kMs + 10 * kUs;
+    ring.push_marker(begin);
+
+    wall = 2 * kMs + 500 * kUs;
+    drain.drain();
+    REQUIRE(asked.size() == 1);
+    CHECK(asked[0] == std::make_pair(true, 1 * kMs + 510 * kUs));
+
+    // The end: 5 us of rounds before the begin's were the wait's too.
+    slim::live::OpRecord end;
+    end.kind       = slim::live::OpKind::wait_end;
+    end.t_ns       = 3 * kMs;
+    end.orig_bytes = 5 * kUs;
+    ring.push_marker(end);
+    op.t_ns = 3 * kMs + 1 * kUs;
+    ring.record(op, log.coalesce_ticks());
+    wall = 5 * kMs;
+    drain.drain();
+    REQUIRE(asked.size() == 2);
+    CHECK(asked[1] == std::make_pair(false, 3 * kMs));
+    const slim::live::LiveSummary s = drain.with_loop([](auto& l) { return l.summary(true); });
+    CHECK(s.waits == 1);
+    CHECK(s.wait_ns == 3 * kMs - (1 * kMs + 5 * kUs));
+}

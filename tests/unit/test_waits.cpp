@@ -195,10 +195,17 @@ TEST_CASE("the live loop counts waits and writes them to the trace as w lines")
         loop.wait_end(5'700'000, 0, 0);
         // An end without its begin (lost to a full ring) is ignored.
         loop.wait_end(6'000'000, 0, 0);
+        // The begin comes at the first timed round; the end says how far
+        // the wait reached before it (the rounds that made it timed).
+        loop.wait_begin(6'300'000);
+        loop.wait_end(6'400'000, 0, 0, 150'000);
+        // ... bounded by the previous wait's end all the same.
+        loop.wait_begin(6'500'000);
+        loop.wait_end(6'600'000, 0, 0, 500'000);
         now                             = 7'000'000;
         const slim::live::LiveSummary s = loop.summary(true);
-        CHECK(s.waits == 3);
-        CHECK(s.wait_ns == 400'000 + 90'000 + 100'000);
+        CHECK(s.waits == 5);
+        CHECK(s.wait_ns == 400'000 + 90'000 + 100'000 + 250'000 + 200'000);
         CHECK(s.wait_blocked_ns == 300'000);
         CHECK(s.wait_blocks == 2);
         CHECK(s.events == 2);
@@ -212,8 +219,11 @@ TEST_CASE("the live loop counts waits and writes them to the trace as w lines")
     }
     CHECK(events.size() == 2);
     const std::vector<slim::predict::Wait> waits = reader.take_waits();
-    REQUIRE(waits.size() == 3);
+    REQUIRE(waits.size() == 5);
     CHECK(waits[2].start_ns == 5'600'000);
+    CHECK(waits[3].start_ns == 6'150'000);
+    CHECK(waits[3].end_ns == 6'400'000);
+    CHECK(waits[4].start_ns == 6'400'000);
     CHECK(waits[0].start_ns == 5'010'000);
     CHECK(waits[0].end_ns == 5'410'000);
     CHECK(waits[1].start_ns == 5'410'000);
