@@ -305,7 +305,7 @@ struct CpuStatusReply {
     std::uint64_t requests    = 0;   // low/full requests received
     std::int64_t span_ns      = 0;   // accounting from the service's start
     std::int64_t time_low_ns  = 0;   // summed over cores
-    std::int64_t penalty_ns   = 0;   // modelled: a transition latency per raise
+    std::int64_t penalty_ns   = 0;   // modelled: per raise, tau + the handling at f_low
     double energy_joules      = 0.0;
     double baseline_joules    = 0.0;  // every core always at full frequency
     char problem[kTextBytes]  = {};   // why failed
