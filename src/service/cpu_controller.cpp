@@ -117,10 +117,11 @@ void CpuController::closed(const CoreSet& cores, TimeNs now)
 {
     for (std::size_t c = 0; c < cores.size(); ++c) {
         if (cores.test(c) && lowered_.test(c)) {
-            CoreAccount& a = accounts_[c];
-            const TimeNs d = std::max<TimeNs>(0, now - a.since);
-            a.low_ns += d;
-            a.at_low_ns += std::max<TimeNs>(0, d - tau_ns_);
+            // The low period that ends now, as mark() counts it open.
+            const CoreMark ended = mark(c, now);
+            CoreAccount& a       = accounts_[c];
+            a.low_ns             = ended.low_ns;
+            a.at_low_ns          = ended.at_low_ns;
             ++a.transitions;
             ++a.raises;
         }
