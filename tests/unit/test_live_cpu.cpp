@@ -41,6 +41,20 @@ slim::live::LiveConfig cpu_loop(const slim::link::Clock& clock, Requests *reques
     return c;
 }
 
+// A live loop with its CPU side, fed through a ring and drained on a
+// replayed clock, as the recording runs it.
+struct DrainedLoop {
+    TimeNs replay_now = 0;
+    TimeNs wall       = 0;
+    Requests asked;
+    slim::live::LiveConfig config =
+            cpu_loop(slim::live::LiveDrain::replay_clock(replay_now), &asked);
+    slim::live::LiveLoop loop{config};
+    slim::live::OpLog log{16, 64, config.burst_gap_ns};
+    slim::live::SerialOpRing& ring = *log.open_serial();
+    slim::live::LiveDrain drain{log, loop, replay_now, [this] { return wall; }};
+};
+
 }  // namespace
 
 TEST_CASE("the live loop asks the cores low at the plan's time and full at the wait's end")
@@ -154,15 +168,7 @@ TEST_CASE("the live loop refuses the oracle for the CPU")
 TEST_CASE("through the ring and the drain, the plan's time is replayed between a wait's begin "
           "and end")
 {
-    TimeNs replay_now = 0;
-    TimeNs wall       = 0;
-    Requests asked;
-    slim::live::LiveConfig c = cpu_loop(slim::live::LiveDrain::replay_clock(replay_now), &asked);
-    slim::live::LiveLoop loop(c);
-    slim::live::OpLog log(16, 64, c.burst_gap_ns);
-    slim::live::SerialOpRing& ring = *log.open_serial();
-    slim::live::LiveDrain drain(log, loop, replay_now, [&wall] { return wall; });
-
+    DrainedLoop d;
     const auto op = [](TimeNs t) {
         slim::live::OpRecord r;
         r.t_ns       = t;
@@ -175,21 +181,21 @@ TEST_CASE("through the ring and the drain, the plan's time is replayed between a
         r.t_ns = t;
         return r;
     };
-    ring.record(op(1 * kMs), log.coalesce_ticks());
-    ring.push_marker(marker(slim::live::OpKind::wait_begin, 1 * kMs + 10 * kUs));
-    ring.push_marker(marker(slim::live::OpKind::wait_end, 3 * kMs + 10 * kUs));
-    ring.record(op(3 * kMs + 11 * kUs), log.coalesce_ticks());
+    d.ring.record(op(1 * kMs), d.log.coalesce_ticks());
+    d.ring.push_marker(marker(slim::live::OpKind::wait_begin, 1 * kMs + 10 * kUs));
+    d.ring.push_marker(marker(slim::live::OpKind::wait_end, 3 * kMs + 10 * kUs));
+    d.ring.record(op(3 * kMs + 11 * kUs), d.log.coalesce_ticks());
     // A short one: 200 us.
-    ring.push_marker(marker(slim::live::OpKind::wait_begin, 3 * kMs + 100 * kUs));
-    ring.push_marker(marker(slim::live::OpKind::wait_end, 3 * kMs + 300 * kUs));
-    ring.record(op(3 * kMs + 301 * kUs), log.coalesce_ticks());
+    d.ring.push_marker(marker(slim::live::OpKind::wait_begin, 3 * kMs + 100 * kUs));
+    d.ring.push_marker(marker(slim::live::OpKind::wait_end, 3 * kMs + 300 * kUs));
+    d.ring.record(op(3 * kMs + 301 * kUs), d.log.coalesce_ticks());
 
-    wall = 5 * kMs;
-    drain.drain();
-    REQUIRE(asked.size() == 2);
-    CHECK(asked[0] == std::make_pair(true, 1 * kMs + 510 * kUs));
-    CHECK(asked[1] == std::make_pair(false, 3 * kMs + 10 * kUs));
-    const slim::live::LiveSummary s = drain.with_loop([](auto& l) { return l.summary(true); });
+    d.wall = 5 * kMs;
+    d.drain.drain();
+    REQUIRE(d.asked.size() == 2);
+    CHECK(d.asked[0] == std::make_pair(true, 1 * kMs + 510 * kUs));
+    CHECK(d.asked[1] == std::make_pair(false, 3 * kMs + 10 * kUs));
+    const slim::live::LiveSummary s = d.drain.with_loop([](auto& l) { return l.summary(true); });
     REQUIRE(s.cpu_live);
     CHECK(s.waits == 2);
     CHECK(s.cpu_live->waits_lowered == 1);
@@ -202,42 +208,34 @@ TEST_CASE("a wait's begin reaches the drain while the wait lasts, and the cores 
 {
     // The module hands the begin over at the wait's first timed round and
     // the end once it ended: the drain acts on the plan between the two.
-    TimeNs replay_now = 0;
-    TimeNs wall       = 0;
-    Requests asked;
-    slim::live::LiveConfig c = cpu_loop(slim::live::LiveDrain::replay_clock(replay_now), &asked);
-    slim::live::LiveLoop loop(c);
-    slim::live::OpLog log(16, 64, c.burst_gap_ns);
-    slim::live::SerialOpRing& ring = *log.open_serial();
-    slim::live::LiveDrain drain(log, loop, replay_now, [&wall] { return wall; });
-
+    DrainedLoop d;
     slim::live::OpRecord op;
     op.t_ns       = 1 * kMs;
     op.wire_bytes = op.orig_bytes = 100;
-    ring.record(op, log.coalesce_ticks());
+    d.ring.record(op, d.log.coalesce_ticks());
     slim::live::OpRecord begin;
     begin.kind = slim::live::OpKind::wait_begin;
     begin.t_ns = 1 * kMs + 10 * kUs;
-    ring.push_marker(begin);
+    d.ring.push_marker(begin);
 
-    wall = 2 * kMs + 500 * kUs;
-    drain.drain();
-    REQUIRE(asked.size() == 1);
-    CHECK(asked[0] == std::make_pair(true, 1 * kMs + 510 * kUs));
+    d.wall = 2 * kMs + 500 * kUs;
+    d.drain.drain();
+    REQUIRE(d.asked.size() == 1);
+    CHECK(d.asked[0] == std::make_pair(true, 1 * kMs + 510 * kUs));
 
     // The end: 5 us of rounds before the begin's were the wait's too.
     slim::live::OpRecord end;
     end.kind       = slim::live::OpKind::wait_end;
     end.t_ns       = 3 * kMs;
     end.orig_bytes = 5 * kUs;
-    ring.push_marker(end);
+    d.ring.push_marker(end);
     op.t_ns = 3 * kMs + 1 * kUs;
-    ring.record(op, log.coalesce_ticks());
-    wall = 5 * kMs;
-    drain.drain();
-    REQUIRE(asked.size() == 2);
-    CHECK(asked[1] == std::make_pair(false, 3 * kMs));
-    const slim::live::LiveSummary s = drain.with_loop([](auto& l) { return l.summary(true); });
+    d.ring.record(op, d.log.coalesce_ticks());
+    d.wall = 5 * kMs;
+    d.drain.drain();
+    REQUIRE(d.asked.size() == 2);
+    CHECK(d.asked[1] == std::make_pair(false, 3 * kMs));
+    const slim::live::LiveSummary s = d.drain.with_loop([](auto& l) { return l.summary(true); });
     CHECK(s.waits == 1);
     CHECK(s.wait_ns == 3 * kMs - (1 * kMs + 5 * kUs));
 }
