@@ -119,6 +119,9 @@ void LiveDrain::apply(const OpRecord& r)
 void LiveDrain::drain_locked(TimeNs horizon)
 {
     const DrainResult drained = log_.drain([this](const LogItem& item) {
+        if (item.at() < now_) {
+            ++stats_.late;
+        }
         replay_deadlines(item.at() - 1);
         now_ = std::max(now_, item.at());
         // One record the loop could not take must not cost it the rest:

@@ -148,6 +148,7 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     if (wait > 0) {
         ++late_wakeups_;
         wakeup_delay_ns_ += wait;
+        wait_lane_ns_ += static_cast<double>(wait) * controller_->width();
     }
     t = std::max(t, prev_end_ns_);
     if (!first_start_ns_) {
@@ -443,8 +444,11 @@ LiveSummary LiveLoop::summary(bool final)
     s.late_wakeups        = late_wakeups_;
     s.wakeup_delay_ns     = wakeup_delay_ns_;
     if (first_start_ns_ && last_end_ns_ > *first_start_ns_) {
-        s.span_ns         = last_end_ns_ - *first_start_ns_;
-        s.energy_joules   = energy_at_last_end_ - energy_at_first_;
+        s.span_ns       = last_end_ns_ - *first_start_ns_;
+        s.energy_joules = energy_at_last_end_ - energy_at_first_;
+        if (!config_.waits_in_recorded_time) {
+            s.energy_joules += wait_lane_ns_ * config_.backend.link.lane_watts * 1e-9;
+        }
         s.baseline_joules = static_cast<double>(config_.backend.link.lanes) *
                             config_.backend.link.lane_watts *
                             (static_cast<double>(s.span_ns) * 1e-9);

@@ -84,6 +84,12 @@ struct LiveConfig {
     // max(1, ceil(L * wire/original)) lanes; the ratio is the one the same
     // event id had last time (or its first operation's, the first time).
     bool compression_aware = true;
+    // Whether the traffic really waits for late wake-ups
+    // (UCX_SLIM_INJECT_DELAY): the recorded times then hold the waits. If
+    // not, the emulated port woke while the traffic went on, and the energy
+    // of each wait (the link rising, at the width it rises to) is charged
+    // on top, as slim-replay charges it when it delays the traffic.
+    bool waits_in_recorded_time = false;
     // The CPU side (live_cpu.h): waits planned and the node service asked
     // for the rank's cores low while they last.
     LiveCpuConfig cpu;
@@ -103,6 +109,11 @@ struct Traffic {
 struct DrainCounters {
     std::uint64_t wakeups = 0;  // thread rounds
     std::uint64_t records = 0;  // operations replayed (coalesced ones included)
+    // Records that reached the drain after it had replayed past their time
+    // (their producer was descheduled between stamping and logging longer
+    // than the horizon margin): the loop took them at a later time than
+    // they carry, so its link can differ from a replay of the trace.
+    std::uint64_t late = 0;
 };
 
 struct LiveSummary {
@@ -314,7 +325,9 @@ private:
     TimeNs last_end_ns_        = 0;
     double energy_at_last_end_ = 0.0;
     link::LinkStats stats_at_last_end_{};
-    TimeNs wakeup_delay_ns_     = 0;
+    TimeNs wakeup_delay_ns_ = 0;
+    // The width the link rose to, times each late wake-up's wait (lane ns).
+    double wait_lane_ns_        = 0.0;
     std::uint64_t late_wakeups_ = 0;
     bool finished_              = false;
     bool timeout_fired_         = false;

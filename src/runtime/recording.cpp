@@ -81,9 +81,10 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     lc.backend.exec_template = config.link_exec;
     // Injected waits belong on the sending thread (push()), not on the
     // drain thread that replays the traffic.
-    lc.backend.inject_delay = false;
-    lc.backend.clock        = live::LiveDrain::replay_clock(replay_now_);
-    lc.trace_path           = trace_path(config);
+    lc.backend.inject_delay   = false;
+    lc.waits_in_recorded_time = config.inject_delay;
+    lc.backend.clock          = live::LiveDrain::replay_clock(replay_now_);
+    lc.trace_path             = trace_path(config);
     // Operations closer than the burst gap never start a burst: each
     // interface folds them into its totals instead of logging each.
     const predict::TimeNs coalesce_gap = lc.burst_gap_ns;

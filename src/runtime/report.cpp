@@ -265,6 +265,11 @@ std::string text_live(const live::LiveSummary *l)
         out += "           " + std::to_string(l->ops_dropped) +
                " records lost to a full record ring: bursts they started are not named\n";
     }
+    if (l->drain.late > 0) {
+        out += "           " + std::to_string(l->drain.late) +
+               " records logged after the live loop had passed their time (the rank was"
+               " descheduled): the live link can differ from a replay of the trace\n";
+    }
     out += "           time at width:";
     for (unsigned w = 1; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
         if (l->time_at_width_ns[w] > 0) {
@@ -398,6 +403,7 @@ ReportJson live_json(const live::LiveSummary& l)
             {"ops_logged", l.ops_logged},
             {"ops_dropped", l.ops_dropped},
             {"drain_wakeups", l.drain.wakeups},
+            {"ops_late", l.drain.late},
     };
 }
 

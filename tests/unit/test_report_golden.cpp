@@ -122,6 +122,7 @@ slim::live::LiveSummary live(double energy, double baseline, double penalty, std
     l.trace_path          = "/tmp/trace \"1\".txt";
     l.trace_events        = 99;
     l.drain.wakeups       = 123;
+    l.drain.late          = 3;
     l.drain.records       = 4567;
     l.ops_dropped         = 3;
     l.ops_logged          = 890;
