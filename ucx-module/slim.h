@@ -244,6 +244,12 @@ typedef struct slim_waits {
     int record; /* UCX_SLIM_CPU=on */
     int yield; /* UCX_SLIM_WAIT=yield, and allowed here */
     uint64_t spin_ticks;
+    /* The CPU policy's latest "low after" (slim_core_wait_low_after), and
+     * the value last read from it with its ticks, converted once per
+     * change. */
+    const uint64_t *low_after_ns;
+    uint64_t low_after_seen_ns;
+    uint64_t low_after_ticks;
     uint64_t max_ns;
     unsigned num_ifaces;
     struct slim_iface *ifaces[SLIM_WAITS_MAX_IFACES];

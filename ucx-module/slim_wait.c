@@ -160,11 +160,14 @@ static ucs_status_t slim_waits_init(slim_waits_t *waits)
     const slim_core_wait_config_t *config = slim_wait_get_config();
 
     memset(&waits->watch, 0, sizeof(waits->watch));
-    waits->num_ifaces = 0;
-    waits->record     = config->record;
-    waits->yield      = config->yield && slim_wait_yield_allowed();
-    waits->max_ns     = config->max_ns;
-    waits->spin_ticks = 0;
+    waits->num_ifaces        = 0;
+    waits->record            = config->record;
+    waits->yield             = config->yield && slim_wait_yield_allowed();
+    waits->max_ns            = config->max_ns;
+    waits->spin_ticks        = 0;
+    waits->low_after_ns      = slim_core_wait_low_after();
+    waits->low_after_seen_ns = UINT64_MAX;
+    waits->low_after_ticks   = UINT64_MAX;
     return UCS_OK;
 }
 
@@ -288,14 +291,31 @@ void slim_waits_do_flush(slim_iface_t *iface)
     }
 }
 
-/* How long this round may block, in nanoseconds; 0: spin on. The place for
- * the CPU policy's predicted remaining wait: until it gives one, a wait
- * that lasted UCX_SLIM_WAIT_SPIN is taken to go on, and blocks for at most
- * UCX_SLIM_WAIT_MAX at a time, which is all a wrong guess can cost (an
- * arrival ends the block at once). */
-static uint64_t slim_waits_block_ns(const slim_waits_t *waits, uint64_t now)
+/* How long this round may block, in nanoseconds; 0: spin on. A wait
+ * blocks once it has lasted UCX_SLIM_WAIT_SPIN, or earlier when the CPU
+ * policy (UCX_SLIM_CPU=on) lowered the cores that early into the latest
+ * wait it planned: the policy predicts that waits go on from there (the
+ * drain plans waits after the fact, so this is the decision for the waits
+ * it saw last, not for this one). It blocks for at most UCX_SLIM_WAIT_MAX
+ * at a time, which is all a wrong guess can cost (an arrival ends the
+ * block at once). */
+static uint64_t
+slim_waits_block_ns(slim_waits_t *waits, slim_iface_t *iface, uint64_t now)
 {
-    if (now - waits->watch.first_tick < waits->spin_ticks) {
+    uint64_t low_after = __atomic_load_n(waits->low_after_ns, __ATOMIC_RELAXED);
+    uint64_t spin      = waits->spin_ticks;
+
+    if (low_after != waits->low_after_seen_ns) {
+        waits->low_after_seen_ns = low_after;
+        waits->low_after_ticks   = (low_after == UINT64_MAX) ?
+                                           UINT64_MAX :
+                                           slim_core_wait_ticks(iface->recorder,
+                                                                low_after);
+    }
+    if (waits->low_after_ticks < spin) {
+        spin = waits->low_after_ticks;
+    }
+    if (now - waits->watch.first_tick < spin) {
         return 0;
     }
     return waits->max_ns;
@@ -306,7 +326,7 @@ slim_waits_block(slim_waits_t *waits, slim_iface_t *iface, uint64_t now)
 {
     const unsigned events = UCT_EVENT_RECV | UCT_EVENT_RECV_SIG |
                             UCT_EVENT_SEND_COMP;
-    uint64_t ns = slim_waits_block_ns(waits, now);
+    uint64_t ns = slim_waits_block_ns(waits, iface, now);
     struct timespec timeout;
     unsigned i;
 

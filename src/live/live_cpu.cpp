@@ -40,8 +40,15 @@ void LiveCpu::begin(TimeNs start, TimeNs busy_start, const predict::Event *befor
     if (start_) {
         end(start);  // its end was lost: it ends where the next one begins
     }
-    plan_            = policy_.plan(start, busy_start, before);
-    start_           = start;
+    plan_  = policy_.plan(start, busy_start, before);
+    start_ = start;
+    if (config_.publish_low_after) {
+        std::optional<TimeNs> after;
+        if (plan_.low_from && (!plan_.low_until || *plan_.low_until > *plan_.low_from)) {
+            after = *plan_.low_from > start ? *plan_.low_from - start : 0;
+        }
+        config_.publish_low_after(after);
+    }
     lowered_in_wait_ = false;
     step_            = Step::none;
     deadline_.reset();

@@ -38,6 +38,11 @@ struct LiveCpuConfig {
     // nothing is asked (no node service, or one without the CPU
     // extension), the plans are still made and accounted.
     std::function<bool(bool low, TimeNs t)> request;
+    // Told, at each wait's plan, how long after its start the plan lowers
+    // the cores (none: it does not): UCX_SLIM_WAIT=yield blocks a wait
+    // from then on, at the latest after its own spin (slim_wait.c). Empty:
+    // nobody listens.
+    std::function<void(std::optional<TimeNs> low_after)> publish_low_after;
 };
 
 // What the live CPU side did and modelled, for the rank report.

@@ -437,6 +437,13 @@ uint64_t slim_core_wait_ticks(const slim_core_recorder_t *recorder, uint64_t ns)
     return recorder != nullptr ? recorder->recording->wait_ticks(recorder->recorder, ns) : ns;
 }
 
+const uint64_t *slim_core_wait_low_after(void)
+{
+    static const std::uint64_t none = UINT64_MAX;
+    slim::Engine *engine            = slim::Engine::get();
+    return engine != nullptr ? engine->recording().wait_low_after_ns() : &none;
+}
+
 void slim_core_wait_begin(slim_core_recorder_t *recorder, uint64_t first)
 {
     if (recorder != nullptr) {

@@ -94,6 +94,13 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     service.attach(config, lc);
     lc.cpu.enabled = config.cpu;
     lc.cpu.policy  = config.cpu_policy;
+    if (config.cpu && config.wait_yield) {
+        lc.cpu.publish_low_after = [this](std::optional<predict::TimeNs> after) {
+            __atomic_store_n(&wait_low_after_ns_,
+                             after ? static_cast<std::uint64_t>(*after) : UINT64_MAX,
+                             __ATOMIC_RELAXED);
+        };
+    }
     if (config.cpu && service.client() && service.client()->cpu_supported()) {
         lc.cpu.request = [client = service.client()](bool low, predict::TimeNs t) {
             return client->request_cpu(

@@ -85,6 +85,11 @@ public:
     void record_wait_begin(Recorder *recorder, std::uint64_t first) noexcept;
     void record_wait(Recorder *recorder, const slim_core_wait_t& wait) noexcept;
     static std::uint64_t steady_ticks() noexcept;
+    // How long after a wait's start the CPU policy's latest plan lowered
+    // the cores, in nanoseconds (UINT64_MAX: it did not, or there is no
+    // plan): written by the drain thread, read by the waiting rank's idle
+    // rounds with a relaxed load (slim_core_wait_low_after).
+    const std::uint64_t *wait_low_after_ns() const noexcept { return &wait_low_after_ns_; }
 
     // Transport progress: drains the ring only when the drain thread could
     // not start (slim_core_poll_wanted, which the transport reads itself).
@@ -137,6 +142,8 @@ private:
     // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
     // next operation then really waits the reactivation time (once).
     std::atomic<bool> inject_pending_{false};
+    // Accessed only with __atomic builtins: the C module reads it too.
+    alignas(64) std::uint64_t wait_low_after_ns_ = UINT64_MAX;
     std::mutex region_mutex_;
     int region_depth_ = 0;  // under region_mutex_
     std::mutex finish_mutex_;

@@ -329,6 +329,13 @@ uint64_t slim_core_wait_clock(const slim_core_recorder_t *recorder);
 /* `ns` nanoseconds in those ticks (at most). */
 uint64_t slim_core_wait_ticks(const slim_core_recorder_t *recorder, uint64_t ns);
 
+/* Where the live loop publishes how long after a wait's start the CPU
+ * policy's latest plan lowered the rank's cores, in nanoseconds
+ * (UINT64_MAX: it did not, or nothing plans: UCX_SLIM_CPU=off). Written
+ * by the drain thread once per planned wait; read with
+ * __atomic_load_n(..., __ATOMIC_RELAXED) in rounds that found nothing. */
+const uint64_t *slim_core_wait_low_after(void);
+
 /* Tells the live loop that a wait was timed from `first` on (its first
  * timed round): the loop plans it now, while it lasts. Same rule as
  * slim_core_tally_flush for `recorder`: calls on one recorder must not

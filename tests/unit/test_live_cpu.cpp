@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -156,6 +157,36 @@ TEST_CASE("a run that ends while the cores are low raises them")
     loop.summary(true);
     REQUIRE(asked.size() == 2);
     CHECK(asked[1] == std::make_pair(false, 2 * kMs));
+}
+
+TEST_CASE("each plan tells yield mode how long into a wait the cores go low, or that they do not")
+{
+    // UCX_SLIM_WAIT=yield blocks a wait from the latest plan's low time
+    // on (slim_wait.c): a timeout plans low that long after the start,
+    // always-on never.
+    for (const auto& [policy, expected] :
+         {std::pair<const char *, std::optional<TimeNs>>{"timeout:200us", 200 * kUs},
+          {"timeout:0ns", TimeNs{0}},
+          {"always-on", std::nullopt}}) {
+        INFO(policy);
+        TimeNs now                 = 1 * kMs;
+        slim::live::LiveConfig c   = cpu_loop([&now] { return now; }, nullptr, policy);
+        int told                   = 0;
+        std::optional<TimeNs> last = 12345;
+        c.cpu.publish_low_after    = [&](std::optional<TimeNs> after) {
+            ++told;
+            last = after;
+        };
+        slim::live::LiveLoop loop(c);
+        loop.wait_begin(now);
+        CHECK(told == 1);
+        CHECK(last == expected);
+        loop.wait_end(now + 1 * kMs, 0, 0);
+        now += 2 * kMs;
+        loop.wait_begin(now);
+        CHECK(told == 2);
+        CHECK(last == expected);
+    }
 }
 
 TEST_CASE("the live loop refuses the oracle for the CPU")
