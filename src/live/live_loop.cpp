@@ -434,6 +434,12 @@ LiveSummary LiveLoop::summary(bool final)
     if (open_) {
         close_burst(now());
     }
+    if (final && !finished_ && wait_start_) {
+        // A wait whose end was not handed over before the run ends (the
+        // report came before the next progress round): it ends now, as
+        // the CPU side's request does, and counts among the waits.
+        wait_end(std::max(now(), *wait_start_), 0, 0, 0);
+    }
     LiveSummary s;
     s.predictor           = config_.policy.registry_name;
     s.backend             = controller_->backend().name();

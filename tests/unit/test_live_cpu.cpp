@@ -153,10 +153,16 @@ TEST_CASE("a run that ends while the cores are low raises them")
     loop.poll();
     REQUIRE(asked.size() == 1);
     CHECK(asked[0].first);
-    now = 2 * kMs;
-    loop.summary(true);
+    now                             = 2 * kMs;
+    const slim::live::LiveSummary s = loop.summary(true);
     REQUIRE(asked.size() == 2);
     CHECK(asked[1] == std::make_pair(false, 2 * kMs));
+    // The wait ends there for the counts too: never more waits lowered
+    // than waits.
+    CHECK(s.waits == 1);
+    CHECK(s.wait_ns == 1 * kMs);
+    REQUIRE(s.cpu_live);
+    CHECK(s.cpu_live->waits_lowered == 1);
 }
 
 TEST_CASE("each plan tells yield mode how long into a wait the cores go low, or that they do not")
