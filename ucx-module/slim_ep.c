@@ -19,6 +19,8 @@
 #include <ucs/datastruct/mpool.inl>
 #include <uct/base/uct_iov.inl>
 
+#include <string.h>
+
 /* Kept as written: clang-format 14 takes (_feat) for a cast. */
 /* clang-format off */
 #define SLIM_F_RECORD(_feat)  ((_feat) & SLIM_FEATURE_RECORD)
@@ -340,11 +342,22 @@ slim_ep_am_short_iov_impl(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
 #define SLIM_UCP_AM_ID_EAGER_SYNC_ONLY  6
 #define SLIM_UCP_AM_ID_EAGER_SYNC_FIRST 7
 
+/* Their headers as UCX 1.13 puts them on the wire (ucp/tag/eager.h; the
+ * module loads into no other UCX): ucp_eager_sync_hdr_t is the tag and the
+ * request header, 24 bytes, then the payload; ucp_eager_sync_first_hdr_t
+ * starts with ucp_eager_first_hdr_t, whose total_len, the whole message's
+ * payload length, follows the 8-byte tag. */
+#define SLIM_UCP_EAGER_SYNC_HDR_LEN           24
+#define SLIM_UCP_EAGER_SYNC_FIRST_HDR_LEN     40
+#define SLIM_UCP_EAGER_FIRST_TOTAL_LEN_OFFSET 8
+
 /* UCX 1.13's v2 protocols (UCX_PROTO_ENABLE=y) have one way to send a
  * synchronous tagged message (MPI_Ssend, MPI_Issend): egrsnc/multi/bcopy,
  * at every size, which copies the user's buffer in UCP's pack callback,
  * where slim never learns its address. Marked data in it can be neither
- * packed nor counted, so this is said once, when marks exist. */
+ * packed nor told apart from unmarked data, so while marks exist the first
+ * such send is logged, and every one is counted, with its size, as unseen
+ * (slim_core_sync_unseen). */
 static UCS_F_NOINLINE void slim_ep_sync_bcopy_unseen(void)
 {
     /* Two threads may both say it: no locked instruction for a warning. */
@@ -355,9 +368,56 @@ static UCS_F_NOINLINE void slim_ep_sync_bcopy_unseen(void)
         slim_warn("a synchronous send (MPI_Ssend, MPI_Issend) went by "
                   "am_bcopy, which copies the buffer out of slim's sight, as "
                   "UCX's v2 protocols (UCX_PROTO_ENABLE=y) send every one: "
-                  "marked data in such sends travels exact and is not "
-                  "counted; unset UCX_PROTO_ENABLE to pack them");
+                  "marked data in such sends travels exact; the report counts "
+                  "these sends as not seen by slim; unset UCX_PROTO_ENABLE to "
+                  "pack them");
     }
+}
+
+/* UCP's pack callback and its argument, passed through as they are, and
+ * the message size read back from the header the callback wrote. */
+typedef struct {
+    uct_pack_callback_t pack_cb;
+    void *arg;
+    uint8_t id;
+    uint64_t message_bytes;
+} slim_sync_pack_t;
+
+static size_t slim_ep_sync_pack(void *dest, void *arg)
+{
+    slim_sync_pack_t *sync = arg;
+    size_t length          = sync->pack_cb(dest, sync->arg);
+
+    /* Only the header UCP itself just wrote into `dest` is read: never its
+     * opaque argument. */
+    if ((sync->id == SLIM_UCP_AM_ID_EAGER_SYNC_FIRST) &&
+        (length >= SLIM_UCP_EAGER_SYNC_FIRST_HDR_LEN)) {
+        memcpy(&sync->message_bytes,
+               UCS_PTR_BYTE_OFFSET(dest, SLIM_UCP_EAGER_FIRST_TOTAL_LEN_OFFSET),
+               sizeof(sync->message_bytes));
+    } else if ((sync->id == SLIM_UCP_AM_ID_EAGER_SYNC_ONLY) &&
+               (length >= SLIM_UCP_EAGER_SYNC_HDR_LEN)) {
+        sync->message_bytes = length - SLIM_UCP_EAGER_SYNC_HDR_LEN;
+    }
+    return length;
+}
+
+/* The first fragment of a synchronous send by am_bcopy while something is
+ * marked: sent through slim_ep_sync_pack, then counted once accepted. Off
+ * the hot path: only reached for these two ids with marks present. */
+static UCS_F_NOINLINE ssize_t slim_ep_sync_bcopy(uct_ep_h inner, uint8_t id,
+                                                 uct_pack_callback_t pack_cb,
+                                                 void *arg, unsigned flags)
+{
+    slim_sync_pack_t sync = {pack_cb, arg, id, 0};
+    ssize_t packed;
+
+    slim_ep_sync_bcopy_unseen();
+    packed = uct_ep_am_bcopy(inner, id, slim_ep_sync_pack, &sync, flags);
+    if (packed >= 0) {
+        slim_core_sync_unseen(sync.message_bytes);
+    }
+    return packed;
 }
 
 static UCS_F_ALWAYS_INLINE ssize_t
@@ -371,7 +431,10 @@ slim_ep_am_bcopy_impl(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
         ucs_unlikely(((id == SLIM_UCP_AM_ID_EAGER_SYNC_FIRST) ||
                       (id == SLIM_UCP_AM_ID_EAGER_SYNC_ONLY)) &&
                      slim_iface_any_marked(slim_iface(tl_ep->iface)))) {
-        slim_ep_sync_bcopy_unseen();
+        return slim_record_packed(tl_ep,
+                                  slim_ep_sync_bcopy(inner, id, pack_cb, arg,
+                                                     flags),
+                                  SLIM_OP_AM_BCOPY, id, feat);
     }
     return slim_record_packed(tl_ep,
                               uct_ep_am_bcopy(inner, id, pack_cb, arg, flags),

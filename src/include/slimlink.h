@@ -139,7 +139,8 @@ slim_status_t slim_quantize(const double *in, double *out, size_t n, int keep_by
  * for marked data, except for synchronous sends (MPI_Ssend, MPI_Issend)
  * under UCX 1.13's v2 protocols (UCX_PROTO_ENABLE=y), which go by am_bcopy
  * at every size; `slim` warns the first time it sees one while something is
- * marked. */
+ * marked, and the rank report counts such sends and their bytes as not seen
+ * by slim (whether they held marked bytes it cannot tell). */
 typedef struct slim_packing_stats {
     uint64_t frames_sent;     /* messages sent as packing frames */
     uint64_t payload_bytes;   /* their original size (AM header + payload) */

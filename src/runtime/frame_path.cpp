@@ -320,6 +320,11 @@ void slim_core_put_bounce_empty(const slim_frame_info_t *info)
 
 void slim_core_bounce_added(size_t bytes) { slim::process_packing().bounce_added(bytes); }
 
+void slim_core_sync_unseen(uint64_t message_bytes)
+{
+    slim::process_packing().sync_unseen(message_bytes);
+}
+
 slim_frame_result_t slim_core_put_pack(const slim_put_request_t *request, void *wire,
                                        size_t wire_capacity, void *notice, slim_put_info_t *info)
 {

@@ -73,6 +73,14 @@ PackingMonitor::PutCounts PackingMonitor::put_counts() const noexcept
     return c;
 }
 
+PackingMonitor::Unseen PackingMonitor::unseen() const noexcept
+{
+    Unseen u;
+    u.sync_sends = sync_unseen_sends_.load(std::memory_order_relaxed);
+    u.sync_bytes = sync_unseen_bytes_.load(std::memory_order_relaxed);
+    return u;
+}
+
 PackingMonitor& process_packing() noexcept
 {
     // Constant-initialized, never destroyed: usable from any thread at any time.

@@ -74,6 +74,20 @@ public:
         std::uint64_t bounce_bytes     = 0;
     };
     PutCounts put_counts() const noexcept;
+    // A synchronous send of message_bytes went by am_bcopy while something
+    // was marked: UCP copied it where slim never sees the sender's buffer,
+    // so whether it held marked bytes is unknown (none of the byte counts
+    // above include it).
+    void sync_unseen(std::uint64_t message_bytes) noexcept
+    {
+        add(sync_unseen_sends_, 1);
+        add(sync_unseen_bytes_, message_bytes);
+    }
+    struct Unseen {
+        std::uint64_t sync_sends = 0;
+        std::uint64_t sync_bytes = 0;  // their payload, marked or not
+    };
+    Unseen unseen() const noexcept;
     // Values were packed at `precision` (the frame path, per packed run).
     void packed_with(pack::Precision precision) noexcept;
 
@@ -100,6 +114,8 @@ private:
     std::atomic<std::uint64_t> bounce_empty_{0};
     std::atomic<std::uint64_t> bounce_buffers_{0};
     std::atomic<std::uint64_t> bounce_bytes_{0};
+    std::atomic<std::uint64_t> sync_unseen_sends_{0};
+    std::atomic<std::uint64_t> sync_unseen_bytes_{0};
     std::atomic<int> min_bits_{0};  // ErrorBound::min_bits
 };
 

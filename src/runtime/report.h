@@ -28,6 +28,9 @@ struct RankReportData {
     const live::LiveSummary *live = nullptr;  // none: the live loop did not run
     ErrorBound bound;
     PackingMonitor::PutCounts puts;
+    // Synchronous sends UCP copied out of slim's sight while memory was
+    // marked; shown when non-zero.
+    PackingMonitor::Unseen unseen;
     // Errors that could not be passed on (base/error.h); shown when non-zero.
     std::uint64_t errors_swallowed = 0;
 };
@@ -44,6 +47,8 @@ void write_report(const ReportTarget& target, const RankReportData& data);
 // it ends with the bound on the relative error packing introduced, when
 // anything was packed. `puts` (packed puts, rejected expand notices, puts
 // unpacked for want of a bounce buffer) adds a line when any is non-zero.
+// RankReportData::unseen adds one (the synchronous sends slim could not see)
+// when non-zero.
 std::string format_text_report(const ProcessIdentity& who, const slim_traffic_t& traffic,
                                const slim_packing_stats_t& packing = {},
                                const live::LiveSummary *live = nullptr, ErrorBound bound = {},
@@ -52,6 +57,7 @@ std::string format_text_report(const ProcessIdentity& who, const slim_traffic_t&
 // One JSON Lines record (schema slimlink.report.v1, documented in slimlink(7)),
 // terminated by '\n'. Every operation kind is present, zero or not; the
 // packing object has a `puts` object only when `puts` has a non-zero count.
+// (RankReportData::unseen: an `unseen` object only when non-zero.)
 std::string format_json_report(const ProcessIdentity& who, const slim_traffic_t& traffic,
                                const slim_packing_stats_t& packing = {},
                                const live::LiveSummary *live = nullptr, ErrorBound bound = {},

@@ -428,6 +428,11 @@ void slim_core_frame_edge_sent(const slim_frame_info_t *info); /* EDGE_ONLY */
 void slim_core_put_bounce_empty(const slim_frame_info_t *info);
 /* A bounce pool grew by one buffer of `bytes` (for the report). */
 void slim_core_bounce_added(size_t bytes);
+/* A synchronous send of `message_bytes` (payload) went by am_bcopy while
+ * something was marked: UCP copied it out of slim's sight, so its marked
+ * bytes, if any, can be neither packed nor counted; the report says how
+ * many such sends there were. */
+void slim_core_sync_unseen(uint64_t message_bytes);
 
 /* Validates a frame received on SLIM_FRAME_AM_ID and rebuilds the message it
  * replaces (AM header, then payload) into out[0, capacity), its AM id into

@@ -99,6 +99,41 @@ TEST_CASE("packed puts add a line and a JSON object only when there were any")
     CHECK(j.at("packing").at("puts").at("bounce_bytes").get<std::uint64_t>() == 16 * 528384);
 }
 
+TEST_CASE("synchronous sends slim could not see add a line and a JSON object only when any")
+{
+    slim::RankReportData data;
+    data.who     = sample_process();
+    data.traffic = sample_traffic();
+    CHECK(slim::format_text_report(data).find("not seen by slim") == std::string::npos);
+    CHECK(parse_json(slim::format_json_report(data)).at("packing").count("unseen") == 0);
+
+    // Nothing marked went through slim: the packing block is there for them
+    // alone, and its marked bytes stay zero (slim cannot tell any).
+    data.unseen.sync_sends = 8;
+    data.unseen.sync_bytes = 4800000;
+    const std::string text = slim::format_text_report(data);
+    CHECK_THAT(text, Contains("marked 0 bytes: packed 0, edge 0, missed 0"));
+    CHECK_THAT(text, Contains("not seen by slim: 8 synchronous sends of 4800000 bytes, copied by "
+                              "UCP itself (am_bcopy"));
+    const Json j = parse_json(slim::format_json_report(data));
+    CHECK(j.at("packing").at("unseen").at("sync_sends").get<std::uint64_t>() == 8);
+    CHECK(j.at("packing").at("unseen").at("sync_bytes").get<std::uint64_t>() == 4800000);
+    CHECK(j.at("packing").at("marked_bytes").get<std::uint64_t>() == 0);
+}
+
+TEST_CASE("the packing monitor counts unseen synchronous sends apart from marked bytes")
+{
+    slim::PackingMonitor monitor;
+    monitor.frame_sent(100, 60, 80, 80);
+    monitor.sync_unseen(4000);
+    monitor.sync_unseen(24);
+    CHECK(monitor.unseen().sync_sends == 2);
+    CHECK(monitor.unseen().sync_bytes == 4024);
+    const slim_packing_stats_t s = monitor.snapshot();
+    CHECK(s.marked_bytes == 80);
+    CHECK(s.marked_bytes == s.packed_bytes + s.edge_bytes + s.missed_bytes);
+}
+
 TEST_CASE("the JSON report lists every operation kind with its counters")
 {
     const Json j        = parse_json(slim::format_json_report(sample_process(), sample_traffic()));
