@@ -83,6 +83,20 @@ void iteration(LiveLoop& loop, ManualClock& clock)
     idle(loop, clock, 200'000);
 }
 
+// slim-replay's engine over `trace` under `policy` (with PPS's fixed
+// threshold, as config_for sets it).
+slim::link::ReplayResult replay_trace(const std::string& trace, const char *policy)
+{
+    slim::link::ReplayConfig rc;
+    rc.policy = slim::link::bound_to(slim::link::live_policy(policy), rc.link);
+    rc.policy.predictor.fixed_gt_ns = 20'000;
+    slim::predict::TraceReader reader(trace);
+    slim::link::Replay replay(rc);
+    while (auto e = reader.next())
+        replay.on_event(*e);
+    return replay.result();
+}
+
 std::string temp_path(const char *name)
 {
     return "/tmp/slim-live-test-" + std::to_string(::getpid()) + "-" + name;
@@ -588,14 +602,7 @@ TEST_CASE("a repeating pattern lets the predictor save link energy, and the trac
     CHECK(*live.time_penalty_pct < 1.0);
 
     // slim-replay's engine over the trace, same policy: the same savings.
-    slim::link::ReplayConfig rc;
-    rc.policy                       = slim::link::bound_to(slim::link::live_policy("pps"), rc.link);
-    rc.policy.predictor.fixed_gt_ns = 20'000;
-    slim::predict::TraceReader reader(trace);
-    slim::link::Replay replay(rc);
-    while (auto e = reader.next())
-        replay.on_event(*e);
-    const auto replayed = replay.result();
+    const auto replayed = replay_trace(trace, "pps");
     REQUIRE(replayed.energy_savings_pct.has_value());
     CHECK(*replayed.energy_savings_pct == Approx(*live.energy_savings_pct).margin(1.0));
     std::remove(trace.c_str());
@@ -630,13 +637,7 @@ TEST_CASE("late wake-ups cost the live loop the energy slim-replay charges for t
     REQUIRE(live.energy_savings_pct.has_value());
     CHECK(live.late_wakeups > 100);
 
-    slim::link::ReplayConfig rc;
-    rc.policy = slim::link::bound_to(slim::link::live_policy("timeout"), rc.link);
-    slim::predict::TraceReader reader(trace);
-    slim::link::Replay replay(rc);
-    while (auto e = reader.next())
-        replay.on_event(*e);
-    const auto replayed = replay.result();
+    const auto replayed = replay_trace(trace, "timeout");
     REQUIRE(replayed.energy_savings_pct.has_value());
     CHECK(replayed.late_wakeups == live.late_wakeups);
     CHECK(*replayed.energy_savings_pct == Approx(*live.energy_savings_pct).margin(0.05));
