@@ -452,7 +452,8 @@ LiveSummary LiveLoop::summary(bool final)
     if (first_start_ns_ && last_end_ns_ > *first_start_ns_) {
         s.span_ns       = last_end_ns_ - *first_start_ns_;
         s.energy_joules = energy_at_last_end_ - energy_at_first_;
-        if (!config_.waits_in_recorded_time) {
+        // Only a port that accounts energy (the emulated one) has any.
+        if (!config_.waits_in_recorded_time && controller_->backend().stats() != nullptr) {
             s.energy_joules += wait_lane_ns_ * config_.backend.link.lane_watts * 1e-9;
         }
         s.baseline_joules = static_cast<double>(config_.backend.link.lanes) *
