@@ -40,15 +40,8 @@ void LiveCpu::begin(TimeNs start, TimeNs busy_start, const predict::Event *befor
     if (start_) {
         end(start);  // its end was lost: it ends where the next one begins
     }
-    plan_  = policy_.plan(start, busy_start, before);
-    start_ = start;
-    if (config_.publish_low_after) {
-        std::optional<TimeNs> after;
-        if (plan_.low_from && (!plan_.low_until || *plan_.low_until > *plan_.low_from)) {
-            after = *plan_.low_from > start ? *plan_.low_from - start : 0;
-        }
-        config_.publish_low_after(after);
-    }
+    plan_            = policy_.plan(start, busy_start, before);
+    start_           = start;
     lowered_in_wait_ = false;
     step_            = Step::none;
     deadline_.reset();
@@ -60,12 +53,15 @@ void LiveCpu::begin(TimeNs start, TimeNs busy_start, const predict::Event *befor
         if (!plan_.low_until || *plan_.low_until > from) {
             step_     = Step::low;
             deadline_ = from;
-            return;
+        } else if (plan_.again_at) {
+            step_     = Step::again;
+            deadline_ = std::max(*plan_.again_at, start);
         }
     }
-    if (plan_.low_from && plan_.again_at) {
-        step_     = Step::again;
-        deadline_ = std::max(*plan_.again_at, start);
+    // The first deadline is where the plan first asks low.
+    if (config_.publish_low_after) {
+        config_.publish_low_after(deadline_ ? std::optional<TimeNs>(*deadline_ - start)
+                                            : std::nullopt);
     }
 }
 
