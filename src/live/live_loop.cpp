@@ -441,7 +441,10 @@ LiveSummary LiveLoop::summary(bool final)
         wait_end(std::max(now(), *wait_start_), 0, 0, 0);
     }
     LiveSummary s;
-    s.predictor           = config_.policy.registry_name;
+    s.predictor = config_.policy.registry_name;
+    if (config_.policy.kind == link::PolicyKind::adaptive) {
+        s.max_slowdown_pct = config_.policy.max_slowdown_pct;
+    }
     s.backend             = controller_->backend().name();
     s.events              = events_;
     s.burst_gap_ns        = burst_gap_ns_;

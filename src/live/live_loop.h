@@ -133,6 +133,7 @@ struct LiveSummary {
     std::optional<double> energy_savings_pct;  // none: no span, or the backend
                                                // does not account energy
     std::optional<double> time_penalty_pct;    // late wake-up waits / span
+    std::optional<double> max_slowdown_pct;    // adaptive: the bound it holds, else none
     std::uint64_t late_wakeups = 0;
     TimeNs wakeup_delay_ns     = 0;
     std::uint64_t transitions  = 0;

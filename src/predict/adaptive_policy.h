@@ -44,7 +44,7 @@ struct AdaptiveConfig {
     // early checks no live trace of 56 did (at most 0.97 %), and the mean
     // fraction of the oracle rose from 0.918 to 0.923.
     std::size_t initial    = 6;
-    double max_penalty_pct = 1.0;
+    double max_penalty_pct = default_max_slowdown_pct;  // PolicySpec::max_slowdown_pct
     // Points of savings another candidate must gain to replace the one in
     // force. 2 left the default 1.5-2 points (2-3 % of the oracle) below
     // the best timeout on 10 of 42 live traces (those where the 20 us

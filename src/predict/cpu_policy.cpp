@@ -191,9 +191,13 @@ CpuPolicy::CpuPolicy(const PolicySpec& spec, const CpuConfig& cpu,
     : spec_(spec), cpu_(cpu)
 {
     switch (spec_.kind) {
-    case PolicyKind::adaptive:
-        adaptive_ = std::make_unique<CpuAdaptivePolicy>(cpu_, adaptive);
+    case PolicyKind::adaptive: {
+        // The user's bound holds for the core as for the link.
+        CpuAdaptiveConfig bounded = adaptive;
+        bounded.max_penalty_pct   = spec_.max_slowdown_pct;
+        adaptive_                 = std::make_unique<CpuAdaptivePolicy>(cpu_, bounded);
         break;
+    }
     case PolicyKind::oracle: break;
     default: planner_.emplace(spec_, cpu_); break;
     }

@@ -78,11 +78,11 @@ struct CpuAdaptiveConfig {
     // what it is measured against for long.
     std::vector<link::PolicySpec> candidates = default_candidates();
     std::size_t initial                      = 6;  // the link's initial one: runs 1 + timeout 200us
-    double max_penalty_pct                   = 1.0;
-    double switch_margin_pct                 = 0.5;
-    std::size_t check_every                  = 16;  // waits
-    std::size_t early_check                  = 4;
-    double half_life_checks                  = 8.0;
+    double max_penalty_pct   = link::default_max_slowdown_pct;  // CpuPolicy sets the spec's
+    double switch_margin_pct = 0.5;
+    std::size_t check_every  = 16;  // waits
+    std::size_t early_check  = 4;
+    double half_life_checks  = 8.0;
 
     static std::vector<link::PolicySpec> default_candidates();
 };
@@ -133,8 +133,9 @@ private:
 // Any policy of the registry on a core.
 class CpuPolicy {
 public:
-    // `spec`: link::replay_policy()'s. Throws slim::Error when a predictor
-    // refuses its configuration.
+    // `spec`: link::replay_policy()'s; for the adaptive policy its
+    // max_slowdown_pct replaces `adaptive`'s max_penalty_pct. Throws
+    // slim::Error when a predictor refuses its configuration.
     CpuPolicy(const link::PolicySpec& spec, const CpuConfig& cpu,
               const CpuAdaptiveConfig& adaptive = {});
     ~CpuPolicy();

@@ -68,9 +68,10 @@ GapPolicy::GapPolicy(const PolicySpec& spec, const LinkConfig& link, bool packed
         break;
     case PolicyKind::adaptive: {
         AdaptiveConfig a;
-        a.link    = link;
-        a.packed  = packed;
-        adaptive_ = std::make_unique<AdaptivePolicy>(a);
+        a.link            = link;
+        a.packed          = packed;
+        a.max_penalty_pct = spec_.max_slowdown_pct;
+        adaptive_         = std::make_unique<AdaptivePolicy>(a);
         break;
     }
     case PolicyKind::always_on:

@@ -55,6 +55,8 @@ inline constexpr TimeNs context_run_gap_ns(const LinkConfig& link) { return 10 *
 // A policy and its parameters: what UCX_SLIM_PREDICTOR and slim-replay
 // --policy name (policy_registry.h), and each candidate of the adaptive
 // policy.
+inline constexpr double default_max_slowdown_pct = 1.0;
+
 struct PolicySpec {
     PolicyKind kind = PolicyKind::always_on;
     // The name it was asked by ("spps", "context:2"), for the reports.
@@ -70,6 +72,10 @@ struct PolicySpec {
     // node vary: the window is the shorter of the last two, the rest of a
     // longer gap is otherwise lost.
     TimeNs after_ns = 0;
+    // adaptive: the modelled time penalty, in % of the run's span, that the
+    // candidate followed must stay within (UCX_SLIM_MAX_SLOWDOWN,
+    // slim-replay --max-slowdown): "slow me down by no more than this".
+    double max_slowdown_pct = default_max_slowdown_pct;
 
     // What it does, as the adaptive policy's reports name its candidates:
     // "timeout 100us", "pps gt 20us", "spps", "context 2 +-50%",

@@ -159,6 +159,24 @@ precision::PrecisionRules parse_policy(const std::string& value)
     }
 }
 
+constexpr const char *max_slowdown_accepted =
+        "a percentage from 0% to 100% (e.g. 1%, 0.5%, 5%; the % sign may be left out)";
+
+// UCX_SLIM_MAX_SLOWDOWN: "1%", "0.5 %", "5".
+double parse_max_slowdown(const std::string& value)
+{
+    std::string_view text = parse::trim(value);
+    if (!text.empty() && text.back() == '%') {
+        text.remove_suffix(1);
+        text = parse::trim(text);
+    }
+    try {
+        return parse::real(Config::max_slowdown_var, std::string(text), 0.0, 100.0);
+    } catch (const Error&) {
+        throw ConfigError(parse::bad_value(Config::max_slowdown_var, value, max_slowdown_accepted));
+    }
+}
+
 // A refused value's full message, for describe_bad_values(): UCX's own
 // line names only the field ("Invalid value for INNER").
 thread_local std::string last_error;
@@ -184,6 +202,7 @@ const char *accepted(slim_config_check_t check)
     case SLIM_CHECK_LINK_EXEC: return link_exec_accepted;
     case SLIM_CHECK_SERVICE: return service_accepted;
     case SLIM_CHECK_CPU_POLICY: return cpu_policy_accepted;
+    case SLIM_CHECK_MAX_SLOWDOWN: return max_slowdown_accepted;
     case SLIM_CHECK_POLICY:
         return "rules LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round] "
                "separated by ';', or @FILE";
@@ -339,9 +358,12 @@ Config Config::from_ucx()
     if (whole_in_range(bounce_grow_var, raw.bounce_grow, 1, max_bounce_grow, problems)) {
         config.bounce_grow = raw.bounce_grow;
     }
-    config.cpu        = raw.cpu != 0;
-    config.cpu_policy = parse_cpu_policy(raw.cpu_policy);
-    config.wait_yield = raw.wait != 0;
+    config.cpu                         = raw.cpu != 0;
+    config.cpu_policy                  = parse_cpu_policy(raw.cpu_policy);
+    config.max_slowdown_pct            = parse_max_slowdown(raw.max_slowdown);
+    config.predictor.max_slowdown_pct  = config.max_slowdown_pct;
+    config.cpu_policy.max_slowdown_pct = config.max_slowdown_pct;
+    config.wait_yield                  = raw.wait != 0;
     if (!(raw.wait_spin >= 0.0 && raw.wait_spin <= 1.0)) {
         const char *text = std::getenv(wait_spin_var);
         problems.push_back(parse::bad_value(wait_spin_var,
@@ -409,6 +431,7 @@ int slim_config_read_checked(const char *buf, void *dest, const void *arg)
         case SLIM_CHECK_POLICY: parse_policy(value); break;
         case SLIM_CHECK_SERVICE: parse_service(value); break;
         case SLIM_CHECK_CPU_POLICY: parse_cpu_policy(value); break;
+        case SLIM_CHECK_MAX_SLOWDOWN: parse_max_slowdown(value); break;
         }
     });
     return ok ? slim_config_store_string(buf, dest) : 0;

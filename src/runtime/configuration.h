@@ -82,6 +82,7 @@ struct Config {
     static constexpr const char *wait_spin_var    = "UCX_SLIM_WAIT_SPIN";
     static constexpr const char *wait_max_var     = "UCX_SLIM_WAIT_MAX";
     static constexpr const char *cpu_policy_var   = "UCX_SLIM_CPU_POLICY";
+    static constexpr const char *max_slowdown_var = "UCX_SLIM_MAX_SLOWDOWN";
 
     std::string inner = "tcp";  // UCT transport that `slim` wraps
     ReportTarget report;        // exit report destination
@@ -122,6 +123,9 @@ struct Config {
     // With cpu: what plans each wait from its start (UCX_SLIM_CPU_POLICY;
     // slim-replay --cpu-policy's policies but the oracle).
     link::PolicySpec cpu_policy = link::replay_policy(cpu::default_cpu_policy);
+    // The modelled slowdown, in % of the run, that the adaptive policies
+    // hold (UCX_SLIM_MAX_SLOWDOWN); copied into predictor and cpu_policy.
+    double max_slowdown_pct = link::default_max_slowdown_pct;
 
     // The transport steers UCP's protocol choice (see PackingMode).
     bool packing_steers() const noexcept

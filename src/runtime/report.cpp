@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include "base/output_file.h"
+#include "base/parse.h"
 
 #include "report_json.h"
 #include "traffic_monitor.h"
@@ -252,7 +253,10 @@ std::string text_live(const live::LiveSummary *l)
                                             " J of " + fixed(l->baseline_joules, 6) + " J over "
                                   : std::string("energy not measured by this backend (over ")) +
            fixed(static_cast<double>(l->span_ns) * 1e-9, 3) + " s), time penalty " +
-           fixed(l->time_penalty_pct.value_or(0.0), 2) + "%\n";
+           fixed(l->time_penalty_pct.value_or(0.0), 2) + "%" +
+           (l->max_slowdown_pct ? " (bound " + parse::format_real(*l->max_slowdown_pct) + "%)"
+                                : std::string()) +
+           "\n";
     out += "           " + std::to_string(l->events) + " events, " +
            std::to_string(l->predictions) + " low-power predictions, " + std::to_string(l->hits) +
            " hits (hit rate " +
@@ -395,6 +399,7 @@ ReportJson live_json(const live::LiveSummary& l)
             {"baseline_joules", json_fixed(l.baseline_joules, 6)},
             {"energy_savings_pct", json_fixed(l.energy_savings_pct, 4)},
             {"time_penalty_pct", json_fixed(l.time_penalty_pct, 4)},
+            {"max_slowdown_pct", json_fixed(l.max_slowdown_pct, 4)},
             {"late_wakeups", l.late_wakeups},
             {"wakeup_delay_ns", l.wakeup_delay_ns},
             {"transitions", l.transitions},

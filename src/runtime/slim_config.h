@@ -46,6 +46,7 @@ typedef struct slim_config {
     double wait_spin;      /* UCX_SLIM_WAIT_SPIN: seconds (UCX time) */
     double wait_max;       /* UCX_SLIM_WAIT_MAX: seconds (UCX time) */
     char *cpu_policy;      /* UCX_SLIM_CPU_POLICY: checked policy name */
+    char *max_slowdown;    /* UCX_SLIM_MAX_SLOWDOWN: checked percentage */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the
@@ -94,7 +95,8 @@ typedef enum {
     SLIM_CHECK_LINK_EXEC,
     SLIM_CHECK_POLICY,
     SLIM_CHECK_SERVICE,
-    SLIM_CHECK_CPU_POLICY
+    SLIM_CHECK_CPU_POLICY,
+    SLIM_CHECK_MAX_SLOWDOWN
 } slim_config_check_t;
 
 #ifdef __cplusplus

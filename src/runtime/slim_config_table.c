@@ -215,6 +215,7 @@ static const slim_config_check_t slim_config_check_link_exec = SLIM_CHECK_LINK_E
 static const slim_config_check_t slim_config_check_policy    = SLIM_CHECK_POLICY;
 static const slim_config_check_t slim_config_check_service   = SLIM_CHECK_SERVICE;
 static const slim_config_check_t slim_config_check_cpu_policy = SLIM_CHECK_CPU_POLICY;
+static const slim_config_check_t slim_config_check_max_slowdown = SLIM_CHECK_MAX_SLOWDOWN;
 
 ucs_config_field_t slim_config_table[] = {
     {"INNER", "tcp",
@@ -299,8 +300,8 @@ ucs_config_field_t slim_config_table[] = {
 
     {"PREDICTOR", "adaptive",
      "What drives the link width from live traffic: adaptive (timeouts, PPS\n"
-     "and context predictors replayed in shadow, the best at <= 1 %\n"
-     "modelled penalty followed), spps (self-tuned pattern predictor), pps\n"
+     "and context predictors replayed in shadow, the best within\n"
+     "UCX_SLIM_MAX_SLOWDOWN of modelled penalty followed), spps (self-tuned pattern predictor), pps\n"
      "(fixed grouping threshold), timeout (low after 100 us idle) or off\n"
      "(always full width; energy accounting only).",
      offsetof(slim_config_t, predictor), SLIM_TYPE_ENUM(slim_config_predictors)},
@@ -350,6 +351,14 @@ ucs_config_field_t slim_config_table[] = {
      "always-on, timeout:DURATION -- timeout:500us is the field's baseline --,\n"
      "pps, spps, context:DEPTH, runs:DEPTH).",
      offsetof(slim_config_t, cpu_policy), SLIM_TYPE_CHECKED(slim_config_check_cpu_policy)},
+
+    {"MAX_SLOWDOWN", "1%",
+     "The slowdown the adaptive policies may cost, as a modelled time penalty\n"
+     "in % of the run (0% to 100%, e.g. 0.5% or 5%): the link's\n"
+     "(UCX_SLIM_PREDICTOR=adaptive) and, with UCX_SLIM_CPU=on, the core's\n"
+     "(UCX_SLIM_CPU_POLICY=adaptive) each follow the candidate that saves most\n"
+     "within it.",
+     offsetof(slim_config_t, max_slowdown), SLIM_TYPE_CHECKED(slim_config_check_max_slowdown)},
 
     {NULL}
 };

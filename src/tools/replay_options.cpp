@@ -162,6 +162,25 @@ ReplayOptions parse_replay_options(int argc, char **argv)
                "pps/spps: displacement factor of Algorithm 4, 0 to 1 (default 0.05)")
             ->type_name("X");
     app.add_option_function<std::string>(
+               "--max-slowdown",
+               [&](const std::string& v) {
+                   std::string pct = value_of("--max-slowdown", "PCT", v);
+                   if (!pct.empty() && pct.back() == '%') {
+                       pct.pop_back();
+                   }
+                   try {
+                       o.max_slowdown_pct = parse::real("--max-slowdown", pct, 0.0, 100.0);
+                   } catch (const slim::Error&) {
+                       throw UsageError(slim::parse::bad_value(
+                               "--max-slowdown", v,
+                               "a percentage from 0 to 100, e.g. 1, 0.5% or 5%"));
+                   }
+               },
+               "adaptive (--policy or --cpu-policy): the modelled time penalty, in % of the "
+               "run, that the candidate followed must stay within, 0 to 100 (default 1; a "
+               "trailing % is allowed): UCX_SLIM_MAX_SLOWDOWN of a live run")
+            ->type_name("PCT");
+    app.add_option_function<std::string>(
                "--t-react",
                [&](const std::string& v) {
                    o.t_react_ns = parse::duration("--t-react", value_of("--t-react", "DURATION", v),
@@ -220,6 +239,16 @@ ReplayOptions parse_replay_options(int argc, char **argv)
                              "--policy " +
                              o.policy.registry_name + " has none. Drop " + predictor_only);
         }
+    }
+    if (o.max_slowdown_pct) {
+        const bool cpu_adaptive = o.cpu && o.cpu_policy.kind == PolicyKind::adaptive;
+        if (o.policy.kind != PolicyKind::adaptive && !cpu_adaptive) {
+            throw UsageError("--max-slowdown bounds the adaptive policy (--policy adaptive, or "
+                             "--cpu with --cpu-policy adaptive); --policy " +
+                             o.policy.registry_name + " holds no bound. Drop --max-slowdown");
+        }
+        o.policy.max_slowdown_pct     = *o.max_slowdown_pct;
+        o.cpu_policy.max_slowdown_pct = *o.max_slowdown_pct;
     }
     if (o.gt_ns && o.policy.kind == PolicyKind::spps) {
         throw UsageError("--gt sets the fixed grouping threshold of --policy pps; spps tunes "

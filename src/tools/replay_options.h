@@ -24,6 +24,9 @@ struct ReplayOptions {
     std::optional<predict::TimeNs> gt_ns;
     std::optional<double> displacement;
     std::optional<predict::TimeNs> t_react_ns;
+    // --max-slowdown: the adaptive policies' bound, also set in `policy`
+    // and `cpu_policy`.
+    std::optional<double> max_slowdown_pct;
     bool dump_events              = false;
     bool json                     = false;
     std::uint64_t timeline_events = 0;  // --timeline N; 0: none

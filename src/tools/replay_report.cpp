@@ -142,8 +142,9 @@ std::string cpu_text(const Options& o, const CpuReplay& c)
         policy += " after " + human_duration(o.cpu_policy.timeout_ns);
     }
     if (!c.in_force.empty()) {
-        policy +=
-                " (in force: " + c.in_force + ", changed " + std::to_string(c.switches) + " times)";
+        policy += " (in force: " + c.in_force + ", changed " + std::to_string(c.switches) +
+                  " times; bound " + slim::parse::format_real(o.cpu_policy.max_slowdown_pct) +
+                  " %)";
     }
     add("policy", policy);
     std::array<char, 200> b{};
@@ -193,8 +194,9 @@ nlohmann::ordered_json cpu_json(const Options& o, const CpuReplay& c)
         return j;
     }
     if (!c.in_force.empty()) {
-        j["policy_in_force"] = c.in_force;
-        j["policy_switches"] = c.switches;
+        j["max_slowdown_pct"] = o.cpu_policy.max_slowdown_pct;
+        j["policy_in_force"]  = c.in_force;
+        j["policy_switches"]  = c.switches;
     }
     const slim::cpu::CpuResult& r   = c.result;
     j["wait_ns"]                    = r.tally.wait_ns;
@@ -276,6 +278,8 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
                                             human_duration(s.total_idle_ns) + " idle)");
     }
     if (const slim::link::AdaptivePolicy *a = driver.adaptive()) {
+        add("max slowdown", slim::parse::format_real(a->config().max_penalty_pct) +
+                                    " % modelled time penalty (--max-slowdown)");
         add("policy in force",
             a->in_force().name() + " (changed " + std::to_string(a->switches()) + " times)");
         add("predictions",
@@ -317,10 +321,11 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
         j["timeout_ns"] = o.policy.timeout_ns;
     }
     if (const slim::link::AdaptivePolicy *a = driver.adaptive()) {
-        j["policy_in_force"] = a->in_force().name();
-        j["policy_switches"] = a->switches();
-        j["predictions"]     = a->predictions();
-        j["hits"]            = a->hits();
+        j["max_slowdown_pct"] = a->config().max_penalty_pct;
+        j["policy_in_force"]  = a->in_force().name();
+        j["policy_switches"]  = a->switches();
+        j["predictions"]      = a->predictions();
+        j["hits"]             = a->hits();
     }
     if (const Predictor *predictor = driver.predictor()) {
         const PredictorStats& s  = predictor->stats();

@@ -508,3 +508,57 @@ TEST_CASE("the default initial candidate is the one its comment names")
     const AdaptivePolicy policy(config);
     CHECK(policy.in_force().name() == "runs 1 +-50% + timeout 200us");
 }
+
+TEST_CASE("the adaptive policy holds the slowdown bound it is given: 1 % and 5 % choose apart")
+{
+    // Random ids (no context repeats) and two kinds of idle: most of it
+    // 30-150 us, where a short timeout saves but wakes late nearly every
+    // time (tau each), and a few long periods of 1-3 ms that any timeout
+    // catches. A 20 us timeout saves most at about 2.5 % penalty; within
+    // 1 % only the 200 us timeouts fit.
+    std::mt19937 rng(23);
+    std::uniform_int_distribution<std::uint32_t> id(1, 1'000'000);
+    std::uniform_int_distribution<TimeNs> short_gap(30'000, 150'000),
+            long_gap(1'000'000, 3'000'000);
+    std::bernoulli_distribution is_long(0.15);
+    TraceBuilder b;
+    for (int i = 0; i < 2000; ++i) {
+        b.burst(id(rng));
+        b.idle(is_long(rng) ? long_gap(rng) : short_gap(rng));
+    }
+    // What each candidate alone saves, and the best within each bound.
+    double best_1 = -1.0, best_5 = -1.0;
+    for (const slim::link::Candidate& k : AdaptiveConfig::default_candidates()) {
+        ReplayConfig c;
+        c.policy     = slim::link::bound_to(k, c.link);
+        const auto r = slim::link::replay(b.events, c);
+        REQUIRE(r.energy_savings_pct);
+        INFO(k.name() << ": " << *r.energy_savings_pct << " % saved at " << *r.time_penalty_pct
+                      << " % penalty");
+        if (*r.time_penalty_pct <= 1.0) best_1 = std::max(best_1, *r.energy_savings_pct);
+        if (*r.time_penalty_pct <= 5.0) best_5 = std::max(best_5, *r.energy_savings_pct);
+    }
+    REQUIRE(best_1 > 0.0);
+    REQUIRE(best_5 > best_1 + 5.0);  // the bounds must call for different choices
+
+    const auto adaptive_at = [&b](double bound) {
+        ReplayConfig c            = adaptive_replay();
+        c.policy.max_slowdown_pct = bound;
+        return slim::link::replay(b.events, c);
+    };
+    const auto at_1 = adaptive_at(1.0);
+    const auto at_5 = adaptive_at(5.0);
+    INFO("best within 1 %: " << best_1 << ", within 5 %: " << best_5 << "; adaptive at 1 %: "
+                             << *at_1.energy_savings_pct << " (" << *at_1.time_penalty_pct
+                             << " %), at 5 %: " << *at_5.energy_savings_pct << " ("
+                             << *at_5.time_penalty_pct << " %)");
+    CHECK(*at_1.time_penalty_pct <= 1.0);
+    CHECK(*at_1.energy_savings_pct >= best_1 - 1.0);
+    CHECK(*at_5.time_penalty_pct <= 5.0);
+    CHECK(*at_5.time_penalty_pct > 1.0);  // it used the room it was given
+    CHECK(*at_5.energy_savings_pct >= best_5 - 1.0);
+
+    // The default bound is 1 %.
+    CHECK(*slim::link::replay(b.events, adaptive_replay()).energy_savings_pct ==
+          *at_1.energy_savings_pct);
+}

@@ -542,3 +542,25 @@ TEST_CASE("UCX_SLIM_CPU_POLICY: adaptive by default, slim-replay's policies but 
     CHECK_THROWS_WITH(parse({{"UCX_SLIM_CPU_POLICY", "sometimes"}}),
                       Contains("UCX_SLIM_CPU_POLICY='sometimes': accepted values are"));
 }
+
+TEST_CASE("UCX_SLIM_MAX_SLOWDOWN: 1 % by default, the bound of both adaptive policies")
+{
+    const Config d = parse({});
+    CHECK(d.max_slowdown_pct == 1.0);
+    CHECK(d.predictor.max_slowdown_pct == 1.0);
+    CHECK(d.cpu_policy.max_slowdown_pct == 1.0);
+    const Config five = parse({{"UCX_SLIM_MAX_SLOWDOWN", "5%"}});
+    CHECK(five.max_slowdown_pct == 5.0);
+    CHECK(five.predictor.max_slowdown_pct == 5.0);
+    CHECK(five.cpu_policy.max_slowdown_pct == 5.0);
+    CHECK(parse({{"UCX_SLIM_MAX_SLOWDOWN", "0.5"}}).max_slowdown_pct == 0.5);
+    CHECK(parse({{"UCX_SLIM_MAX_SLOWDOWN", " 2 % "}}).max_slowdown_pct == 2.0);
+    CHECK(parse({{"UCX_SLIM_MAX_SLOWDOWN", "0%"}}).max_slowdown_pct == 0.0);
+    CHECK(parse({{"UCX_SLIM_MAX_SLOWDOWN", "100"}}).max_slowdown_pct == 100.0);
+    for (const char *bad : {"101%", "-1%", "lots", "%", "1%%", "nan", "1e400"}) {
+        INFO(bad);
+        CHECK_THROWS_WITH(parse({{"UCX_SLIM_MAX_SLOWDOWN", bad}}),
+                          Contains(std::string("UCX_SLIM_MAX_SLOWDOWN='") + bad +
+                                   "': accepted values are a percentage from 0% to 100%"));
+    }
+}

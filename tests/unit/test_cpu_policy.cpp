@@ -173,6 +173,18 @@ TEST_CASE("the adaptive policy follows a candidate within the penalty bound and 
     CpuPolicy blind(replay_policy("adaptive"), c);
     const CpuResult n = replay_waits(waits, {}, 0, t, c, blind);
     CHECK(*n.penalty_pct > 1.0);
+
+    // With room for a 20 % slowdown (UCX_SLIM_MAX_SLOWDOWN) the candidate
+    // that saves most is followed instead of the one that breaks the 1 %
+    // bound least.
+    slim::link::PolicySpec roomy_spec = replay_policy("adaptive");
+    roomy_spec.max_slowdown_pct       = 20.0;
+    CpuPolicy roomy(roomy_spec, c);
+    const CpuResult r = replay_waits(waits, {}, 0, t, c, roomy);
+    INFO("at 1 %: " << n.saved_joules << " J, " << *n.penalty_pct
+                    << " %; at 20 %: " << r.saved_joules << " J, " << *r.penalty_pct << " %");
+    CHECK(*r.penalty_pct <= 20.0);
+    CHECK(r.saved_joules > n.saved_joules);
 }
 
 TEST_CASE("the adaptive policy's candidates are the link's and the 500 us baseline")

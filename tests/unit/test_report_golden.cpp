@@ -105,6 +105,7 @@ slim::live::LiveSummary live(double energy, double baseline, double penalty, std
     l.baseline_joules     = baseline;
     l.energy_savings_pct  = 100.0 * (1.0 - energy / baseline);
     l.time_penalty_pct    = penalty;
+    l.max_slowdown_pct    = 2.5;
     l.late_wakeups        = 2;
     l.wakeup_delay_ns     = 3000;
     l.transitions         = 41;
@@ -158,6 +159,7 @@ TEST_CASE("the rank report's JSON keeps every field and value of the golden file
         l.time_penalty_pct.reset();
         l.gt_ns.reset();
         l.policy_in_force.clear();
+        l.max_slowdown_pct.reset();  // a predictor other than adaptive
         l.trace_path.clear();
         l.controller_failed = true;
         l.controller_error  = "width 1 refused";
