@@ -148,7 +148,8 @@ void LiveLoop::on_traffic(const Traffic& traffic)
     if (wait > 0) {
         ++late_wakeups_;
         wakeup_delay_ns_ += wait;
-        wait_lane_ns_ += static_cast<double>(wait) * controller_->width();
+        wait_joules_ += static_cast<double>(wait) * 1e-9 *
+                        link::port_watts(config_.backend.link, controller_->width());
     }
     t = std::max(t, prev_end_ns_);
     if (!first_start_ns_) {
@@ -457,7 +458,7 @@ LiveSummary LiveLoop::summary(bool final)
         s.energy_joules = energy_at_last_end_ - energy_at_first_;
         // Only a port that accounts energy (the emulated one) has any.
         if (!config_.waits_in_recorded_time && controller_->backend().stats() != nullptr) {
-            s.energy_joules += wait_lane_ns_ * config_.backend.link.lane_watts * 1e-9;
+            s.energy_joules += wait_joules_;
         }
         s.baseline_joules = static_cast<double>(config_.backend.link.lanes) *
                             config_.backend.link.lane_watts *

@@ -327,8 +327,8 @@ private:
     double energy_at_last_end_ = 0.0;
     link::LinkStats stats_at_last_end_{};
     TimeNs wakeup_delay_ns_ = 0;
-    // The width the link rose to, times each late wake-up's wait (lane ns).
-    double wait_lane_ns_        = 0.0;
+    // Each late wake-up's wait at the power of the width the link rose to.
+    double wait_joules_         = 0.0;
     std::uint64_t late_wakeups_ = 0;
     bool finished_              = false;
     bool timeout_fired_         = false;

@@ -67,13 +67,31 @@ TimeNs parse_tau(const std::string& value)
     return parse::duration("tau", value, std::chrono::nanoseconds{0}, kMaxTau).count();
 }
 
+double parse_low_power_fraction(const std::string& value)
+{
+    // 0 would make a narrow port free; more than 1 costlier than a wide one.
+    const std::string accepted =
+            "numbers greater than 0 and at most 1 (the low width's power as a fraction of the "
+            "full width's, e.g. 0.43)";
+    double fraction = 0.0;
+    try {
+        fraction = parse::real("lowP", value, 0.0, 1.0);
+    } catch (const ConfigError&) {
+        reject("lowP", value, accepted);
+    }
+    if (fraction <= 0.0) {
+        reject("lowP", value, accepted);
+    }
+    return fraction;
+}
+
 }  // namespace
 
 LinkConfig parse_link_config(const std::string& text)
 {
     LinkConfig config;
     std::string low_text;
-    constexpr std::string_view keys[] = {"L", "P", "low", "tau"};
+    constexpr std::string_view keys[] = {"L", "P", "low", "tau", "lowP"};
     bool seen[std::size(keys)]        = {};
     std::string_view rest             = text;
     while (!trim(rest).empty()) {
@@ -83,7 +101,7 @@ LinkConfig parse_link_config(const std::string& text)
         const auto equals = item.find('=');
         if (equals == std::string_view::npos) {
             throw Error("link config item '" + std::string(item) +
-                        "': expected key=value with a key L, P, low or tau");
+                        "': expected key=value with a key L, P, low, tau or lowP");
         }
         const std::string_view key = trim(item.substr(0, equals));
         const std::string value{trim(item.substr(equals + 1))};
@@ -91,7 +109,7 @@ LinkConfig parse_link_config(const std::string& text)
                 std::find(std::begin(keys), std::end(keys), key) - std::begin(keys));
         if (index == std::size(keys)) {
             throw Error("link config key '" + std::string(key) +
-                        "' is unknown: accepted keys are L, P, low and tau");
+                        "' is unknown: accepted keys are L, P, low, tau and lowP");
         }
         if (seen[index]) {
             throw Error("link config key '" + std::string(key) + "' is given more than once");
@@ -101,13 +119,27 @@ LinkConfig parse_link_config(const std::string& text)
         case 0: config.lanes = parse_lanes(value); break;
         case 1: config.lane_watts = parse_lane_watts(value); break;
         case 2: low_text = value; break;
-        default: config.tau_ns = parse_tau(value); break;
+        case 3: config.tau_ns = parse_tau(value); break;
+        default: config.low_power_fraction = parse_low_power_fraction(value); break;
         }
     }
     if (seen[2]) {
         config.low_width = parse_low_width(low_text, config.lanes);
     }
     return config;
+}
+
+double port_watts(const LinkConfig& config, unsigned width)
+{
+    const double full = static_cast<double>(config.lanes) * config.lane_watts;
+    if (!config.low_power_fraction || config.lanes <= config.low_width) {
+        return static_cast<double>(width) * config.lane_watts;
+    }
+    width                 = std::clamp(width, config.low_width, config.lanes);
+    const double low      = *config.low_power_fraction * full;
+    const double position = static_cast<double>(width - config.low_width) /
+                            static_cast<double>(config.lanes - config.low_width);
+    return low + (full - low) * position;
 }
 
 LinkModel::LinkModel(const LinkConfig& config, TimeNs start_ns)
@@ -129,15 +161,21 @@ void LinkModel::integrate_to(TimeNs t)
     if (dt <= 0) {
         return;
     }
+    const unsigned powered = in_transition() ? std::max(from_width_, to_width_) : from_width_;
     if (in_transition()) {
-        lane_ns_ += static_cast<__int128>(std::max(from_width_, to_width_)) * dt;
         stats_.time_in_transition_ns += dt;
     } else {
-        lane_ns_ += static_cast<__int128>(from_width_) * dt;
         stats_.time_at_width_ns[from_width_] += dt;
     }
-    now_ns_              = t;
-    stats_.energy_joules = static_cast<double>(lane_ns_) * config_.lane_watts * kJoulesPerWattNs;
+    now_ns_ = t;
+    if (!config_.low_power_fraction) {
+        lane_ns_ += static_cast<__int128>(powered) * dt;
+        stats_.energy_joules =
+                static_cast<double>(lane_ns_) * config_.lane_watts * kJoulesPerWattNs;
+    } else {
+        stats_.energy_joules +=
+                port_watts(config_, powered) * static_cast<double>(dt) * kJoulesPerWattNs;
+    }
 }
 
 void LinkModel::settle(TimeNs t)
@@ -229,9 +267,13 @@ const LinkStats& LinkModel::stats_at(TimeNs t)
 
 double LinkModel::always_on_joules(TimeNs span_ns) const
 {
-    // Same expression as the integrated energy so "never lower" saves exactly 0.
-    const __int128 lane_ns = static_cast<__int128>(config_.lanes) * span_ns;
-    return static_cast<double>(lane_ns) * config_.lane_watts * kJoulesPerWattNs;
+    // Same expressions as integrate_to() so "never lower" saves exactly 0
+    // (with lowP up to the rounding of a sum of doubles).
+    if (!config_.low_power_fraction) {
+        const __int128 lane_ns = static_cast<__int128>(config_.lanes) * span_ns;
+        return static_cast<double>(lane_ns) * config_.lane_watts * kJoulesPerWattNs;
+    }
+    return port_watts(config_, config_.lanes) * static_cast<double>(span_ns) * kJoulesPerWattNs;
 }
 
 unsigned LinkModel::burst_width(unsigned lanes, std::uint64_t original, std::uint64_t packed)

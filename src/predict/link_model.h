@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace slim::link {
@@ -23,10 +24,22 @@ struct LinkConfig {
     double lane_watts  = 0.5;     // P_lane: 0.3 W TX + 0.2 W RX
     unsigned low_width = 1;       // W_low: one lane stays up for management
     TimeNs tau_ns      = 10'000;  // any width change takes tau
+    // The port's power at the low width, as a fraction of its power at
+    // full width (key lowP). None: power proportional to the lanes up,
+    // low_width / lanes (the thesis's per-lane model). Published figures
+    // disagree: the thesis (§2.6) takes a switch "at 43 % of its nominal
+    // power" in 1X mode (0.43), a vendor's "cuts power by up to 43 %" reads
+    // 0.57. Widths between low and full are interpolated linearly.
+    std::optional<double> low_power_fraction;
 };
 
-// Parses "L=4,P=0.5,low=1,tau=10us" (any subset, any order; durations take
-// ns/us/ms/s). Throws slim::Error naming the key and its range.
+// Watts the port draws stable at `width` (low_width..lanes): lanes *
+// lane_watts at full width.
+double port_watts(const LinkConfig& config, unsigned width);
+
+// Parses "L=4,P=0.5,low=1,tau=10us,lowP=0.43" (any subset, any order;
+// durations take ns/us/ms/s). Throws slim::Error naming the key and its
+// range.
 LinkConfig parse_link_config(const std::string& text);
 
 struct LinkStats {
@@ -93,8 +106,10 @@ private:
     unsigned pending_width_;  // request made during a transition
     bool has_pending_;
     // Energy is kept as an exact integer (lanes powered x ns) and converted
-    // to joules on demand, so long runs do not accumulate rounding error.
-    // 128 bits: 12 lanes over the longest accepted span (2^62 ns) overflow 64.
+    // to joules on demand, so long runs do not accumulate rounding error;
+    // with low_power_fraction, where a width's power is no whole number of
+    // lanes, it is summed in joules. 128 bits: 12 lanes over the longest
+    // accepted span (2^62 ns) overflow 64.
     __int128 lane_ns_ = 0;
 
     bool in_transition() const { return from_width_ != to_width_; }

@@ -76,13 +76,20 @@ std::string percent(std::optional<double> v)
     return b.data();
 }
 
-// "L=4, P=0.5 W/lane, low=1, tau=10us, packed"
+// "L=4, P=0.5 W/lane, low=1, tau=10us, packed"; with lowP, ", low width
+// at 0.43 of full power" after tau.
 std::string link_text(const Options& o)
 {
-    std::array<char, 160> b{};
-    std::snprintf(b.data(), b.size(), "L=%u, P=%s W/lane, low=%u, tau=%s%s", o.link.lanes,
+    std::array<char, 200> b{};
+    const std::string low_power =
+            o.link.low_power_fraction
+                    ? ", low width at " + slim::parse::format_real(*o.link.low_power_fraction) +
+                              " of full power"
+                    : std::string();
+    std::snprintf(b.data(), b.size(), "L=%u, P=%s W/lane, low=%u, tau=%s%s%s", o.link.lanes,
                   slim::parse::format_real(o.link.lane_watts).c_str(), o.link.low_width,
-                  human_duration(o.link.tau_ns).c_str(), o.packed ? ", packed" : "");
+                  human_duration(o.link.tau_ns).c_str(), low_power.c_str(),
+                  o.packed ? ", packed" : "");
     return b.data();
 }
 
@@ -349,10 +356,13 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
     } else {
         j["events"] = r.events;
     }
-    j["link"]               = {{"lanes", o.link.lanes},
-                               {"lane_watts", o.link.lane_watts},
-                               {"low_width", o.link.low_width},
-                               {"tau_ns", o.link.tau_ns}};
+    j["link"] = {{"lanes", o.link.lanes},
+                 {"lane_watts", o.link.lane_watts},
+                 {"low_width", o.link.low_width},
+                 {"tau_ns", o.link.tau_ns}};
+    if (o.link.low_power_fraction) {
+        j["link"]["low_power_fraction"] = *o.link.low_power_fraction;
+    }
     j["packed"]             = o.packed;
     j["energy_joules"]      = r.energy_joules;
     j["baseline_joules"]    = r.baseline_joules;

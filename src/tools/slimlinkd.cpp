@@ -176,6 +176,14 @@ Options parse_options(int argc, char **argv)
                        throw UsageError(parse::bad_value("--link-config", v, link_forms) + " (" +
                                         e.what() + ")");
                    }
+                   // Ranks account their own demand with the port's figures,
+                   // which the attach reply carries without it: the two
+                   // would disagree.
+                   if (o.link.low_power_fraction) {
+                       throw UsageError("--link-config: lowP is not passed on to the ranks, "
+                                        "whose own accounting would then disagree with the "
+                                        "port's; evaluate it on a trace with slim-replay --link");
+                   }
                },
                "the port: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset (default "
                "L=4,P=0.5,low=1,tau=10us)")

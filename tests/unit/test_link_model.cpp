@@ -377,7 +377,46 @@ TEST_CASE("link config parses any subset of keys in any order", "[link]")
     {
         CHECK(parse_link_config(" L = 2 , low = 2 ").low_width == 2);
     }
+    SECTION("lowP: none by default, else the fraction")
+    {
+        CHECK_FALSE(parse_link_config("").low_power_fraction);
+        CHECK(parse_link_config("lowP=0.43").low_power_fraction == 0.43);
+        CHECK(parse_link_config("lowP=1").low_power_fraction == 1.0);
+    }
 }
+
+// ------------------------------------------------------------ low-width power
+// The thesis's reading of WRPS: the SX6036 at 43 % of its nominal power in
+// 1X mode. L = 4 at 0.5 W per lane is 2 W at full width, so 0.86 W at one
+// lane; two and three lanes interpolate: 0.86 + 1.14 / 3 = 1.24 W and
+// 0.86 + 2 * 1.14 / 3 = 1.62 W.
+
+TEST_CASE("with lowP the low width draws that fraction of full power", "[link]")
+{
+    LinkConfig c;
+    c.low_power_fraction = 0.43;
+    CHECK(slim::link::port_watts(c, 4) == Approx(2.0));
+    CHECK(slim::link::port_watts(c, 3) == Approx(1.62));
+    CHECK(slim::link::port_watts(c, 2) == Approx(1.24));
+    CHECK(slim::link::port_watts(c, 1) == Approx(0.86));
+    // Without it, power follows the lanes: 0.5 W each.
+    CHECK(slim::link::port_watts(LinkConfig{}, 1) == 0.5);
+    CHECK(slim::link::port_watts(LinkConfig{}, 3) == 1.5);
+
+    // 10 us falling at the wider end's 2 W (20 uJ), then 1 ms at 0.86 W
+    // (860 uJ): 880 uJ, against 520 uJ in the per-lane model.
+    LinkModel port{c};
+    port.request_width(0, 1);
+    CHECK(port.stats_at(kTau).energy_joules == Approx(20e-6));
+    CHECK(port.stats_at(kTau + 1 * kMs).energy_joules == Approx(880e-6));
+    // Rising to 3 lanes for 100 us: 10 us at 1.62 W (the wider end) and 90
+    // us at 1.62 W, 162 uJ more.
+    port.request_width(kTau + 1 * kMs, 3);
+    CHECK(port.stats_at(kTau + 1 * kMs + 100 * kUs).energy_joules == Approx(1042e-6));
+    // Always on over the same 1.11 ms: 2 W, 2.22 mJ, as without lowP.
+    CHECK(port.always_on_joules(kTau + 1 * kMs + 100 * kUs) == Approx(2.22e-3));
+}
+
 
 TEST_CASE("link config rejects bad values naming the key and the accepted range", "[link]")
 {
@@ -411,9 +450,15 @@ TEST_CASE("link config rejects bad values naming the key and the accepted range"
         rejects("tau=10", "tau='10'", "0ns to 1s");
         rejects("tau=-1us", "tau='-1us'", "0ns to 1s");
     }
+    SECTION("lowP")
+    {
+        rejects("lowP=0", "lowP='0'", "greater than 0 and at most 1");
+        rejects("lowP=1.5", "lowP='1.5'", "greater than 0 and at most 1");
+        rejects("lowP=43%", "lowP='43%'", "greater than 0 and at most 1");
+    }
     SECTION("malformed text")
     {
-        rejects("foo=1", "'foo'", "L, P, low and tau");
+        rejects("foo=1", "'foo'", "L, P, low, tau and lowP");
         rejects("L", "'L'", "key=value");
         rejects("L=4,L=8", "'L'", "more than once");
     }
