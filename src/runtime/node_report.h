@@ -188,8 +188,9 @@ struct NodeInfo {
 
 // The table for UCX_SLIM_REPORT=stdout: a header line (host, job, ranks
 // reported, missing ranks), one row per reported local rank, a total row,
-// then a line with the time penalty (max, mean) and time at width; with a
-// CPU section, its sums in a line and a row per core.
+// then a line with the time penalty (max, mean) and time at width; when
+// ranks had a CPU side, its sums over them (node_cpu_totals) in a line or
+// two; with a CPU section, its sums in a line and a row per core.
 std::string format_node_text(const NodeInfo& node, const NodeCollection& collection);
 
 // One "slimlink.node.v1" JSON line (slimlink(7)), terminated by '\n'.
