@@ -143,12 +143,29 @@ TimeNs slow_handling(const CpuConfig& c)
     return static_cast<TimeNs>(static_cast<double>(c.handle_ns) * slowdown + 0.5);
 }
 
+// Where the periods of account_wait() go: nowhere (the live loop and the
+// replay's sums), or into a list (slim-replay --timeline). A template
+// argument, so the sums pay nothing for the list.
+struct NoPeriods {
+    void operator()(TimeNs, TimeNs, CorePeriod::State) const noexcept {}
+};
+
+struct PeriodList {
+    std::vector<CorePeriod>& periods;
+    void operator()(TimeNs from, TimeNs to, CorePeriod::State state) const
+    {
+        periods.push_back({from, to, state});
+    }
+};
+
 // One low period from `from` (at full then) up to `until` (none: the
 // arrival) in a wait ending at `end`. Returns when the core is back at full
 // inside the wait, or none when the arrival came first.
+template <typename Periods>
 std::optional<TimeNs> low_period(const CpuConfig& c, TimeNs from, std::optional<TimeNs> until,
-                                 TimeNs end, CpuTally& t)
+                                 TimeNs end, CpuTally& t, const Periods& periods)
 {
+    using State           = CorePeriod::State;
     const TimeNs tau      = c.tau_ns;
     const TimeNs down_end = from + tau;
     ++t.transitions;
@@ -158,9 +175,12 @@ std::optional<TimeNs> low_period(const CpuConfig& c, TimeNs from, std::optional<
         ++t.late_wakes;
         t.transition_ns += (down_end - from) + tau;
         t.penalty_ns += (down_end - end) + tau + slow_handling(c);
+        periods(from, down_end, State::down);
+        periods(down_end, down_end + tau, State::up);
         return std::nullopt;
     }
     t.transition_ns += tau;
+    periods(from, down_end, State::down);
     // A raise asked during the way down starts when it ends.
     const TimeNs up_start = until ? std::max(*until, down_end) : end;
     if (up_start >= end) {
@@ -169,12 +189,16 @@ std::optional<TimeNs> low_period(const CpuConfig& c, TimeNs from, std::optional<
         ++t.late_wakes;
         t.transition_ns += tau;
         t.penalty_ns += tau + slow_handling(c);
+        periods(down_end, end, State::low);
+        periods(end, end + tau, State::up);
         return std::nullopt;
     }
     t.low_ns += up_start - down_end;
     ++t.transitions;
     t.transition_ns += tau;
     const TimeNs up_end = up_start + tau;
+    periods(down_end, up_start, State::low);
+    periods(up_start, up_end, State::up);
     if (up_end > end) {
         ++t.late_wakes;
         t.penalty_ns += up_end - end;
@@ -183,9 +207,9 @@ std::optional<TimeNs> low_period(const CpuConfig& c, TimeNs from, std::optional<
     return up_end;
 }
 
-}  // namespace
-
-CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan)
+template <typename Periods>
+CpuTally account_wait_with(const CpuConfig& c, const Wait& wait, const CpuPlan& plan,
+                           const Periods& periods)
 {
     CpuTally t;
     t.waits                       = 1;
@@ -195,16 +219,39 @@ CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan)
         const TimeNs from = std::max(*plan.low_from, wait.start_ns);
         const bool opens  = from < wait.end_ns && (!plan.low_until || *plan.low_until > from);
         if (opens) {
-            full_at = low_period(c, from, plan.low_until, wait.end_ns, t);
+            full_at = low_period(c, from, plan.low_until, wait.end_ns, t, periods);
         }
     }
     if (plan.again_at && full_at) {
         const TimeNs from = std::max(*plan.again_at, *full_at);
         if (from < wait.end_ns) {
-            low_period(c, from, std::nullopt, wait.end_ns, t);
+            low_period(c, from, std::nullopt, wait.end_ns, t, periods);
         }
     }
     return t;
+}
+
+}  // namespace
+
+CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan)
+{
+    return account_wait_with(c, wait, plan, NoPeriods{});
+}
+
+CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan,
+                      std::vector<CorePeriod>& periods)
+{
+    return account_wait_with(c, wait, plan, PeriodList{periods});
+}
+
+const char *to_string(CorePeriod::State s) noexcept
+{
+    switch (s) {
+    case CorePeriod::State::down: return "down";
+    case CorePeriod::State::low: return "low";
+    case CorePeriod::State::up: return "up";
+    }
+    return "?";
 }
 
 double saved_joules(const CpuConfig& c, const CpuTally& t)

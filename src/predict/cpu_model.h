@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace slim::cpu {
 
@@ -84,6 +85,23 @@ struct CpuTally {
 
 // A wait under a plan (a pure function of the two).
 CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan);
+
+// A stretch of time the core spends away from full: going down, low, or
+// coming back up (an up may end after the wait, when the arrival found the
+// core not at full).
+struct CorePeriod {
+    enum class State { down, low, up };
+    TimeNs from_ns = 0;
+    TimeNs to_ns   = 0;
+    State state    = State::low;
+};
+
+const char *to_string(CorePeriod::State s) noexcept;
+
+// The same, also appending the wait's periods away from full, in time order
+// (slim-replay --timeline): the low ones add up to the tally's low_ns.
+CpuTally account_wait(const CpuConfig& c, const Wait& wait, const CpuPlan& plan,
+                      std::vector<CorePeriod>& periods);
 
 // The rank's figures over its span (first start to last end of its events
 // and waits, as recorded).

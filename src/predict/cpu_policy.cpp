@@ -246,7 +246,8 @@ void CpuPolicy::account(const Wait& wait)
 }
 
 CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict::Event>& events,
-                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu, CpuPolicy& policy)
+                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu, CpuPolicy& policy,
+                       std::vector<CpuPlan> *plans)
 {
     CpuTally total;
     TimeNs busy_start = span_start;
@@ -256,7 +257,11 @@ CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict
             ++next;
         }
         const predict::Event *before = next > 0 ? &events[next - 1] : nullptr;
-        total += account_wait(cpu, w, policy.on_wait(w, busy_start, before));
+        const CpuPlan plan           = policy.on_wait(w, busy_start, before);
+        if (plans != nullptr) {
+            plans->push_back(plan);
+        }
+        total += account_wait(cpu, w, plan);
         busy_start = w.end_ns;
     }
     return cpu_result(cpu, total, std::max<TimeNs>(0, span_end - span_start));

@@ -171,8 +171,10 @@ private:
 // A rank's waits replayed under a policy, over its span [span_start,
 // span_end] (first start to last end of its events and waits). Waits in
 // order, non-overlapping, inside the span; `events`, the rank's link events
-// in order (may be empty), key the predictors' contexts.
+// in order (may be empty), key the predictors' contexts. `plans`, when
+// given, gets each wait's plan (slim-replay --timeline draws them).
 CpuResult replay_waits(const std::vector<Wait>& waits, const std::vector<predict::Event>& events,
-                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu, CpuPolicy& policy);
+                       TimeNs span_start, TimeNs span_end, const CpuConfig& cpu, CpuPolicy& policy,
+                       std::vector<CpuPlan> *plans = nullptr);
 
 }  // namespace slim::cpu

@@ -60,6 +60,35 @@ RankRecord make_rank_record(const ProcessIdentity& who, const slim_traffic_t& tr
     for (std::size_t w = 0; w < live->time_at_width_ns.size() && w <= link::kMaxLanes; ++w) {
         r.time_at_width_ns[w] = live->time_at_width_ns[w];
     }
+    if (!live->cpu) {
+        return r;
+    }
+    RankRecord::Cpu& c = r.cpu;
+    c.has_waits        = true;
+    c.waits            = live->waits;
+    c.wait_ns          = live->wait_ns;
+    c.blocked_ns       = live->wait_blocked_ns;
+    c.blocks           = live->wait_blocks;
+    if (!live->cpu_live) {
+        return r;
+    }
+    const live::LiveCpuSummary& l = *live->cpu_live;
+    const cpu::CpuResult& m       = l.model;
+    c.has_live                    = true;
+    c.requests_enabled            = l.requests_enabled;
+    c.waits_lowered               = l.waits_lowered;
+    c.low_ns                      = m.tally.low_ns;
+    c.transitions                 = m.tally.transitions;
+    c.late_wakes                  = m.tally.late_wakes;
+    c.penalty_ns                  = m.tally.penalty_ns;
+    c.span_ns                     = m.span_ns;
+    c.baseline_joules             = m.baseline_joules;
+    c.energy_joules               = m.energy_joules;
+    c.saved_joules                = m.saved_joules;
+    c.oracle_saved_joules         = l.oracle.saved_joules;
+    c.requests_low                = l.requests_low;
+    c.requests_full               = l.requests_full;
+    c.requests_unsent             = l.requests_unsent;
     return r;
 }
 
@@ -134,6 +163,59 @@ NodeTotals node_totals(const std::vector<RankRecord>& ranks,
     // Hits per event, as the per-rank report counts its hit rate.
     if (t.events > 0) {
         t.hit_rate_pct = 100.0 * static_cast<double>(t.hits) / static_cast<double>(t.events);
+    }
+    return t;
+}
+
+std::optional<NodeCpuTotals> node_cpu_totals(const std::vector<RankRecord>& ranks)
+{
+    NodeCpuTotals t;
+    RankRecord::Cpu& s = t.sum;
+    for (const RankRecord& r : ranks) {
+        const RankRecord::Cpu& c = r.cpu;
+        if (!c.has_waits) {
+            continue;
+        }
+        ++t.ranks;
+        s.waits += c.waits;
+        s.wait_ns += c.wait_ns;
+        s.blocked_ns += c.blocked_ns;
+        s.blocks += c.blocks;
+        if (!c.has_live) {
+            continue;
+        }
+        ++t.live_ranks;
+        s.waits_lowered += c.waits_lowered;
+        s.low_ns += c.low_ns;
+        s.transitions += c.transitions;
+        s.late_wakes += c.late_wakes;
+        s.penalty_ns += c.penalty_ns;
+        s.span_ns += c.span_ns;
+        s.baseline_joules += c.baseline_joules;
+        s.energy_joules += c.energy_joules;
+        s.saved_joules += c.saved_joules;
+        s.oracle_saved_joules += c.oracle_saved_joules;
+        if (c.requests_enabled) {
+            ++t.requesting_ranks;
+            s.requests_low += c.requests_low;
+            s.requests_full += c.requests_full;
+            s.requests_unsent += c.requests_unsent;
+        }
+    }
+    if (t.ranks == 0) {
+        return std::nullopt;
+    }
+    s.has_waits        = true;
+    s.has_live         = t.live_ranks > 0;
+    s.requests_enabled = t.requesting_ranks > 0;
+    if (s.baseline_joules > 0.0) {
+        t.saved_pct = 100.0 * s.saved_joules / s.baseline_joules;
+    }
+    if (s.span_ns > 0) {
+        t.penalty_pct = 100.0 * static_cast<double>(s.penalty_ns) / static_cast<double>(s.span_ns);
+    }
+    if (s.oracle_saved_joules > 0.0) {
+        t.of_oracle_pct = 100.0 * s.saved_joules / s.oracle_saved_joules;
     }
     return t;
 }
@@ -218,6 +300,39 @@ std::string port_caveats(const link::service::PortSection& p)
         out += "  port width UNKNOWN" +
                (p.backend_failed != 0 || problem.empty() ? std::string() : ": " + problem) + "\n";
     }
+    return out;
+}
+
+// The ranks' own CPU side, summed: what their live loops planned and the
+// emulated core modelled, next to the link's totals (the service's CPU
+// section, after it, is what the cores were actually set to).
+std::string ranks_cpu_text(const std::vector<RankRecord>& ranks)
+{
+    const std::optional<NodeCpuTotals> t = node_cpu_totals(ranks);
+    if (!t) {
+        return {};
+    }
+    const RankRecord::Cpu& s = t->sum;
+    const auto seconds       = [](std::int64_t ns) {
+        return format_fixed(static_cast<double>(ns) * 1e-9, 6);
+    };
+    std::string out = "  cpu of the ranks (" + std::to_string(t->ranks) +
+                      " ranks): " + u64(s.waits) + " waits, " + seconds(s.wait_ns) +
+                      " s in waits, " + seconds(s.blocked_ns) + " s of it yielded (" +
+                      u64(s.blocks) + " blocks)\n";
+    if (!s.has_live) {
+        return out;
+    }
+    out += "  cpu as planned (" + std::to_string(t->live_ranks) +
+           " ranks, emulated core): " + u64(s.waits_lowered) + " waits lowered, " +
+           seconds(s.low_ns) + " s low, " + u64(s.transitions) + " transitions; energy " +
+           format_fixed(s.energy_joules, 6) + " J of " + format_fixed(s.baseline_joules, 6) +
+           " J always at full (saved " + format_fixed(s.saved_joules, 6) + " J, " +
+           text_or_dash(t->saved_pct, 2) + "%), modelled penalty " +
+           format_fixed(static_cast<double>(s.penalty_ns) * 1e-3, 1) + " us (" +
+           text_or_dash(t->penalty_pct, 2) + "%); oracle saved " +
+           format_fixed(s.oracle_saved_joules, 6) + " J (planned " +
+           text_or_dash(t->of_oracle_pct, 1) + "% of it)\n";
     return out;
 }
 
@@ -317,7 +432,7 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
                      any_link ? u64(t.restarts) : "-", t.bytes_sent, t.packed_bytes, t.saved_bytes,
                      t.missed_bytes, text_error_bound(t.error_bound));
     if (!any_link) {
-        return out + cpu_text(collection);
+        return out + ranks_cpu_text(collection.reported) + cpu_text(collection);
     }
     // Energy the port's backend did not measure is not printed as zeros.
     const bool measured = !collection.port || collection.port->has_energy != 0;
@@ -363,7 +478,7 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
                " rank(s) had a controller failure (see each rank's report for the port's "
                "width as it knew it)\n";
     }
-    return out + cpu_text(collection);
+    return out + ranks_cpu_text(collection.reported) + cpu_text(collection);
 }
 
 namespace {
@@ -457,6 +572,41 @@ ReportJson cpu_json(const link::service::CpuSection& c,
     };
 }
 
+// The ranks' CPU side summed (totals.cpu).
+ReportJson ranks_cpu_json(const NodeCpuTotals& t)
+{
+    const RankRecord::Cpu& s = t.sum;
+
+    ReportJson j = {
+            {"ranks", t.ranks},           {"waits", s.waits},   {"wait_ns", s.wait_ns},
+            {"blocked_ns", s.blocked_ns}, {"blocks", s.blocks}, {"live", nullptr},
+    };
+    if (!s.has_live) {
+        return j;
+    }
+    j["live"] = {
+            {"ranks", t.live_ranks},
+            {"requests", s.requests_enabled ? ReportJson{{"low", s.requests_low},
+                                                         {"full", s.requests_full},
+                                                         {"unsent", s.requests_unsent}}
+                                            : ReportJson(nullptr)},
+            {"waits_lowered", s.waits_lowered},
+            {"low_ns", s.low_ns},
+            {"transitions", s.transitions},
+            {"late_wakes", s.late_wakes},
+            {"penalty_ns", s.penalty_ns},
+            {"span_ns", s.span_ns},
+            {"baseline_joules", json_fixed(s.baseline_joules, 9)},
+            {"energy_joules", json_fixed(s.energy_joules, 9)},
+            {"saved_joules", json_fixed(s.saved_joules, 9)},
+            {"saved_pct", json_fixed(t.saved_pct, 4)},
+            {"penalty_pct", json_fixed(t.penalty_pct, 4)},
+            {"oracle_saved_joules", json_fixed(s.oracle_saved_joules, 9)},
+            {"of_oracle_pct", json_fixed(t.of_oracle_pct, 4)},
+    };
+    return j;
+}
+
 }  // namespace
 
 std::string format_node_json(const NodeInfo& node, const NodeCollection& collection)
@@ -476,8 +626,9 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
         widths[std::to_string(w)] = t.time_at_width_ns[w];
     }
     // A port whose backend measures no energy has none to total.
-    const bool measured     = !collection.port || collection.port->has_energy != 0;
-    const ReportJson totals = {
+    const bool measured = !collection.port || collection.port->has_energy != 0;
+
+    ReportJson totals = {
             {"events", t.events},
             {"energy_joules", measured ? json_fixed(t.energy_joules, 6) : ReportJson(nullptr)},
             {"baseline_joules", measured ? json_fixed(t.baseline_joules, 6) : ReportJson(nullptr)},
@@ -498,6 +649,10 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
             {"max_rel_error_bound", json_error_bound(t.error_bound)},
             {"controllers_failed", t.controllers_failed},
     };
+    // Only when some rank had a CPU side: other reports keep their bytes.
+    if (const std::optional<NodeCpuTotals> cpu = node_cpu_totals(collection.reported)) {
+        totals["cpu"] = ranks_cpu_json(*cpu);
+    }
     ReportJson ranks = ReportJson::array();
     for (const RankRecord& r : collection.reported) {
         ranks.push_back({

@@ -73,6 +73,32 @@ struct RankRecord {
     {
         return payload_bytes > wire_bytes ? payload_bytes - wire_bytes : 0;
     }
+
+    // The CPU side (UCX_SLIM_CPU=on): the rank's waits, and what its live
+    // loop planned and modelled for them on the emulated core (the rank
+    // report's cpu and cpu.live).
+    struct Cpu {
+        bool has_waits                = false;  // the rank counted its waits
+        bool has_live                 = false;  // the live loop planned them (fields below)
+        bool requests_enabled         = false;  // a service took the requests
+        std::uint64_t waits           = 0;
+        std::int64_t wait_ns          = 0;
+        std::int64_t blocked_ns       = 0;  // yielded instead of spinning
+        std::uint64_t blocks          = 0;
+        std::uint64_t waits_lowered   = 0;
+        std::int64_t low_ns           = 0;
+        std::uint64_t transitions     = 0;
+        std::uint64_t late_wakes      = 0;
+        std::int64_t penalty_ns       = 0;
+        std::int64_t span_ns          = 0;
+        double baseline_joules        = 0.0;  // always at full over the span
+        double energy_joules          = 0.0;
+        double saved_joules           = 0.0;
+        double oracle_saved_joules    = 0.0;
+        std::uint64_t requests_low    = 0;
+        std::uint64_t requests_full   = 0;
+        std::uint64_t requests_unsent = 0;
+    } cpu;
 };
 
 static_assert(std::is_trivially_copyable_v<RankRecord>);
@@ -134,6 +160,21 @@ struct NodeTotals {
     std::size_t controllers_failed = 0;
 };
 
+// The CPU side summed over the ranks that have one (RankRecord::Cpu);
+// percentages from the sums, so a rank that ran longer weighs more.
+struct NodeCpuTotals {
+    std::size_t ranks            = 0;  // with waits counted
+    std::size_t live_ranks       = 0;  // of them, with live plans
+    std::size_t requesting_ranks = 0;  // of those, whose requests a service took
+    RankRecord::Cpu sum;
+    std::optional<double> saved_pct;      // 100 saved / baseline
+    std::optional<double> penalty_pct;    // 100 penalty / summed spans
+    std::optional<double> of_oracle_pct;  // 100 saved / the oracle's saved
+};
+
+// None when no rank reported a CPU side.
+std::optional<NodeCpuTotals> node_cpu_totals(const std::vector<RankRecord>& ranks);
+
 // With `port`, the energy, time at width, transitions and late wake-ups
 // are the port's (accounted once by the service), not sums over ranks.
 NodeTotals node_totals(const std::vector<RankRecord>& ranks,
@@ -147,8 +188,9 @@ struct NodeInfo {
 
 // The table for UCX_SLIM_REPORT=stdout: a header line (host, job, ranks
 // reported, missing ranks), one row per reported local rank, a total row,
-// then a line with the time penalty (max, mean) and time at width; with a
-// CPU section, its sums in a line and a row per core.
+// then a line with the time penalty (max, mean) and time at width; when
+// ranks had a CPU side, its sums over them (node_cpu_totals) in a line or
+// two; with a CPU section, its sums in a line and a row per core.
 std::string format_node_text(const NodeInfo& node, const NodeCollection& collection);
 
 // One "slimlink.node.v1" JSON line (slimlink(7)), terminated by '\n'.
@@ -163,7 +205,7 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
 
 // Bump on any change of RankRecord: a job mixing builds lists the other
 // build's ranks as missing instead of misreading them.
-inline constexpr std::uint32_t rank_record_version = 2;
+inline constexpr std::uint32_t rank_record_version = 3;
 
 // The records and port section the service returned, as a collection:
 // records of another size or version are listed as missing; each rank's

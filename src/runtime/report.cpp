@@ -366,6 +366,8 @@ ReportJson cpu_live_json(const live::LiveCpuSummary& c)
               {"transitions", m.tally.transitions},
               {"late_wakes", m.tally.late_wakes},
               {"penalty_ns", m.tally.penalty_ns},
+              {"baseline_joules", json_fixed(m.baseline_joules, 9)},
+              {"energy_joules", json_fixed(m.energy_joules, 9)},
               {"saved_joules", json_fixed(m.saved_joules, 9)},
               {"saved_pct", json_fixed(m.saved_pct, 4)},
               {"saved_of_waits_pct", json_fixed(m.saved_of_waits_pct, 4)},

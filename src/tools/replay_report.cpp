@@ -95,8 +95,10 @@ std::string link_text(const Options& o)
 
 // --timeline: the link's usable width (a step at each change) and the
 // bursts as replayed, in compact arrays ([t, width], [start, end, width]):
-// a window can hold many thousand steps.
-nlohmann::ordered_json timeline_json(const Replay& driver)
+// a window can hold many thousand steps. With --cpu on a trace with waits,
+// also the waits ([start, end]) and the core's periods away from full
+// ([from, to, state]) in the window.
+nlohmann::ordered_json timeline_json(const Replay& driver, const CpuReplay *cpu)
 {
     using Json                         = nlohmann::ordered_json;
     const slim::link::WidthTimeline& t = driver.timeline();
@@ -115,6 +117,17 @@ nlohmann::ordered_json timeline_json(const Replay& driver)
     j["events"]      = t.bursts.size();
     j["steps"]       = std::move(steps);
     j["bursts"]      = std::move(bursts);
+    if (cpu != nullptr && cpu->timeline) {
+        Json waits = Json::array();
+        for (const slim::predict::Wait& w : cpu->timeline->waits) {
+            waits.push_back({w.start_ns, w.end_ns});
+        }
+        Json core = Json::array();
+        for (const slim::cpu::CorePeriod& p : cpu->timeline->core) {
+            core.push_back({p.from_ns, p.to_ns, slim::cpu::to_string(p.state)});
+        }
+        j["cpu"] = {{"waits", std::move(waits)}, {"core", std::move(core)}};
+    }
     return j;
 }
 
@@ -380,7 +393,7 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
         j["cpu"] = cpu_json(o, *cpu);
     }
     if (o.timeline_events > 0) {
-        j["timeline"] = timeline_json(driver);
+        j["timeline"] = timeline_json(driver, cpu);
     }
     // A trace name that is not UTF-8 (a file name is any bytes) gets U+FFFD
     // rather than an exception or invalid JSON.

@@ -12,8 +12,19 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace slim::tools {
+
+// --cpu with --timeline: the trace's waits that overlap the link's window
+// and the core's periods away from full under their plans (cpu_model.h),
+// in replayed time: each wait, and its periods, moved by the delay the
+// link replay had added up to the last event that started before it, as
+// that event was moved.
+struct CpuTimeline {
+    std::vector<predict::Wait> waits;
+    std::vector<cpu::CorePeriod> core;
+};
 
 // --cpu: the CPU side replayed, next to the oracle and the 500 us timeout
 // on the same waits.
@@ -25,6 +36,8 @@ struct CpuReplay {
     // The adaptive policy's candidate in force at the end, and its changes.
     std::string in_force;
     std::uint64_t switches = 0;
+    // With --timeline, when the trace has waits.
+    std::optional<CpuTimeline> timeline;
 };
 
 // `cpu`: with --cpu, the CPU side (else none, and nothing about it is said).

@@ -3,7 +3,8 @@
 """slim-plot: figures of slimlink's replays and reports (slim-plot(1)).
 
     slim-plot trace FILE [--policy POLICY] [--link SPEC] [--packed] [--gt DURATION]
-                         [--window N] [-o DIR] [--format png|svg|both]
+                         [--window N] [--cpu SPEC] [--cpu-policy POLICY]
+                         [-o DIR] [--format png|svg|both]
     slim-plot report REPORT.json [-o DIR] [--format png|svg|both]
 
 `trace` draws, from an event trace and the replays slim-replay makes of it:
@@ -15,7 +16,9 @@
                    from 1 us to 5 ms, with spps and the oracle as levels
                    (Fig. 5.14);
   width-over-time  the link's width under POLICY over the last N events, and
-                   the bursts with the lanes they need (Fig. 4.37).
+                   the bursts with the lanes they need (Fig. 4.37); for a
+                   trace with waits, under it the CPU side over the same
+                   window: the waits and the emulated core's frequency.
 `report` draws, from a JSON report (UCX_SLIM_REPORT=run.json):
   savings          the energy savings of each rank and of each node, with
                    their time penalties.
@@ -432,10 +435,39 @@ def energy_figure(plt, sweep, oracle, spps, chosen_gt, name, link):
     return fig
 
 
-def width_figure(plt, record, policy_label, name, waits=()):
+def cpu_policy_text(cpu):
+    if cpu["policy"] == "timeout":
+        return "timeout after %s" % duration(cpu["timeout_ns"])
+    if cpu.get("policy_in_force"):
+        return "%s (in force at the end: %s)" % (cpu["policy"], cpu["policy_in_force"])
+    return cpu["policy"]
+
+
+def core_frequency(periods, f, f_low, start, end):
+    """The core's frequency as a line from `start` to `end`: f outside the
+    periods, falling over a transition down, f_low while low, rising over
+    a transition up (the model's transitions take tau and draw full power;
+    the line shows when the frequency changes)."""
+    ts, ghz = [start], [f]
+    for a, b, state in sorted(periods, key=lambda p: (p[0], p[1])):
+        before, after = {"down": (f, f_low), "low": (f_low, f_low), "up": (f_low, f)}[state]
+        ts += [a, b]
+        ghz += [before, after]
+    ts.append(max(end, ts[-1]))
+    ghz.append(f)
+    return ts, ghz
+
+
+def width_figure(plt, record, policy_label, name, waits=(), cpu_record=None):
     timeline = record["timeline"]
     lanes = record["link"]["lanes"]
-    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+    cpu = cpu_record["timeline"].get("cpu") if cpu_record else None
+    if cpu is not None:
+        fig, (ax, core_ax) = plt.subplots(2, 1, figsize=FIGSIZE, sharex=True,
+                                          layout="constrained",
+                                          gridspec_kw={"height_ratios": [2.2, 1]})
+    else:
+        fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
     total = record["events"]
     window = ("all %d events" % total if timeline["first_event"] <= 1
               else "events %d–%d of %d" % (timeline["first_event"],
@@ -468,8 +500,11 @@ def width_figure(plt, record, policy_label, name, waits=()):
     # The area under it is what the lanes draw: the energy the figure is about.
     ax.fill_between(xs, ws, step="post", color=BLUE, alpha=0.12, linewidth=0, zorder=1)
     # The rank's waits in the window, shaded behind the rest: where the CPU
-    # side may lower the core (recorded time; the width is replayed, which
-    # a penalty shifts by at most that penalty).
+    # side may lower the core. From the CPU replay when there is one (in
+    # replayed time, as the width); else as recorded (a penalty shifts the
+    # width by at most that penalty).
+    if cpu is not None:
+        waits = cpu["waits"]
     shown = [(max(a, origin), min(b, end)) for a, b in waits if b > origin and a < end]
     for i, (a, b) in enumerate(shown):
         ax.axvspan(x(a), max(x(b), x(a) + least), color=GREY, alpha=0.25, linewidth=0, zorder=0,
@@ -478,8 +513,36 @@ def width_figure(plt, record, policy_label, name, waits=()):
     ax.set_ylim(0, lanes * 1.3)
     ax.set_yticks(range(0, lanes + 1))
     ax.set_ylabel("link width (lanes)")
-    ax.set_xlabel("time from the window's start (%s, replayed)" % unit)
     ax.legend(loc="upper right", framealpha=0.95, ncol=2)
+    if cpu is None:
+        ax.set_xlabel("time from the window's start (%s, replayed)" % unit)
+        return fig
+    # The CPU side on the same time axis: the waits, and the emulated core's
+    # frequency under the CPU policy (slim-replay --cpu, its timeline).
+    summary, core = cpu_record["cpu"], cpu_record["cpu"]["core"]
+    f, f_low = core["f_ghz"], core["f_low_ghz"]
+    for i, (a, b) in enumerate(shown):
+        core_ax.axvspan(x(a), max(x(b), x(a) + least), color=GREY, alpha=0.25, linewidth=0,
+                        zorder=0, label="waits" if i == 0 else None)
+    ts, ghz = core_frequency(cpu["core"], f, f_low, origin, end)
+    core_ax.plot([x(t) for t in ts], ghz, color=GREEN, linewidth=1.6, zorder=2,
+                 label="core frequency (emulated)")
+    inside = lambda a, b: max(0, min(b, end) - max(a, origin))  # noqa: E731
+    waited = sum(inside(a, b) for a, b in cpu["waits"])
+    lowered = sum(inside(a, b) for a, b, state in cpu["core"] if state == "low")
+    core_ax.set_title("CPU, policy %s: low %s of the %s waited in the window;\nover the whole "
+                      "trace saved %s of the rank's CPU energy (oracle %s), penalty %s"
+                      % (cpu_policy_text(summary), duration(lowered), duration(waited),
+                         percent(summary.get("saved_pct")),
+                         percent(summary.get("oracle_saved_pct")),
+                         percent(summary.get("penalty_pct"))),
+                      loc="left", fontsize=9, color=GREY)
+    core_ax.set_ylim(0, f * 1.5)
+    core_ax.set_yticks(sorted({f_low, f}))
+    core_ax.set_yticklabels(["%g GHz" % v for v in sorted({f_low, f})])
+    core_ax.set_ylabel("core frequency")
+    core_ax.set_xlabel("time from the window's start (%s, replayed)" % unit)
+    core_ax.legend(loc="upper right", framealpha=0.95, ncol=2, fontsize=9)
     return fig
 
 
@@ -708,6 +771,14 @@ def command_trace(args, plt, writer):
         gts = sorted(set(SWEEP_GTS_NS) | ({main["gt_ns"]} if args.policy == "pps" else set()))
         sweep = [dict(replay.run("--policy", "pps", "--gt", "%dns" % gt), gt=gt) for gt in gts]
         idle, waits = (idle_from_bursts(oracle), []) if otf2 else read_trace(path, args.trace)
+        # The CPU side over the width figure's window, in the same replayed
+        # time: one more replay, only for a trace with waits (--cpu keeps
+        # every event in memory).
+        cpu = None
+        if waits:
+            cpu = replay.run(*policy_args(args.policy, args.gt), "--timeline", str(args.window),
+                             "--cpu" + ("=" + args.cpu if args.cpu else ""),
+                             *(["--cpu-policy", args.cpu_policy] if args.cpu_policy else []))
     finally:
         if args.trace == "-":
             os.unlink(path)
@@ -725,7 +796,7 @@ def command_trace(args, plt, writer):
     writer.save(energy_figure(plt, sweep, oracle, spps,
                               main["gt_ns"] if args.policy == "pps" else None, name,
                               link_text(main)), "energy-vs-gt")
-    writer.save(width_figure(plt, main, policy_label, name, waits), "width-over-time")
+    writer.save(width_figure(plt, main, policy_label, name, waits, cpu), "width-over-time")
 
 
 def command_report(args, plt, writer):
@@ -784,6 +855,10 @@ def parse_arguments(argv):
     t.add_argument("--window", metavar="N", type=window, default=DEFAULT_WINDOW,
                    help="width-over-time shows the last N events (default %d)"
                    % DEFAULT_WINDOW)
+    t.add_argument("--cpu", metavar="SPEC", help="a trace with waits: the emulated core, as "
+                   "slim-replay --cpu=SPEC (default: slim-replay's)")
+    t.add_argument("--cpu-policy", metavar="POLICY", help="a trace with waits: the core's "
+                   "policy, as slim-replay --cpu-policy (default adaptive)")
     t.add_argument("--slim-replay", metavar="PATH", help="the slim-replay to run (default: "
                    "the one next to slim-plot, else the one in PATH)")
     common(t)

@@ -80,9 +80,67 @@ slim::cpu::CpuResult replay_cpu(const Waits& waits, const Events& events, const 
     return slim::cpu::replay_waits(waits, events, *span.first, *span.last, core, policy);
 }
 
-// --cpu: the waits under the asked policy, the oracle and the baseline.
+// --cpu with --timeline (replay_report.h, CpuTimeline): the waits that overlap
+// the link's window and the core under `plans` (one per wait), in replayed
+// time. The link replay moved event k by D_k, the delay added up to it;
+// its timeline holds event k's end as replayed (its burst's end, or the
+// window's opening for the event before the window), so D_k is that minus
+// the recorded end. A wait moves with the last event that started before
+// it; waits before the window are skipped.
+slim::tools::CpuTimeline cpu_timeline(const slim::cpu::CpuConfig& core, const Waits& waits,
+                                      const std::vector<slim::cpu::CpuPlan>& plans,
+                                      const Events& events, const slim::link::WidthTimeline& t,
+                                      std::uint64_t first)
+{
+    using slim::predict::TimeNs;
+    slim::tools::CpuTimeline out;
+    if (t.bursts.empty() || t.widths.empty()) {
+        return out;
+    }
+    const TimeNs open        = t.widths.front().at_ns;
+    const TimeNs close       = t.bursts.back().end_ns;
+    const std::uint64_t last = first + t.bursts.size();  // one past the window's last event
+    std::vector<slim::cpu::CorePeriod> periods;
+    std::size_t next = 0;  // the first event not started before the wait
+    for (std::size_t i = 0; i < waits.size() && i < plans.size(); ++i) {
+        const slim::predict::Wait& w = waits[i];
+        while (next < events.size() && events[next].start_ns < w.start_ns) {
+            ++next;
+        }
+        TimeNs delay = 0;
+        if (next > 0) {
+            const std::uint64_t k = next - 1;
+            if (k + 1 < first) {
+                continue;
+            }
+            if (k >= last) {
+                break;
+            }
+            delay = (k + 1 == first ? open : t.bursts[k - first].end_ns) - events[k].end_ns;
+        } else if (first > 0) {
+            continue;
+        }
+        const TimeNs start = w.start_ns + delay;
+        const TimeNs end   = w.end_ns + delay;
+        if (start >= close || end < open) {
+            continue;
+        }
+        out.waits.push_back({start, end});
+        periods.clear();
+        slim::cpu::account_wait(core, w, plans[i], periods);
+        for (slim::cpu::CorePeriod p : periods) {
+            p.from_ns += delay;
+            p.to_ns += delay;
+            out.core.push_back(p);
+        }
+    }
+    return out;
+}
+
+// --cpu: the waits under the asked policy, the oracle and the baseline;
+// with --timeline, the waits in the link's window and the core over them.
 slim::tools::CpuReplay cpu_side(const Options& o, const Waits& waits, const Events& events,
-                                Span span)
+                                Span span, const Replay& driver)
 {
     slim::tools::CpuReplay c;
     c.waits = waits.size();
@@ -98,7 +156,14 @@ slim::tools::CpuReplay cpu_side(const Options& o, const Waits& waits, const Even
         throw ConfigRefused(std::string("--cpu-policy: the predictor refused the configuration: ") +
                             e.what());
     }
-    c.result = replay_cpu(waits, events, span, core, *policy);
+    const bool timeline = o.timeline_events > 0;
+    std::vector<slim::cpu::CpuPlan> plans;
+    c.result = slim::cpu::replay_waits(waits, events, *span.first, *span.last, core, *policy,
+                                       timeline ? &plans : nullptr);
+    if (timeline) {
+        c.timeline = cpu_timeline(core, waits, plans, events, driver.timeline(),
+                                  driver.config().timeline_first_event);
+    }
     if (const slim::cpu::CpuAdaptivePolicy *a = policy->adaptive()) {
         c.in_force = a->in_force().name();
         c.switches = a->switches();
@@ -150,7 +215,7 @@ int run(const Options& o)
     ReplayResult result = driver.result();
     std::optional<slim::tools::CpuReplay> cpu;
     if (o.cpu) {
-        cpu = cpu_side(o, trace.take_waits(), events, span);
+        cpu = cpu_side(o, trace.take_waits(), events, span, driver);
         if (cpu->waits == 0) {
             std::fprintf(stderr,
                          "%s: --cpu: %s has no wait lines ('w t_start_ns t_end_ns'): no "

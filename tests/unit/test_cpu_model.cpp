@@ -8,6 +8,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 using Catch::Matchers::Contains;
 using slim::cpu::account_wait;
 using slim::cpu::CpuConfig;
@@ -147,6 +151,46 @@ TEST_CASE(
     CHECK(once.low_ns == 20 * kUs);
     CHECK(once.transitions == 2);
     CHECK(once.penalty_ns == 0);
+}
+
+TEST_CASE("the periods away from full are the ones the tallies above count")
+{
+    using State        = slim::cpu::CorePeriod::State;
+    using Period       = std::tuple<TimeNs, TimeNs, State>;
+    const auto periods = [](const Wait& wait, const CpuPlan& plan) {
+        std::vector<slim::cpu::CorePeriod> got;
+        const CpuTally t = account_wait(round_table(), wait, plan, got);
+        // The same tally as without the list.
+        const CpuTally plain = account_wait(round_table(), wait, plan);
+        CHECK(t.low_ns == plain.low_ns);
+        CHECK(t.transitions == plain.transitions);
+        CHECK(t.penalty_ns == plain.penalty_ns);
+        std::vector<Period> out;
+        for (const slim::cpu::CorePeriod& p : got) {
+            out.emplace_back(p.from_ns / kUs, p.to_ns / kUs, p.state);
+        }
+        return out;
+    };
+    CHECK(periods(Wait{0, 100 * kUs}, CpuPlan{}).empty());
+    CpuPlan plan;
+    plan.low_from = 50 * kUs;
+    // The arrival at 2 ms finds it low; up after it.
+    CHECK(periods(Wait{0, 2000 * kUs}, plan) == std::vector<Period>{{50, 70, State::down},
+                                                                    {70, 2000, State::low},
+                                                                    {2000, 2020, State::up}});
+    // The arrival at 60 us, on the way down: down to its end, then up.
+    CHECK(periods(Wait{0, 60 * kUs}, plan) ==
+          std::vector<Period>{{50, 70, State::down}, {70, 90, State::up}});
+    plan.low_from  = 0;
+    plan.low_until = 40 * kUs;
+    plan.again_at  = 100 * kUs;
+    CHECK(periods(Wait{0, 300 * kUs}, plan) == std::vector<Period>{{0, 20, State::down},
+                                                                   {20, 40, State::low},
+                                                                   {40, 60, State::up},
+                                                                   {100, 120, State::down},
+                                                                   {120, 300, State::low},
+                                                                   {300, 320, State::up}});
+    CHECK(std::string(slim::cpu::to_string(State::low)) == "low");
 }
 
 TEST_CASE("the rank's result: saved energy against always at full, and the penalty")

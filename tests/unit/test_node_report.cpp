@@ -410,6 +410,150 @@ TEST_CASE("a record of another build is listed as missing, never misread")
     CHECK(c.missing.size() == 3);
 }
 
+// ---- the ranks' CPU side ---------------------------------------------------
+
+namespace {
+
+// A rank with UCX_SLIM_CPU=on: `waits` waits over `wait_ns`, and (unless
+// `low_ns` is negative: no live plans) the plans low for `low_ns` with
+// `penalty_ns` of penalty over `span_ns`, on the default core (P_full 3 W,
+// P_low 1.4 W), the oracle saving `oracle_joules`.
+RankRecord cpu_record(int rank, std::uint64_t waits, std::int64_t wait_ns, std::int64_t low_ns,
+                      std::int64_t penalty_ns, std::int64_t span_ns, double oracle_joules)
+{
+    slim::live::LiveSummary l = live(6.0, 10.0, 0.5, 100, 80);
+    l.cpu                     = true;
+    l.waits                   = waits;
+    l.wait_ns                 = wait_ns;
+    l.wait_blocked_ns         = wait_ns / 4;
+    l.wait_blocks             = waits / 2;
+    if (low_ns >= 0) {
+        const slim::cpu::CpuConfig core;
+        slim::cpu::CpuTally plans;
+        plans.waits       = waits;
+        plans.wait_ns     = wait_ns;
+        plans.low_ns      = low_ns;
+        plans.transitions = 2 * waits;
+        plans.late_wakes  = penalty_ns > 0 ? 1 : 0;
+        plans.penalty_ns  = penalty_ns;
+        slim::live::LiveCpuSummary c;
+        c.policy              = "adaptive";
+        c.requests_enabled    = true;
+        c.requests_low        = waits;
+        c.requests_full       = waits;
+        c.waits_lowered       = waits;
+        c.model               = slim::cpu::cpu_result(core, plans, span_ns);
+        c.oracle.saved_joules = oracle_joules;
+        l.cpu_live            = c;
+    }
+    return slim::make_rank_record(process(rank, rank), slim_traffic_t{}, slim_packing_stats_t{}, {},
+                                  &l);
+}
+
+// Worked by hand on the default core, (P_full - P_low) = 1.6 W:
+//   rank 0: span 1 s, baseline 3 J; low 0.5 s, penalty 1 ms:
+//           saved 1.6 * 0.5 - 3 * 0.001 = 0.797 J
+//   rank 1: span 2 s, baseline 6 J; low 0.25 s, no penalty: saved 0.4 J
+//   rank 2: waits counted, no live plans; rank 3: no CPU side at all.
+// Node: baseline 9 J, saved 1.197 J: 13.3 % (not the ranks' mean, 16.6 %);
+// penalty 1 ms of 3 s; oracle 1.0 + 0.5 J, planned 79.8 % of it.
+std::vector<RankRecord> cpu_ranks()
+{
+    return {cpu_record(0, 10, 600'000'000, 500'000'000, 1'000'000, 1'000'000'000, 1.0),
+            cpu_record(1, 4, 300'000'000, 250'000'000, 0, 2'000'000'000, 0.5),
+            cpu_record(2, 6, 100'000'000, -1, 0, 0, 0.0), record(3, 3, 6.0, 10.0, 0.5, 100, 80)};
+}
+
+}  // namespace
+
+TEST_CASE("a rank record carries the rank's CPU side")
+{
+    const RankRecord r = cpu_ranks()[0];
+    CHECK(r.cpu.has_waits);
+    CHECK(r.cpu.has_live);
+    CHECK(r.cpu.waits == 10);
+    CHECK(r.cpu.wait_ns == 600'000'000);
+    CHECK(r.cpu.blocked_ns == 150'000'000);
+    CHECK(r.cpu.low_ns == 500'000'000);
+    CHECK(r.cpu.baseline_joules == Approx(3.0));
+    CHECK(r.cpu.saved_joules == Approx(0.797));
+    CHECK(r.cpu.energy_joules == Approx(2.203));
+    CHECK(!record(3, 3, 6.0, 10.0, 0.5, 100, 80).cpu.has_waits);
+    CHECK(!cpu_ranks()[2].cpu.has_live);
+}
+
+TEST_CASE("node CPU totals sum the ranks' CPU side and derive percentages from the sums")
+{
+    const std::optional<slim::NodeCpuTotals> t = slim::node_cpu_totals(cpu_ranks());
+    REQUIRE(t);
+    CHECK(t->ranks == 3);
+    CHECK(t->live_ranks == 2);
+    CHECK(t->requesting_ranks == 2);
+    CHECK(t->sum.waits == 20);
+    CHECK(t->sum.wait_ns == 1'000'000'000);
+    CHECK(t->sum.blocked_ns == 250'000'000);
+    CHECK(t->sum.waits_lowered == 14);
+    CHECK(t->sum.low_ns == 750'000'000);
+    CHECK(t->sum.transitions == 28);
+    CHECK(t->sum.late_wakes == 1);
+    CHECK(t->sum.penalty_ns == 1'000'000);
+    CHECK(t->sum.span_ns == 3'000'000'000);
+    CHECK(t->sum.requests_low == 14);
+    CHECK(t->sum.baseline_joules == Approx(9.0));
+    CHECK(t->sum.saved_joules == Approx(1.197));
+    CHECK(t->sum.energy_joules == Approx(7.803));
+    CHECK(*t->saved_pct == Approx(13.3));
+    CHECK(*t->penalty_pct == Approx(100.0 / 3000.0));
+    CHECK(*t->of_oracle_pct == Approx(79.8));
+
+    CHECK(!slim::node_cpu_totals(two_of_three().reported));
+    CHECK(!slim::node_cpu_totals({}));
+}
+
+TEST_CASE("the node report shows the ranks' CPU side only when a rank had one")
+{
+    NodeCollection c;
+    c.reported      = cpu_ranks();
+    const Json j    = parse_json(slim::format_node_json(node(), c));
+    const Json& cpu = j.at("totals").at("cpu");
+    CHECK(keys(cpu) == Strings{"ranks", "waits", "wait_ns", "blocked_ns", "blocks", "live"});
+    CHECK(cpu.at("ranks").get<std::int64_t>() == 3);
+    CHECK(cpu.at("waits").get<std::int64_t>() == 20);
+    const Json& live = cpu.at("live");
+    CHECK(keys(live) == Strings{"ranks", "requests", "waits_lowered", "low_ns", "transitions",
+                                "late_wakes", "penalty_ns", "span_ns", "baseline_joules",
+                                "energy_joules", "saved_joules", "saved_pct", "penalty_pct",
+                                "oracle_saved_joules", "of_oracle_pct"});
+    CHECK(live.at("ranks").get<std::int64_t>() == 2);
+    CHECK(live.at("requests").at("full").get<std::int64_t>() == 14);
+    CHECK(live.at("saved_joules").get<double>() == Approx(1.197));
+    CHECK(live.at("baseline_joules").get<double>() == Approx(9.0));
+    CHECK(live.at("saved_pct").get<double>() == Approx(13.3));
+    CHECK(live.at("of_oracle_pct").get<double>() == Approx(79.8));
+
+    const std::string text = slim::format_node_text(node(), c);
+    CHECK_THAT(text, Contains("cpu of the ranks (3 ranks): 20 waits, 1.000000 s in waits, "
+                              "0.250000 s of it yielded (10 blocks)"));
+    CHECK_THAT(text, Contains("cpu as planned (2 ranks, emulated core): 14 waits lowered, "
+                              "0.750000 s low, 28 transitions; energy 7.803000 J of 9.000000 J "
+                              "always at full (saved 1.197000 J, 13.30%), modelled penalty "
+                              "1000.0 us (0.03%); oracle saved 1.500000 J (planned 79.8% of it)"));
+
+    // Waits counted, nothing planned: no live sums.
+    c.reported = {cpu_ranks()[2]};
+    CHECK(parse_json(slim::format_node_json(node(), c))
+                  .at("totals")
+                  .at("cpu")
+                  .at("live")
+                  .is_null());
+    CHECK_THAT(slim::format_node_text(node(), c), !Contains("cpu as planned"));
+
+    // No CPU side: neither the key nor the line.
+    const std::string off = slim::format_node_json(node(), two_of_three());
+    CHECK(!parse_json(off).at("totals").contains("cpu"));
+    CHECK_THAT(slim::format_node_text(node(), two_of_three()), !Contains("cpu of the ranks"));
+}
+
 // ---- the packing error bound -----------------------------------------------
 
 TEST_CASE("guaranteed bits follow the codec's bounds and order precisions")

@@ -215,6 +215,37 @@ TEST_CASE("the node report's JSON keeps every field and value of the golden file
         c.port = p;
         check_golden("golden-node-port-failed.json", slim::format_node_json(node(), c));
     }
+    SECTION("ranks with a CPU side (UCX_SLIM_CPU=on), one without live plans")
+    {
+        slim::NodeCollection c;
+        slim::RankRecord r0        = record(0, 0, 6.0, 10.0, 0.5, 100, 80, 20);
+        r0.cpu.has_waits           = true;
+        r0.cpu.has_live            = true;
+        r0.cpu.waits               = 40;
+        r0.cpu.wait_ns             = 120'000'000;
+        r0.cpu.blocked_ns          = 30'000'000;
+        r0.cpu.blocks              = 12;
+        r0.cpu.waits_lowered       = 38;
+        r0.cpu.low_ns              = 100'000'000;
+        r0.cpu.transitions         = 76;
+        r0.cpu.late_wakes          = 2;
+        r0.cpu.penalty_ns          = 50'000;
+        r0.cpu.span_ns             = 2'000'000'123;
+        r0.cpu.baseline_joules     = 6.000000369;
+        r0.cpu.saved_joules        = 1.0 / 6.0;
+        r0.cpu.energy_joules       = r0.cpu.baseline_joules - r0.cpu.saved_joules;
+        r0.cpu.oracle_saved_joules = 0.2;
+        r0.cpu.requests_enabled    = true;
+        r0.cpu.requests_low        = 38;
+        r0.cpu.requests_full       = 38;
+        c.reported.push_back(r0);
+        slim::RankRecord r1 = record(1, 1, 2.0 / 3.0, 10.0, 1.25, 300, 150, 29);
+        r1.cpu.has_waits    = true;
+        r1.cpu.waits        = 3;
+        r1.cpu.wait_ns      = 7'000;
+        c.reported.push_back(r1);
+        check_golden("golden-node-cpu.json", slim::format_node_json(node(), c));
+    }
     SECTION("nobody reported")
     {
         slim::NodeCollection c;
