@@ -26,6 +26,7 @@
 #include "link/service_protocol.h"
 #include "trace/trace.h"
 #include "service/backend_registry.h"
+#include "service/cpu_backend.h"
 #include "service/cpu_controller.h"
 #include "service/port_service.h"
 #include "service/service_server.h"
@@ -711,8 +712,13 @@ int serve(const Options& o, int ready)
         slim::logger().info("slimlinkd: {}", cpu->backend().describe());
     }
     service->use_state_file(server->socket_path() + link::kStateFileSuffix);
+    // Cores a killed service left low are restored under --cpu off too:
+    // not driving the cores is no reason to leave them low.
+    const std::string cpu_state = server->socket_path() + link::kCpuStateFileSuffix;
     if (cpu) {
-        cpu->use_state_file(server->socket_path() + link::kCpuStateFileSuffix);
+        cpu->use_state_file(cpu_state, o.cpu, link::steady_now_ns());
+    } else {
+        link::restore_left_cores(cpu_state, o.cpu, nullptr, link::steady_now_ns());
     }
     if (ready >= 0) {
         const std::string m              = std::to_string(::getpid()) + "\n";
