@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "service/state_file.h"
+#include "trace/trace.h"
 
 #include <cerrno>
 #include <cstring>
@@ -53,15 +54,123 @@ std::vector<std::string> cpu_backend_names()
     return names;
 }
 
-void CpuBackend::use_state_file(const std::string& path)
+CpuStateFile parse_cpu_state_file(const std::string& text)
 {
-    if (path.empty() || !read_state_file_text(path, 1)) {
+    CpuStateFile file;
+    std::istringstream lines(text);
+    std::string line;
+    std::string note;  // the reason of the last note seen
+    const std::string header   = "# slimlinkd pid ";
+    const std::string kept_tag = kNotRestoredNote;
+    while (std::getline(lines, line)) {
+        if (!line.empty() && line.back() == '\r') {
+            line.pop_back();
+        }
+        if (line.empty()) {
+            continue;
+        }
+        if (line.compare(0, kept_tag.size(), kept_tag) == 0) {
+            const std::size_t colon = line.find(": ", kept_tag.size());
+            note = colon == std::string::npos ? "no reason recorded" : line.substr(colon + 2);
+            if (file.not_restored.find(note) == std::string::npos) {
+                file.not_restored.append(file.not_restored.empty() ? "" : "; ").append(note);
+            }
+            continue;
+        }
+        if (line[0] == '#') {
+            if (file.lines.empty() && file.writer_pid == 0 &&
+                line.compare(0, header.size(), header) == 0) {
+                std::int64_t pid = 0;
+                for (std::size_t i = header.size();
+                     i < line.size() && line[i] >= '0' && line[i] <= '9' && pid < (1LL << 40);
+                     ++i) {
+                    pid = pid * 10 + (line[i] - '0');
+                }
+                file.writer_pid = pid;
+            }
+            continue;
+        }
+        CpuStateLine l;
+        l.text         = line;
+        l.not_restored = note;
+        if (line.compare(0, 5, "exec ") == 0) {
+            l.kind = "exec";
+        } else if (line.compare(0, 3, "cpu") == 0) {
+            l.kind = "cpufreq";
+        }
+        file.lines.push_back(std::move(l));
+    }
+    return file;
+}
+
+namespace {
+
+// The template an exec line records: what follows its core list.
+std::string exec_template_of(const std::string& line)
+{
+    const std::size_t cores = line.find_first_not_of(' ', 5);
+    const std::size_t space = cores == std::string::npos ? cores : line.find(' ', cores);
+    return space == std::string::npos ? std::string() : std::string(parse::trim(line.substr(space)));
+}
+
+}  // namespace
+
+void restore_left_cores(const std::string& path, const CpuBackendConfig& config,
+                        CpuBackend *running, TimeNs now)
+{
+    if (path.empty()) {
         return;
     }
-    logger().warn("slimlinkd: CPU: a previous slimlinkd left {} (cores it lowered with the values "
-                  "to write back); the {} backend does not write cores, so it is left for a "
-                  "service with --cpu cpufreq to restore",
-                  path, name());
+    const std::optional<std::string> text = read_state_file_text(path, kMaxCpuStateBytes);
+    if (text) {
+        const CpuStateFile left = parse_cpu_state_file(*text);
+        for (const char *kind : {"cpufreq", "exec"}) {
+            if (running != nullptr && running->name() == kind) {
+                continue;  // its own lines: use_state_file below
+            }
+            std::string lines;
+            CpuBackendConfig made = config;
+            for (const CpuStateLine& l : left.lines) {
+                if (l.kind != kind) {
+                    continue;
+                }
+                // exec: the first line's command; this service runs none
+                // of its own (else it restores them itself).
+                if (l.kind == "exec" && lines.empty()) {
+                    made.exec_template = exec_template_of(l.text);
+                }
+                lines.append(lines.empty() ? "" : "; ").append(l.text);
+            }
+            if (lines.empty()) {
+                continue;
+            }
+            try {
+                // A backend of that kind only for the restore: it restores
+                // its lines, keeps the others, and is gone before any core
+                // is driven.
+                const std::unique_ptr<CpuBackend> restorer = make_cpu_backend(kind, made, now);
+                restorer->use_state_file(path);
+            } catch (const CpuBackendError& e) {
+                logger().error("slimlinkd: CPU: a previous slimlinkd left cores low with the {} "
+                               "backend ({}: {}), and this service cannot restore them: {}; the "
+                               "file is kept for a service that can",
+                               kind, path, predict::escape_for_message(lines, 400), e.what());
+                // Rewritten with the reason, for the next service and --status.
+                const std::optional<std::string> now_text =
+                        read_state_file_text(path, kMaxCpuStateBytes);
+                StateFile file;
+                file.set_path(path);
+                for (const CpuStateLine& l :
+                     parse_cpu_state_file(now_text ? *now_text : *text).lines) {
+                    file.keep(l.text, l.kind == kind ? std::string(e.what()) : l.not_restored);
+                }
+                file.remove();  // leaves the kept lines alone
+            }
+        }
+    }
+    if (running != nullptr) {
+        running->use_state_file(path);
+    }
 }
 
 std::uint32_t low_khz_of(const cpu::CpuConfig& table)

@@ -62,13 +62,15 @@ public:
     // The emulated table its energy follows; null for real hardware.
     virtual const cpu::CpuConfig *table() const { return nullptr; }
     // The cores' state file at `path` (empty: none). A backend that changes
-    // hardware records there each core it changes and the value to write
-    // back, before the change, and removes the file once every core is
-    // restored: a service killed while cores are low (SIGKILL, a crash)
+    // hardware (cpufreq, exec) records there the cores it changes and how
+    // to undo it, before the change, and removes the file once every core
+    // is restored: a service killed while cores are low (SIGKILL, a crash)
     // leaves it behind, and the next one, holding the socket's lock, first
-    // restores what it lists and logs it. This one (emulated, exec) writes
-    // none and leaves a file it finds to a backend that can restore it.
-    virtual void use_state_file(const std::string& path);
+    // restores what it lists and logs it (restore_left_cores). A backend
+    // restores the lines of its own kind it finds there and keeps the
+    // others, and those it could not restore, in the file
+    // (StateFile::keep). The emulated backend writes none.
+    virtual void use_state_file(const std::string& /*path*/) {}
 };
 
 struct CpuBackendConfig {
@@ -94,6 +96,45 @@ struct CpuBackendConfig {
 std::unique_ptr<CpuBackend> make_cpu_backend(const std::string& name,
                                              const CpuBackendConfig& config, TimeNs now);
 std::vector<std::string> cpu_backend_names();
+
+// A cores' state file, read. Each backend writes its own lines:
+//   cpufreq  "cpuN FILE VALUE": the core, the file it wrote
+//            (scaling_setspeed or scaling_max_freq) and the value to write
+//            back;
+//   exec     "exec CORES TEMPLATE": the cores it may have lowered ("0,2-3")
+//            and the --cpu-exec template that did it; the template with
+//            {level} full restores them;
+// under a first line "# slimlinkd pid P --cpu KIND ...". A line another
+// service kept (StateFile::keep) follows a note "# not restored by
+// slimlinkd pid P: WHY". Other comments are ignored.
+struct CpuStateLine {
+    std::string kind;  // "cpufreq", "exec", or "" (a line no backend writes)
+    std::string text;
+    std::string not_restored;  // the note above it: why it is still there
+};
+struct CpuStateFile {
+    std::vector<CpuStateLine> lines;  // not the comments
+    std::int64_t writer_pid = 0;      // of the first line; 0: not said
+    // Every distinct note's reason, "; "-separated; empty: none.
+    std::string not_restored;
+};
+CpuStateFile parse_cpu_state_file(const std::string& text);
+// Bounds what a cores' state file may make the service read: a line per
+// core, a template line per service whose lines were kept.
+inline constexpr std::size_t kMaxCpuStateBytes = service::kMaxCpus * 48 + 16 * 1024;
+
+// What a previous service's cores' state file at `path` lists, restored
+// first, whatever this service runs (`running`: its backend, before it
+// drives a core; null for --cpu off), each kind of line by a backend of
+// that kind: `running` for its own kind, else one made from `config` for
+// the purpose (cpufreq: the --cpu-sysfs tree, no path taken from the file;
+// exec: the template the line records, checked as --cpu-exec is). A kind
+// that cannot be restored here (no cpufreq under the tree, a command that
+// fails) is logged as an error and its lines stay in the file, with why,
+// for a service that can; the file is never dropped unread. Then
+// `running` takes the file for its own records (use_state_file).
+void restore_left_cores(const std::string& path, const CpuBackendConfig& config,
+                        CpuBackend *running, TimeNs now);
 
 // The table's low frequency in kHz (exec's {khz}).
 std::uint32_t low_khz_of(const cpu::CpuConfig& table);

@@ -18,7 +18,8 @@
 // - The state file (CpuBackend::use_state_file): before a core is first
 //   written low its line "cpuN FILE ORIGINAL" is recorded; the file goes
 //   once every core is restored. A new service restores what a killed one
-//   left, and takes the recorded value as the core's full.
+//   left, and takes the recorded value as the core's full; a value it
+//   cannot write back, and another backend's lines, stay in the file.
 #include "service/cpu_backend.h"
 
 #include "base/log.h"
@@ -87,8 +88,6 @@ std::string write_value(const std::string& path, const std::string& value)
 
 constexpr const char *kSetspeed = "scaling_setspeed";
 constexpr const char *kMaxFreq  = "scaling_max_freq";
-// Bounds what a state file may make the service read: a line per core.
-constexpr std::size_t kMaxStateBytes = service::kMaxCpus * 48;
 
 struct Core {
     unsigned number = 0;
@@ -150,8 +149,8 @@ public:
             }
             touched_.reset(c.number);
         }
-        if (touched_.none() && left_.empty() && state_.written()) {
-            state_.remove();
+        if (touched_.none() && state_.written()) {
+            state_.remove();  // what a previous service left and could not be restored stays
             recorded_.reset();
         }
         return problems;
@@ -163,21 +162,21 @@ public:
         if (path.empty()) {
             return;
         }
-        const std::optional<std::string> text = read_state_file_text(path, kMaxStateBytes);
+        const std::optional<std::string> text = read_state_file_text(path, kMaxCpuStateBytes);
         if (!text) {
             return;
         }
-        std::istringstream lines(*text);
-        std::string line;
         std::vector<std::string> restored;
-        while (std::getline(lines, line)) {
-            std::istringstream fields(line);
+        for (const CpuStateLine& l : parse_cpu_state_file(*text).lines) {
+            if (l.kind == "exec") {
+                // Another backend's: restore_left_cores tried it first.
+                state_.keep(l.text, l.not_restored);
+                continue;
+            }
+            std::istringstream fields(l.text);
             std::string cpu_word;
             std::string file_name;
             std::string value;
-            if (line.empty() || line[0] == '#') {
-                continue;
-            }
             fields >> cpu_word >> file_name >> value;
             Core *core = nullptr;
             if (cpu_word.size() > 3 && cpu_word.compare(0, 3, "cpu") == 0 &&
@@ -191,7 +190,7 @@ public:
             if (core == nullptr) {
                 logger().warn("slimlinkd: CPU: state file {}: line '{}' names no core of {}; "
                               "ignored",
-                              path, predict::escape_for_message(line, 80), root_);
+                              path, predict::escape_for_message(l.text, 80), root_);
                 continue;
             }
             const std::string file = core->dir + "/" + file_name;
@@ -199,7 +198,7 @@ public:
                 logger().error("slimlinkd: CPU: restoring what a previous slimlinkd left low "
                                "failed: {}; kept in {}",
                                bad, path);
-                left_[core->number] = line;
+                state_.keep(l.text, "cpufreq CPU backend: " + bad);
                 continue;
             }
             if (file == core->file) {
@@ -216,11 +215,7 @@ public:
                           "first: {}",
                           path, list);
         }
-        if (left_.empty()) {
-            state_.remove();
-        } else {
-            write_state();
-        }
+        state_.remove();  // leaves only what was kept, if anything
     }
 
 private:
@@ -244,15 +239,16 @@ private:
         if (state_.path().empty()) {
             return;
         }
-        std::string text = "# slimlinkd --cpu cpufreq under " + root_ +
+        // Kept lines (StateFile::keep) follow: for a core lowered again
+        // here after a restore that failed, the older value, written back
+        // last, wins.
+        std::string text = "# slimlinkd pid " + std::to_string(::getpid()) +
+                           " --cpu cpufreq under " + root_ +
                            ": cores it may have lowered, the file and the value to write back";
         for (const Core& c : list_) {
-            if (recorded_.test(c.number) && left_.count(c.number) == 0) {
+            if (recorded_.test(c.number)) {
                 text += "\ncpu" + std::to_string(c.number) + " " + c.name + " " + c.original;
             }
-        }
-        for (const auto& [number, line] : left_) {
-            text += "\n" + line;
         }
         state_.write(text);
     }
@@ -264,9 +260,6 @@ private:
     CoreSet cores_;
     CoreSet touched_;   // written low and not restored since
     CoreSet recorded_;  // in the state file
-    // Lines of a previous service's state file that could not be restored:
-    // kept in the file for the next one.
-    std::map<unsigned, std::string> left_;
     StateFile state_;
 };
 

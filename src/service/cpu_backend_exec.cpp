@@ -11,9 +11,19 @@
 //   with its process group (each command leads its own), and is a failure;
 // - no inherited output: stdin, stdout and stderr are /dev/null;
 // - synchronous: the service waits for each command (at most the
-//   timeout), so that cores never change in an order the commands did not.
+//   timeout), so that cores never change in an order the commands did not;
+// - the state file (CpuBackend::use_state_file), as the port's exec
+//   backend has one: before a command lowers cores not recorded yet, the
+//   line "exec CORES TEMPLATE" names every core it may have lowered; the
+//   file goes once they are all back at full. A new service runs the full
+//   form for the cores a killed one left, with its own command, or, under
+//   another --cpu, with the one the line records (restore_left_cores).
 #include "service/cpu_backend.h"
+
+#include "base/log.h"
 #include "service/site_command.h"
+#include "service/state_file.h"
+#include "trace/trace.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -25,6 +35,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 extern char **environ;
@@ -77,11 +88,18 @@ public:
             return;
         }
         touched_ |= changed;
+        if ((touched_ & ~recorded_).any()) {
+            // Before the command: a service killed while it runs leaves
+            // the cores it may have lowered named.
+            recorded_ |= touched_;
+            write_state();
+        }
         if (std::string bad = run(changed, low); !bad.empty()) {
             throw CpuBackendError(bad);
         }
         if (!low) {
             touched_ &= ~changed;
+            forget_if_full();
         }
     }
 
@@ -93,13 +111,61 @@ public:
         std::string bad = run(touched_, false);
         if (bad.empty()) {
             touched_.reset();
+            forget_if_full();
         }
         return bad;
     }
 
+    void use_state_file(const std::string& path) override
+    {
+        state_.set_path(path);
+        if (path.empty()) {
+            return;
+        }
+        const std::optional<std::string> text = read_state_file_text(path, kMaxCpuStateBytes);
+        if (!text) {
+            return;
+        }
+        CoreSet left;
+        std::vector<std::string> lines;
+        for (const CpuStateLine& l : parse_cpu_state_file(*text).lines) {
+            CoreSet cores;
+            const std::size_t end = l.text.find(' ', 5);
+            if (l.kind == "cpufreq") {
+                // Another backend's: restore_left_cores tried it first.
+                state_.keep(l.text, l.not_restored);
+            } else if (l.kind != "exec" ||
+                       !parse_cpu_list(l.text.substr(5, end == std::string::npos ? end : end - 5),
+                                       cores)
+                                .empty() ||
+                       cores.none()) {
+                logger().warn("slimlinkd: CPU: state file {}: line '{}' names no cores to "
+                              "restore; ignored",
+                              path, predict::escape_for_message(l.text, 80));
+            } else {
+                left |= cores;
+                lines.push_back(l.text);
+            }
+        }
+        if (left.any()) {
+            if (std::string bad = run(left, false); bad.empty()) {
+                logger().warn("slimlinkd: CPU: a previous slimlinkd left cores low ({}); restored "
+                              "first: cores {} with '{}'",
+                              path, format_cpu_list(left), command_text(left, false));
+            } else {
+                logger().error("slimlinkd: CPU: restoring what a previous slimlinkd left low "
+                               "failed: {}; kept in {}",
+                               bad, path);
+                for (const std::string& l : lines) {
+                    state_.keep(l, bad);
+                }
+            }
+        }
+        state_.remove();  // leaves only what was kept, if anything
+    }
+
 private:
-    // Runs the command for `cores` at `low`; empty, or why it failed.
-    std::string run(const CoreSet& cores, bool low) const noexcept
+    std::vector<std::string> argv_of(const CoreSet& cores, bool low) const
     {
         std::vector<std::string> argv;
         std::string word;
@@ -108,6 +174,63 @@ private:
                        std::to_string(low ? low_khz_ : 0), word);
             argv.push_back(word);
         }
+        return argv;
+    }
+
+    std::string command_text(const CoreSet& cores, bool low) const
+    {
+        std::string text;
+        for (const std::string& a : argv_of(cores, low)) {
+            text.append(text.empty() ? "" : " ").append(a);
+        }
+        return text;
+    }
+
+    // The template as --cpu-exec gave it, its words one blank apart (it has
+    // no quoting, so this is the same command).
+    std::string template_text() const
+    {
+        std::string text;
+        for (const std::string& w : words_) {
+            text.append(text.empty() ? "" : " ").append(w);
+        }
+        return text;
+    }
+
+    void write_state()
+    {
+        if (state_.path().empty()) {
+            return;
+        }
+        std::string text = "# slimlinkd pid " + std::to_string(::getpid()) +
+                           " --cpu exec: cores it may have lowered and its command; the command "
+                           "with {level} full restores them";
+        if (recorded_.any()) {
+            text += "\nexec " + format_cpu_list(recorded_) + " " + template_text();
+        }
+        state_.write(text);
+    }
+
+    // Every core back at full: the file goes (kept lines stay).
+    void forget_if_full() noexcept
+    {
+        if (touched_.any() || recorded_.none()) {
+            return;
+        }
+        recorded_.reset();
+        try {
+            state_.remove();
+        } catch (const std::exception& e) {
+            // remove() logs its own failures; this is an allocation failing
+            // under restore(), which may not throw.
+            note_swallowed("exec CPU backend: removing the cores' state file", e);
+        }
+    }
+
+    // Runs the command for `cores` at `low`; empty, or why it failed.
+    std::string run(const CoreSet& cores, bool low) const noexcept
+    {
+        std::vector<std::string> argv = argv_of(cores, low);
         std::string text;
         std::vector<char *> pointers;
         for (std::string& a : argv) {
@@ -164,7 +287,9 @@ private:
     std::uint32_t low_khz_;
     std::chrono::milliseconds timeout_;
     CoreSet cores_;
-    CoreSet touched_;  // set low by a command and not restored since
+    CoreSet touched_;   // set low by a command and not restored since
+    CoreSet recorded_;  // in the state file
+    StateFile state_;
 };
 
 }  // namespace

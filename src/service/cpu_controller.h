@@ -57,8 +57,13 @@ public:
     // Idempotent.
     void stop(TimeNs now) noexcept;
     // The cores' state file (CpuBackend::use_state_file), once the socket's
-    // lock is held: what a killed service left low is restored first.
-    void use_state_file(const std::string& path) { backend_->use_state_file(path); }
+    // lock is held: what a killed service left low is restored first,
+    // whichever backend left it (restore_left_cores; `config`: this
+    // service's options, for a backend made only to restore).
+    void use_state_file(const std::string& path, const CpuBackendConfig& config, TimeNs now)
+    {
+        restore_left_cores(path, config, backend_.get(), now);
+    }
 
     const CpuBackend& backend() const { return *backend_; }
     bool failed() const { return failed_; }

@@ -6,6 +6,7 @@
 #include "link/service_protocol.h"
 #include "trace/trace.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -69,6 +70,35 @@ std::optional<std::string> read_state_file(const std::string& path)
     return predict::escape_for_message(text, text.size());
 }
 
+std::string StateFile::kept_text() const
+{
+    // Lines without a reason first: a note applies to every line after it.
+    std::string text;
+    for (const auto& [line, reason] : kept_) {
+        text += reason.empty() ? line + "\n" : std::string();
+    }
+    const std::string *why = nullptr;
+    for (const auto& [line, reason] : kept_) {
+        if (reason.empty()) {
+            continue;
+        }
+        if (why == nullptr || *why != reason) {
+            text += kNotRestoredNote + std::to_string(::getpid()) + ": " + reason + "\n";
+            why = &reason;
+        }
+        text += line + "\n";
+    }
+    return text;
+}
+
+void StateFile::keep(const std::string& line, const std::string& why)
+{
+    // One line: a reason that spans lines would end the note early.
+    std::string reason = why;
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    kept_.emplace_back(line, reason);
+}
+
 void StateFile::write(const std::string& text)
 {
     if (path_.empty()) {
@@ -76,7 +106,7 @@ void StateFile::write(const std::string& text)
     }
     try {
         const int fd           = base::open_output_file(path_, base::ExistingFile::truncate, 0600);
-        const std::string line = text + "\n";
+        const std::string line = text + "\n" + kept_text();
         const ssize_t n        = ::write(fd, line.data(), line.size());
         const int err          = n < 0 ? errno : 0;
         ::close(fd);
@@ -94,6 +124,11 @@ void StateFile::write(const std::string& text)
 void StateFile::remove()
 {
     if (path_.empty()) {
+        return;
+    }
+    if (!kept_.empty()) {
+        write("# slimlinkd pid " + std::to_string(::getpid()) +
+              ": what a previous slimlinkd left changed and this one could not restore");
         return;
     }
     if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace slim::link {
 
@@ -34,15 +36,33 @@ public:
     // This service wrote the file and has not removed it since.
     bool written() const { return written_; }
 
-    // Replaces the file's text by `text` (mode 0600). A failure is logged:
-    // the service goes on, only the next one will know less.
+    // Replaces the file's text by `text` (mode 0600), followed by the kept
+    // lines (keep()). A failure is logged: the service goes on, only the
+    // next one will know less.
     void write(const std::string& text);
-    // Removes the file, if there is one; a failure is logged.
+    // Removes the file, if there is one; a failure is logged. While lines
+    // are kept the file holds them alone instead: what a previous service
+    // left changed is never forgotten because this one restored its own.
     void remove();
 
+    // A line a previous service left (the cores' state file) that this one
+    // could not restore, and why: every write() adds it after the text,
+    // under a note "# not restored by slimlinkd pid P: WHY"
+    // (kNotRestoredNote), for the next service and slimlinkd --status; a
+    // line without a reason (another kind's, not tried yet) goes first,
+    // without a note.
+    void keep(const std::string& line, const std::string& why);
+    bool keeps() const { return !kept_.empty(); }
+
 private:
+    std::string kept_text() const;
+
     std::string path_;
     bool written_ = false;
+    std::vector<std::pair<std::string, std::string>> kept_;  // line, why
 };
+
+// The start of the note above a kept line, followed by the pid and ": WHY".
+inline constexpr const char *kNotRestoredNote = "# not restored by slimlinkd pid ";
 
 }  // namespace slim::link

@@ -84,6 +84,10 @@ tests_service_cpu_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAG
 tests_service_cpu_probe_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 TESTS += tests/service/slimlinkd-cpu.test
 EXTRA_DIST += tests/service/slimlinkd-cpu.test
+# The cores' state file: an exec service SIGKILLed with a core low, restored
+# by the next service whatever its --cpu; a cpufreq file under --cpu off.
+TESTS += tests/service/slimlinkd-cpu-state.test
+EXTRA_DIST += tests/service/slimlinkd-cpu-state.test
 
 # slimlink-run's start lock, --status, inherited descriptors and --log-file
 # against what another user can plant.

@@ -26,6 +26,7 @@
 #include "link/service_protocol.h"
 #include "trace/trace.h"
 #include "service/backend_registry.h"
+#include "service/cpu_backend.h"
 #include "service/cpu_controller.h"
 #include "service/port_service.h"
 #include "service/service_server.h"
@@ -345,6 +346,118 @@ void print_left_state(const std::string& path)
     }
 }
 
+// The cores' state file next to the socket, read for --status; nullopt
+// when there is none. One of another user (a system instance's, to a
+// user) is not read: `readable` false.
+struct LeftCores {
+    std::string path;
+    bool readable = true;
+    std::vector<std::string> lines;  // as they are, escaped, comments too
+    link::CpuStateFile parsed;
+};
+
+std::optional<LeftCores> read_left_cores(const std::string& socket)
+{
+    LeftCores left;
+    left.path = socket + link::kCpuStateFileSuffix;
+    struct stat st {};
+    if (::lstat(left.path.c_str(), &st) != 0) {
+        return std::nullopt;
+    }
+    if (st.st_uid != ::geteuid()) {
+        left.readable = false;
+        return left;
+    }
+    const std::optional<std::string> text =
+            link::read_state_file_text(left.path, link::kMaxCpuStateBytes);
+    if (!text) {
+        left.readable = false;
+        return left;
+    }
+    left.parsed = link::parse_cpu_state_file(*text);
+    std::size_t start = 0;
+    while (start < text->size()) {
+        const std::size_t end  = std::min(text->find('\n', start), text->size());
+        const std::string line = text->substr(start, end - start);
+        if (!line.empty()) {
+            // Written by a service, but shown on a terminal: escaped as
+            // every text the tree did not write itself here.
+            left.lines.push_back(slim::predict::escape_for_message(line, line.size()));
+        }
+        start = end + 1;
+    }
+    return left;
+}
+
+// The data lines and the reasons, in one line for a message.
+std::string left_cores_text(const LeftCores& left)
+{
+    std::string text;
+    for (const link::CpuStateLine& l : left.parsed.lines) {
+        text.append(text.empty() ? "" : "; ")
+                .append(slim::predict::escape_for_message(l.text, l.text.size()));
+    }
+    if (!left.parsed.not_restored.empty()) {
+        text += " (not restored: " +
+                slim::predict::escape_for_message(left.parsed.not_restored,
+                                                  left.parsed.not_restored.size()) +
+                ")";
+    }
+    return text.empty() ? "no cores listed" : text;
+}
+
+// A service killed while cores were low leaves the cores' state file: say
+// so, as for the port's.
+void print_left_cores(const std::string& socket)
+{
+    const std::optional<LeftCores> left = read_left_cores(socket);
+    if (left && left->readable) {
+        std::fprintf(stderr,
+                     "%s: the last slimlinkd on this socket may have left cores low (%s; state "
+                     "file %s); the next slimlinkd restores them when it starts\n",
+                     program, left_cores_text(*left).c_str(), left->path.c_str());
+    }
+}
+
+// What --status shows of the cores' state file while a service (`pid`)
+// listens: null when there is none; else what it says, who wrote it and
+// whether it holds a previous service's cores that the running one did not
+// restore (restored false; null when it is only the running service's own
+// record of the cores it has low now). A restore that succeeded removed
+// the file: the log says what it restored.
+nlohmann::ordered_json left_cores_json(const std::string& socket, std::int64_t pid,
+                                       std::string& not_restored)
+{
+    using Json                          = nlohmann::ordered_json;
+    const std::optional<LeftCores> left = read_left_cores(socket);
+    not_restored.clear();
+    if (!left) {
+        return nullptr;
+    }
+    Json j;
+    j["path"] = left->path;
+    if (!left->readable) {
+        j["readable"] = false;
+        return j;
+    }
+    const link::CpuStateFile& f = left->parsed;
+    const bool previous =
+            (f.writer_pid != pid || !f.not_restored.empty()) && !f.lines.empty();
+    if (previous) {
+        not_restored = left_cores_text(*left);
+    }
+    j["readable"]        = true;
+    j["lines"]           = left->lines;
+    j["written_by_pid"]  = f.writer_pid != 0 ? Json(f.writer_pid) : Json(nullptr);
+    j["by_this_service"] = f.writer_pid == pid;
+    j["restored"]        = previous ? Json(false) : Json(nullptr);
+    j["not_restored"]           = f.not_restored.empty()
+                                          ? Json(nullptr)
+                                          : Json(slim::predict::escape_for_message(
+                                                    f.not_restored, f.not_restored.size()));
+    return j;
+}
+
 // One request without payload on a --status connection and its answer in
 // `buf`, each step bounded by status_step_timeout: 0, or the errno (a
 // closed connection is ECONNRESET). A descriptor the answer carries is
@@ -455,8 +568,9 @@ int print_status(const Options& o)
     } catch (const link::ServiceError& e) {
         std::fprintf(stderr, "%s: %s\n", program, e.what());
         // A service that died leaves its socket; what it could not restore
-        // is in the state file next to it (read only if it is ours).
+        // is in the state files next to it (read only if they are ours).
         print_left_state(o.socket + link::kStateFileSuffix);
+        print_left_cores(o.socket);
         return exit_failure;
     }
     std::vector<std::uint8_t> buf(io::kReceiveBytes);
@@ -544,6 +658,17 @@ int print_status(const Options& o)
             std::fprintf(stderr, "%s: the CPU status of the service on %s: %s\n", program,
                          o.socket.c_str(), cpu_error.c_str());
         }
+    }
+    // Read here, not asked: a service under --cpu off restores the cores
+    // too, and has no CPU status to say it in.
+    std::string not_restored;
+    j["cpu_state_file"] = left_cores_json(o.socket, s.pid, not_restored);
+    if (!not_restored.empty()) {
+        std::fprintf(stderr,
+                     "%s: the cores' state file %s: a previous slimlinkd left cores low that "
+                     "the service on %s has not restored: %s\n",
+                     program, (o.socket + link::kCpuStateFileSuffix).c_str(), o.socket.c_str(),
+                     not_restored.c_str());
     }
     std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
     return std::cout.flush() ? 0 : exit_failure;
@@ -719,8 +844,13 @@ int serve(const Options& o, int ready)
         slim::logger().info("slimlinkd: {}", cpu->backend().describe());
     }
     service->use_state_file(server->socket_path() + link::kStateFileSuffix);
+    // Cores a killed service left low are restored under --cpu off too:
+    // not driving the cores is no reason to leave them low.
+    const std::string cpu_state = server->socket_path() + link::kCpuStateFileSuffix;
     if (cpu) {
-        cpu->use_state_file(server->socket_path() + link::kCpuStateFileSuffix);
+        cpu->use_state_file(cpu_state, o.cpu, link::steady_now_ns());
+    } else {
+        link::restore_left_cores(cpu_state, o.cpu, nullptr, link::steady_now_ns());
     }
     if (ready >= 0) {
         const std::string m              = std::to_string(::getpid()) + "\n";

@@ -9,6 +9,7 @@
 #include "service/cpu_controller.h"
 
 #include "base/parse.h"
+#include "service/state_file.h"
 #include "predict/cpu_model.h"
 
 #include <catch2/catch.hpp>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -511,6 +513,179 @@ TEST_CASE("the exec CPU backend runs a command without a shell, bounded", "[cpu]
     CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("{level}"));
     config.exec_template = "true {level}";
     CHECK_THROWS_WITH(make_cpu_backend("exec", config, 0), Contains("by its path"));
+}
+
+namespace {
+
+std::string file_text(const std::string& path)
+{
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+}  // namespace
+
+TEST_CASE("the cores' state file reads back what the backends write", "[cpu]")
+{
+    const std::string text = "# slimlinkd pid 4242 --cpu exec: cores it may have lowered\n"
+                             "exec 0,2-3 /usr/sbin/set-cores {level} {cores}\n"
+                             "# not restored by slimlinkd pid 7: cpufreq CPU backend: absent\n"
+                             "cpu1 scaling_setspeed 2000000\r\n"
+                             "\n"
+                             "something else\n";
+    const CpuStateFile f = parse_cpu_state_file(text);
+    CHECK(f.writer_pid == 4242);
+    CHECK(f.not_restored == "cpufreq CPU backend: absent");
+    REQUIRE(f.lines.size() == 3);
+    CHECK(f.lines[0].kind == "exec");
+    CHECK(f.lines[0].text == "exec 0,2-3 /usr/sbin/set-cores {level} {cores}");
+    CHECK(f.lines[0].not_restored.empty());
+    CHECK(f.lines[1].kind == "cpufreq");
+    CHECK(f.lines[1].text == "cpu1 scaling_setspeed 2000000");
+    CHECK(f.lines[1].not_restored == "cpufreq CPU backend: absent");
+    CHECK(f.lines[2].kind.empty());
+    CHECK(parse_cpu_state_file("cpu0 scaling_max_freq 1").writer_pid == 0);  // an older file
+
+    SECTION("kept lines go after the writer's own, under their reason, and outlive remove()")
+    {
+        FakeSysfs dir;
+        const std::string path = dir.root + "/s.sock.cpu-state";
+        StateFile file;
+        file.set_path(path);
+        file.keep("cpu1 scaling_setspeed 2000000", "it failed");
+        file.keep("exec 0 /bin/true {level}", "");
+        file.write("# slimlinkd pid 1 --cpu exec: own\nexec 3 /bin/x {level}");
+        const CpuStateFile back = parse_cpu_state_file(file_text(path));
+        REQUIRE(back.lines.size() == 3);
+        CHECK(back.lines[0].text == "exec 3 /bin/x {level}");
+        CHECK(back.lines[0].not_restored.empty());
+        CHECK(back.lines[1].text == "exec 0 /bin/true {level}");  // no reason: before any note
+        CHECK(back.lines[1].not_restored.empty());
+        CHECK(back.lines[2].not_restored == "it failed");
+        file.remove();
+        const CpuStateFile left = parse_cpu_state_file(file_text(path));
+        CHECK(left.writer_pid == ::getpid());
+        REQUIRE(left.lines.size() == 2);
+        CHECK(left.not_restored == "it failed");
+    }
+}
+
+TEST_CASE("the exec CPU backend records the cores it lowers; the next service restores them",
+          "[cpu]")
+{
+    FakeSysfs dir;
+    const std::string calls  = dir.root + "/calls";
+    const std::string script = dir.root + "/cores";
+    std::ofstream(script) << "#!/bin/sh\necho \"$1 $2\" >>" << calls << "\n";
+    REQUIRE(::chmod(script.c_str(), 0755) == 0);
+    const std::string state = dir.root + "/s.sock.cpu-state";
+    const std::string line  = "exec 0 " + script + " {level} {cores}";
+    CpuBackendConfig config;
+    config.exec_template = script + " {level} {cores}";
+    auto last_call       = [&] {
+        std::istringstream in(file_text(calls));
+        std::string l, last;
+        while (std::getline(in, l)) {
+            last = l;
+        }
+        return last;
+    };
+
+    std::string left;
+    {
+        auto b = make_cpu_backend("exec", config, 0);
+        b->use_state_file(state);  // none yet
+        CHECK_FALSE(exists(state));
+        b->set(cores_of({0}), true, 0);
+        CHECK(last_call() == "low 0");
+        left = file_text(state);
+        CHECK_THAT(left, Contains("\n" + line + "\n"));
+        CHECK(parse_cpu_state_file(left).writer_pid == ::getpid());
+        b->set(cores_of({0}), false, 0);
+        CHECK(last_call() == "full 0");
+        CHECK_FALSE(exists(state));  // back at full: gone
+        b->set(cores_of({0}), true, 0);
+        CHECK(exists(state));
+    }  // destroyed: restored, and the file with it
+    CHECK(last_call() == "full 0");
+    CHECK_FALSE(exists(state));
+
+    SECTION("a service killed with core 0 low: the next exec service runs the full form first")
+    {
+        std::ofstream(calls, std::ios::trunc).flush();
+        std::ofstream(state) << left;
+        auto next = make_cpu_backend("exec", config, 0);
+        restore_left_cores(state, config, next.get(), 0);
+        CHECK(last_call() == "full 0");
+        CHECK_FALSE(exists(state));
+    }
+    SECTION("--cpu off and emulated restore with the command the file records")
+    {
+        for (const bool off : {true, false}) {
+            std::ofstream(calls, std::ios::trunc).flush();
+            std::ofstream(state) << left;
+            CpuBackendConfig other;  // no --cpu-exec
+            auto emulated = off ? nullptr : make_cpu_backend("emulated", other, 0);
+            restore_left_cores(state, other, emulated.get(), 0);
+            CHECK(last_call() == "full 0");
+            CHECK_FALSE(exists(state));
+        }
+    }
+    SECTION("a restore that fails keeps the line with the reason, until one succeeds")
+    {
+        std::ofstream(state) << left;
+        CpuBackendConfig failing;
+        failing.exec_template = "/bin/false {level}";
+        {
+            CpuController cpu(make_cpu_backend("exec", failing, 0));
+            cpu.use_state_file(state, failing, 0);
+            const CpuStateFile kept = parse_cpu_state_file(file_text(state));
+            REQUIRE(kept.lines.size() == 1);
+            CHECK(kept.lines[0].text == line);
+            CHECK_THAT(kept.not_restored, Contains("exited with status 1"));
+        }  // stopped: the file stays
+        REQUIRE(exists(state));
+        restore_left_cores(state, CpuBackendConfig{}, nullptr, 0);
+        CHECK(last_call() == "full 0");
+        CHECK_FALSE(exists(state));
+    }
+    SECTION("a cpufreq line where there is no cpufreq is kept, with why; exec's are restored")
+    {
+        std::ofstream(calls, std::ios::trunc).flush();
+        std::ofstream(state) << left << "cpu0 scaling_setspeed 2000000\n";
+        CpuBackendConfig none;
+        none.sysfs_root = dir.root + "/none";
+        REQUIRE(::mkdir(none.sysfs_root.c_str(), 0755) == 0);
+        restore_left_cores(state, none, nullptr, 0);
+        CHECK(last_call() == "full 0");
+        const CpuStateFile kept = parse_cpu_state_file(file_text(state));
+        REQUIRE(kept.lines.size() == 1);
+        CHECK(kept.lines[0].text == "cpu0 scaling_setspeed 2000000");
+        CHECK_THAT(kept.not_restored, Contains("cpufreq CPU backend"));
+
+        // A running exec service keeps it in its own records.
+        auto b = make_cpu_backend("exec", config, 0);
+        restore_left_cores(state, none, b.get(), 0);
+        b->set(cores_of({0}), true, 0);
+        const CpuStateFile both = parse_cpu_state_file(file_text(state));
+        REQUIRE(both.lines.size() == 2);
+        CHECK(both.lines[0].text == line);
+        CHECK(both.lines[1].text == "cpu0 scaling_setspeed 2000000");
+        CHECK(b->restore(0).empty());
+        CHECK(parse_cpu_state_file(file_text(state)).lines.size() == 1);  // not ours to drop
+
+        // Where the tree is, it is restored.
+        FakeSysfs sys;
+        sys.add(0);
+        sys.write(sys.dir(0) + "/scaling_setspeed", "800000");
+        CpuBackendConfig tree;
+        tree.sysfs_root = sys.root;
+        restore_left_cores(state, tree, nullptr, 0);
+        CHECK(sys.read(sys.dir(0) + "/scaling_setspeed") == "2000000");
+        CHECK_FALSE(exists(state));
+    }
 }
 
 TEST_CASE("a job's CPU section: per core, against a hand computation", "[cpu]")
