@@ -110,7 +110,8 @@ std::string exec_template_of(const std::string& line)
 {
     const std::size_t cores = line.find_first_not_of(' ', 5);
     const std::size_t space = cores == std::string::npos ? cores : line.find(' ', cores);
-    return space == std::string::npos ? std::string() : std::string(parse::trim(line.substr(space)));
+    return space == std::string::npos ? std::string()
+                                      : std::string(parse::trim(line.substr(space)));
 }
 
 }  // namespace

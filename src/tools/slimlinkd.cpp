@@ -374,7 +374,7 @@ std::optional<LeftCores> read_left_cores(const std::string& socket)
         left.readable = false;
         return left;
     }
-    left.parsed = link::parse_cpu_state_file(*text);
+    left.parsed       = link::parse_cpu_state_file(*text);
     std::size_t start = 0;
     while (start < text->size()) {
         const std::size_t end  = std::min(text->find('\n', start), text->size());
@@ -441,8 +441,7 @@ nlohmann::ordered_json left_cores_json(const std::string& socket, std::int64_t p
         return j;
     }
     const link::CpuStateFile& f = left->parsed;
-    const bool previous =
-            (f.writer_pid != pid || !f.not_restored.empty()) && !f.lines.empty();
+    const bool previous = (f.writer_pid != pid || !f.not_restored.empty()) && !f.lines.empty();
     if (previous) {
         not_restored = left_cores_text(*left);
     }
@@ -451,10 +450,9 @@ nlohmann::ordered_json left_cores_json(const std::string& socket, std::int64_t p
     j["written_by_pid"]  = f.writer_pid != 0 ? Json(f.writer_pid) : Json(nullptr);
     j["by_this_service"] = f.writer_pid == pid;
     j["restored"]        = previous ? Json(false) : Json(nullptr);
-    j["not_restored"]           = f.not_restored.empty()
-                                          ? Json(nullptr)
-                                          : Json(slim::predict::escape_for_message(
-                                                    f.not_restored, f.not_restored.size()));
+    j["not_restored"]    = f.not_restored.empty() ? Json(nullptr)
+                                                  : Json(slim::predict::escape_for_message(
+                                                            f.not_restored, f.not_restored.size()));
     return j;
 }
 

@@ -535,7 +535,7 @@ TEST_CASE("the cores' state file reads back what the backends write", "[cpu]")
                              "cpu1 scaling_setspeed 2000000\r\n"
                              "\n"
                              "something else\n";
-    const CpuStateFile f = parse_cpu_state_file(text);
+    const CpuStateFile f   = parse_cpu_state_file(text);
     CHECK(f.writer_pid == 4242);
     CHECK(f.not_restored == "cpufreq CPU backend: absent");
     REQUIRE(f.lines.size() == 3);
