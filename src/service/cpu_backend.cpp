@@ -54,6 +54,20 @@ std::vector<std::string> cpu_backend_names()
     return names;
 }
 
+std::optional<std::vector<CpuStateLine>> adopt_cpu_state_file(StateFile& state,
+                                                              const std::string& path)
+{
+    state.set_path(path);
+    if (path.empty()) {
+        return std::nullopt;
+    }
+    const std::optional<std::string> text = read_state_file_text(path, kMaxCpuStateBytes);
+    if (!text) {
+        return std::nullopt;
+    }
+    return parse_cpu_state_file(*text).lines;
+}
+
 CpuStateFile parse_cpu_state_file(const std::string& text)
 {
     CpuStateFile file;

@@ -123,6 +123,13 @@ CpuStateFile parse_cpu_state_file(const std::string& text);
 // core, a template line per service whose lines were kept.
 inline constexpr std::size_t kMaxCpuStateBytes = service::kMaxCpus * 48 + 16 * 1024;
 
+class StateFile;
+// How a backend's use_state_file() starts: `state` takes `path` for the
+// backend's own records, and the lines a previous service left there are
+// returned; none without a path or a file.
+std::optional<std::vector<CpuStateLine>> adopt_cpu_state_file(StateFile& state,
+                                                              const std::string& path);
+
 // What a previous service's cores' state file at `path` lists, restored
 // first, whatever this service runs (`running`: its backend, before it
 // drives a core; null for --cpu off), each kind of line by a backend of

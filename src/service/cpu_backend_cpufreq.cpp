@@ -158,16 +158,13 @@ public:
 
     void use_state_file(const std::string& path) override
     {
-        state_.set_path(path);
-        if (path.empty()) {
-            return;
-        }
-        const std::optional<std::string> text = read_state_file_text(path, kMaxCpuStateBytes);
-        if (!text) {
+        const std::optional<std::vector<CpuStateLine>> left_lines =
+                adopt_cpu_state_file(state_, path);
+        if (!left_lines) {
             return;
         }
         std::vector<std::string> restored;
-        for (const CpuStateLine& l : parse_cpu_state_file(*text).lines) {
+        for (const CpuStateLine& l : *left_lines) {
             if (l.kind == "exec") {
                 // Another backend's: restore_left_cores tried it first.
                 state_.keep(l.text, l.not_restored);

@@ -118,17 +118,14 @@ public:
 
     void use_state_file(const std::string& path) override
     {
-        state_.set_path(path);
-        if (path.empty()) {
-            return;
-        }
-        const std::optional<std::string> text = read_state_file_text(path, kMaxCpuStateBytes);
-        if (!text) {
+        const std::optional<std::vector<CpuStateLine>> left_lines =
+                adopt_cpu_state_file(state_, path);
+        if (!left_lines) {
             return;
         }
         CoreSet left;
         std::vector<std::string> lines;
-        for (const CpuStateLine& l : parse_cpu_state_file(*text).lines) {
+        for (const CpuStateLine& l : *left_lines) {
             CoreSet cores;
             const std::size_t end = l.text.find(' ', 5);
             if (l.kind == "cpufreq") {
