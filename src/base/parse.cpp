@@ -90,6 +90,20 @@ double real(const char *var, const std::string& value, double min, double max)
     return result;
 }
 
+std::optional<double> percentage(std::string_view text, double min, double max)
+{
+    text = trim(text);
+    if (!text.empty() && text.back() == '%') {
+        text.remove_suffix(1);
+        text = trim(text);
+    }
+    double result = 0;
+    if (!whole_double(text, result) || result < min || result > max) {
+        return std::nullopt;
+    }
+    return result;
+}
+
 std::chrono::nanoseconds duration(const char *var, const std::string& value,
                                   std::chrono::nanoseconds min, std::chrono::nanoseconds max)
 {

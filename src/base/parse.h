@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -42,6 +43,11 @@ std::int64_t integer(const char *var, const std::string& value, std::int64_t min
 
 // A finite decimal number ("0.05", "1e-3") in [min, max].
 double real(const char *var, const std::string& value, double min, double max);
+
+// A percentage: a finite decimal number with an optional trailing '%'
+// ("5", "0.5%", " 2 % "), in [min, max]; none otherwise, for the caller to
+// refuse in its own words.
+std::optional<double> percentage(std::string_view text, double min, double max);
 
 // A duration: a non-negative number followed by a unit ns, us, ms or s
 // ("10us", "1.5ms", "1s"), in [min, max], rounded to the nearest nanosecond.

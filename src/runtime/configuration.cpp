@@ -165,16 +165,11 @@ constexpr const char *max_slowdown_accepted =
 // UCX_SLIM_MAX_SLOWDOWN: "1%", "0.5 %", "5".
 double parse_max_slowdown(const std::string& value)
 {
-    std::string_view text = parse::trim(value);
-    if (!text.empty() && text.back() == '%') {
-        text.remove_suffix(1);
-        text = parse::trim(text);
-    }
-    try {
-        return parse::real(Config::max_slowdown_var, std::string(text), 0.0, 100.0);
-    } catch (const Error&) {
+    const std::optional<double> pct = parse::percentage(value, 0.0, 100.0);
+    if (!pct) {
         throw ConfigError(parse::bad_value(Config::max_slowdown_var, value, max_slowdown_accepted));
     }
+    return *pct;
 }
 
 // A refused value's full message, for describe_bad_values(): UCX's own

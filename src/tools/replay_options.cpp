@@ -164,13 +164,9 @@ ReplayOptions parse_replay_options(int argc, char **argv)
     app.add_option_function<std::string>(
                "--max-slowdown",
                [&](const std::string& v) {
-                   std::string pct = value_of("--max-slowdown", "PCT", v);
-                   if (!pct.empty() && pct.back() == '%') {
-                       pct.pop_back();
-                   }
-                   try {
-                       o.max_slowdown_pct = parse::real("--max-slowdown", pct, 0.0, 100.0);
-                   } catch (const slim::Error&) {
+                   o.max_slowdown_pct =
+                           parse::percentage(value_of("--max-slowdown", "PCT", v), 0.0, 100.0);
+                   if (!o.max_slowdown_pct) {
                        throw UsageError(slim::parse::bad_value(
                                "--max-slowdown", v,
                                "a percentage from 0 to 100, e.g. 1, 0.5% or 5%"));

@@ -75,9 +75,10 @@ using Events = std::vector<slim::predict::Event>;
 using Waits  = std::vector<slim::predict::Wait>;
 
 slim::cpu::CpuResult replay_cpu(const Waits& waits, const Events& events, const Span& span,
-                                const slim::cpu::CpuConfig& core, slim::cpu::CpuPolicy& policy)
+                                const slim::cpu::CpuConfig& core, slim::cpu::CpuPolicy& policy,
+                                std::vector<slim::cpu::CpuPlan> *plans = nullptr)
 {
-    return slim::cpu::replay_waits(waits, events, *span.first, *span.last, core, policy);
+    return slim::cpu::replay_waits(waits, events, *span.first, *span.last, core, policy, plans);
 }
 
 // --cpu with --timeline (replay_report.h, CpuTimeline): the waits that overlap
@@ -158,8 +159,7 @@ slim::tools::CpuReplay cpu_side(const Options& o, const Waits& waits, const Even
     }
     const bool timeline = o.timeline_events > 0;
     std::vector<slim::cpu::CpuPlan> plans;
-    c.result = slim::cpu::replay_waits(waits, events, *span.first, *span.last, core, *policy,
-                                       timeline ? &plans : nullptr);
+    c.result = replay_cpu(waits, events, span, core, *policy, timeline ? &plans : nullptr);
     if (timeline) {
         c.timeline = cpu_timeline(core, waits, plans, events, driver.timeline(),
                                   driver.config().timeline_first_event);
