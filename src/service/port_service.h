@@ -63,6 +63,9 @@ struct PortServiceOptions {
     std::string port_name = "emulated";
     // LinkConfig::lane_watts of the port: the always-on baseline of reports.
     double lane_watts = LinkConfig{}.lane_watts;
+    // LinkConfig::low_width: the narrowest width a client may ask for (an
+    // EEE port's 0, LPI allowed).
+    unsigned low_width = LinkConfig{}.low_width;
 };
 
 // What a client attaching says about itself (from AttachRequest and the

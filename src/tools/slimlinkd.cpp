@@ -21,6 +21,7 @@
 #include "base/parse.h"
 #include "link/backend.h"
 #include "predict/link_model.h"
+#include "predict/link_profile.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
@@ -177,17 +178,10 @@ Options parse_options(int argc, char **argv)
                        throw UsageError(parse::bad_value("--link-config", v, link_forms) + " (" +
                                         e.what() + ")");
                    }
-                   // Ranks account their own demand with the port's figures,
-                   // which the attach reply carries without it: the two
-                   // would disagree.
-                   if (o.link.low_power_fraction) {
-                       throw UsageError("--link-config: lowP is not passed on to the ranks, "
-                                        "whose own accounting would then disagree with the "
-                                        "port's; evaluate it on a trace with slim-replay --link");
-                   }
                },
-               "the port: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset (default "
-               "L=4,P=0.5,low=1,tau=10us)")
+               "the port's profile, which ranks take over: a preset (" + link::preset_names() +
+                       "), KEY=VALUE items L,P,low,tau,lowP (eee presets: P,Tw,Ts,lowP), or a "
+                       "preset and items (default L=4,P=0.5,low=1,tau=10us)")
             ->type_name("SPEC");
     app.add_option_function<std::string>(
                "--cpu",
@@ -793,6 +787,7 @@ int serve(const Options& o, int ready)
     link::PortServiceOptions service_options;
     service_options.port_name  = link::service_port_name(o.port);
     service_options.lane_watts = o.link.lane_watts;
+    service_options.low_width  = o.link.low_width;
     std::string backend_error;
     std::unique_ptr<link::PortService> service;
     try {
