@@ -114,10 +114,9 @@ BackendConfig eee_port(const std::string& device             = "eth0",
                        std::optional<std::uint32_t> timer_us = std::nullopt)
 {
     BackendConfig config;
-    config.link.lanes     = 1;
-    config.link.low_width = 1;  // the EEE profile's low width 0 is the lead's model change
-    config.device         = device;
-    config.eee_timer_us   = timer_us;
+    config.link.lanes   = 1;
+    config.device       = device;
+    config.eee_timer_us = timer_us;
     return config;
 }
 
