@@ -181,6 +181,7 @@ void PortService::apply_until(std::optional<TimeNs> h)
         if (width != applied_) {
             set_port(width, at);
         }
+        release_if_unused();
         for (const auto& [client, needs] : traffic) {
             const TimeNs wait = backend_->traffic(needs);
             if (wait > 0) {
