@@ -16,6 +16,7 @@
 #include "service/backend_ethtool.h"
 
 #include "base/log.h"
+#include "predict/link_profile.h"
 #include "service/backend_registry.h"
 #include "service/state_file.h"
 #include "trace/trace.h"
@@ -284,10 +285,10 @@ BackendResult make_ethtool_backend(const BackendConfig& config, const EeeDeviceF
     if (probe.error != 0) {
         return fail(eee_refusal(config.device, "changing", probe.error, probe.detail));
     }
-    if (config.link.lanes != 1) {
-        return fail("ethtool link backend: an EEE port has one lane, active (1) or in low-power "
-                    "idle (0); --link-config L=" +
-                    std::to_string(config.link.lanes) + " does not describe it");
+    if (config.link.kind != LinkKind::eee || config.link.lanes != 1) {
+        return fail("ethtool link backend: an EEE port is active (1) or in low-power idle (0); "
+                    "--link-config " +
+                    link_spec(config.link) + " does not describe it (give an eee-* profile)");
     }
     return {std::make_unique<EthtoolBackend>(config.device, std::move(device), found.settings,
                                              config.eee_timer_us),

@@ -328,6 +328,19 @@ Options parse_options(int argc, char **argv)
     if (o.backend != "exec" && !o.exec_template.empty()) {
         throw UsageError("--exec is the command of --link exec; add --link exec or drop --exec");
     }
+    // The profile is the port's: an EEE port allows LPI or not, an
+    // InfiniBand port changes width; neither backend can drive the other.
+    const bool eee = o.link.kind == link::LinkKind::eee;
+    if (o.backend == "ethtool" && !eee) {
+        throw UsageError("--link ethtool drives an Ethernet port's EEE: give its profile, "
+                         "--link-config eee-... (e.g. eee-10gbase-t; slim-replay(1), LINK "
+                         "PROFILES)");
+    }
+    if ((o.backend == "ibmad" || o.backend == "exec") && eee) {
+        throw UsageError("--link " + o.backend +
+                         " changes an InfiniBand port's width; an eee-* --link-config needs "
+                         "--link ethtool or emulated");
+    }
     if (o.backend != "ethtool" && o.eee_timer_us) {
         throw UsageError("--eee-timer is the timer of --link ethtool; add --link ethtool or drop "
                          "--eee-timer");

@@ -114,7 +114,7 @@ BackendConfig eee_port(const std::string& device             = "eth0",
                        std::optional<std::uint32_t> timer_us = std::nullopt)
 {
     BackendConfig config;
-    config.link.lanes   = 1;
+    config.link         = slim::link::parse_link_config("eee-10gbase-t");
     config.device       = device;
     config.eee_timer_us = timer_us;
     return config;
@@ -306,11 +306,11 @@ TEST_CASE("ethtool: refusals name the interface, the kernel's answer and what to
         CHECK_THAT(refusal(eee_port("a/b")), Contains("--device") && Contains("'/'"));
         CHECK_THAT(refusal(eee_port("sixteen-chars-ab")), Contains("1 to 15 characters"));
     }
-    SECTION("a port model of more than one lane")
+    SECTION("an InfiniBand port's profile")
     {
         BackendConfig config = eee_port();
-        config.link.lanes    = 4;
-        CHECK_THAT(refusal(config), Contains("one lane") && Contains("L=4"));
+        config.link          = slim::link::LinkConfig{};
+        CHECK_THAT(refusal(config), Contains("eee-* profile") && Contains("L=4"));
     }
 }
 
