@@ -5,6 +5,7 @@
 
 #include "predict/replay.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -40,7 +41,8 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     // the penalty bound and the one with the least penalty, which saves
     // least, is followed until another beats it.
     std::vector<Candidate> c;
-    // Timeouts from 2 tau up: where every idle interval is long the
+    // Timeouts from 2 tau up (candidates_for() puts the first at the
+    // link's round trip): where every idle interval is long the
     // shortest wins; where short ones are many the longer keep the penalty
     // down (each late wake-up costs tau).
     for (TimeNs t : {20'000, 50'000, 100'000, 200'000}) {
@@ -71,6 +73,13 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
     runs(2, 200'000, 50'000);
     runs(2, 50'000, 0);
     runs(1, 50'000, 50'000);
+    return c;
+}
+
+std::vector<Candidate> AdaptiveConfig::candidates_for(const LinkConfig& link)
+{
+    std::vector<Candidate> c = default_candidates();
+    c.front().timeout_ns     = std::max<TimeNs>(round_trip_ns(link), 1);
     return c;
 }
 

@@ -69,6 +69,7 @@ GapPolicy::GapPolicy(const PolicySpec& spec, const LinkConfig& link, bool packed
     case PolicyKind::adaptive: {
         AdaptiveConfig a;
         a.link            = link;
+        a.candidates      = AdaptiveConfig::candidates_for(link);
         a.packed          = packed;
         a.max_penalty_pct = spec_.max_slowdown_pct;
         adaptive_         = std::make_unique<AdaptivePolicy>(a);
