@@ -78,8 +78,19 @@ std::vector<Candidate> AdaptiveConfig::default_candidates()
 
 std::vector<Candidate> AdaptiveConfig::candidates_for(const LinkConfig& link)
 {
+    // The set's durations are in units of the round trip it was chosen on
+    // (the thesis's port: 2 tau = 20 us), so on that port it is unchanged.
+    constexpr double chosen_on_ns = 20'000.0;
+    const double scale            = static_cast<double>(round_trip_ns(link)) / chosen_on_ns;
+    const auto scaled             = [scale](TimeNs ns) {
+        return ns == 0 ? ns : std::max<TimeNs>(1, std::llround(static_cast<double>(ns) * scale));
+    };
     std::vector<Candidate> c = default_candidates();
-    c.front().timeout_ns     = std::max<TimeNs>(round_trip_ns(link), 1);
+    for (Candidate& k : c) {
+        k.timeout_ns          = scaled(k.timeout_ns);
+        k.fallback_timeout_ns = scaled(k.fallback_timeout_ns);
+        k.after_ns            = scaled(k.after_ns);
+    }
     return c;
 }
 

@@ -58,11 +58,12 @@ struct AdaptiveConfig {
     double half_life_checks = 8.0;  // decay of the scores
 
     static std::vector<Candidate> default_candidates();
-    // The same set on `link`: its shortest timeout is the link's round trip
-    // (down and up again, round_trip_ns()) instead of 20 us, which is the
-    // thesis's port's (2 tau). A port that wakes faster (EEE at 10GBASE-T:
-    // 7.36 us) pays off on shorter idle periods; one that sleeps slowly
-    // (1000BASE-T: 198.5 us) does not on 20 us ones.
+    // The same set on `link`: its timeouts and its "again after" delays
+    // scaled by the link's round trip (down and up again, round_trip_ns())
+    // over the thesis's port's, 20 us (2 tau), on which the set was chosen:
+    // unchanged there. A port that wakes faster (EEE at 10GBASE-T: 7.36 us)
+    // pays off on shorter idle periods; one that sleeps slowly (1000BASE-T:
+    // 198.5 us) does not on 20 to 200 us ones.
     static std::vector<Candidate> candidates_for(const LinkConfig& link);
 };
 

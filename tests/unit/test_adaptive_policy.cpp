@@ -562,3 +562,26 @@ TEST_CASE("the adaptive policy holds the slowdown bound it is given: 1 % and 5 %
     CHECK(*slim::link::replay(b.events, adaptive_replay()).energy_savings_pct ==
           *at_1.energy_savings_pct);
 }
+
+TEST_CASE("the adaptive candidates' durations follow the link's round trip", "[adaptive]")
+{
+    const auto defaults = AdaptiveConfig::default_candidates();
+    SECTION("on the thesis's port (round trip 2 tau = 20 us) the set is the one chosen")
+    {
+        const auto c = AdaptiveConfig::candidates_for(slim::link::LinkConfig{});
+        REQUIRE(c.size() == defaults.size());
+        for (std::size_t i = 0; i < c.size(); ++i) {
+            CHECK(c[i].name() == defaults[i].name());
+        }
+    }
+    SECTION("on 1000BASE-T (Ts 182 us + Tw 16.5 us = 198.5 us) every duration is 9.925 times")
+    {
+        const auto c =
+                AdaptiveConfig::candidates_for(slim::link::parse_link_config("eee-1000base-t"));
+        REQUIRE(c.size() == defaults.size());
+        CHECK(c[0].timeout_ns == 198'500);           // 20 us
+        CHECK(c[3].timeout_ns == 1'985'000);         // 200 us
+        CHECK(c[5].fallback_timeout_ns == 496'250);  // runs 2, timeout 50 us
+        CHECK(c[5].after_ns == 496'250);             // again 50 us after
+    }
+}
