@@ -11,6 +11,7 @@
 #include "predict/link_model.h"
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -62,6 +63,9 @@ struct BackendConfig {
     std::string exec_template;  // UCX_SLIM_LINK_EXEC (exec)
     bool inject_delay = false;  // UCX_SLIM_INJECT_DELAY (emulated)
     std::chrono::milliseconds exec_timeout{2000};
+    // --eee-timer (ethtool): the LPI entry timer at width 0, in µs; none:
+    // the timer the interface had at the start.
+    std::optional<std::uint32_t> eee_timer_us;
     Clock clock;  // empty: steady_clock
 };
 
@@ -117,6 +121,13 @@ public:
         const Status drained = drain();
         return !status ? status : drained;
     }
+
+    // No client is live any more (the last one left or died): the port is
+    // at full width already. A backend whose full width is a setting of
+    // its own rather than the site's (ethtool: TX LPI held off while ranks
+    // communicate) puts the site's settings back here. Called from the
+    // service's loop: it must not block for long.
+    virtual Status release() { return Status::success(); }
 
     // Emulated accounting (nullptr for backends without a model).
     virtual const LinkStats *stats() { return nullptr; }

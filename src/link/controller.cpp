@@ -12,7 +12,8 @@ Controller::Controller(std::unique_ptr<LinkBackend> backend, ControllerOptions o
     : backend_(std::move(backend)),
       clock_(options.clock ? std::move(options.clock) : steady_clock_ns()),
       on_error_(std::move(options.on_error)), full_(backend_->full_width()),
-      low_(std::clamp(options.low_width, 1u, backend_->full_width())), applied_(full_)
+      // An EEE port's low width is 0 (LPI); an InfiniBand port's at least 1.
+      low_(std::min(options.low_width, backend_->full_width())), applied_(full_)
 {}
 
 Controller::~Controller() { (void)restore_full_width(); }

@@ -220,6 +220,36 @@ std::string user_socket_path(const std::string& port_name)
     return user_socket_dir() + "/" + service_port_name(port_name) + ".sock";
 }
 
+namespace {
+
+// The service's link spec (kFeatureLinkProfile), asked right after the
+// attach, before anything else is on the connection.
+std::string ask_link_spec(int fd, const std::string& socket_path, std::chrono::milliseconds timeout)
+{
+    const int err = io::send_message_wait(fd, svc::MessageType::link_profile, nullptr, 0, nullptr,
+                                          0, timeout);
+    if (err != 0) {
+        throw ServiceError("slimlinkd at " + socket_path +
+                           ": asking for the link profile: " + errno_text(err));
+    }
+    std::vector<std::uint8_t> buf;
+    const svc::MessageHeader header =
+            receive_checked(fd, buf, socket_path, "link profile", timeout);
+    if (header.type != static_cast<std::uint16_t>(svc::MessageType::link_profile_reply) ||
+        header.length != sizeof(svc::LinkProfileReply)) {
+        throw ServiceError("slimlinkd at " + socket_path +
+                           " answered link_profile with message type " +
+                           std::to_string(header.type) + " of " + std::to_string(header.length) +
+                           " bytes, not link_profile_reply of " +
+                           std::to_string(sizeof(svc::LinkProfileReply)));
+    }
+    svc::LinkProfileReply reply;
+    std::memcpy(&reply, buf.data() + sizeof header, sizeof reply);
+    return svc::text_of(reply.spec);
+}
+
+}  // namespace
+
 // ------------------------------------------------------------ ServiceClient
 
 std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_path, bool system,
@@ -259,7 +289,7 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
                            std::to_string(sizeof(svc::DemandRing)) + " and " +
                            std::to_string(svc::kRingCapacity));
     }
-    if (reply.full_width != request.full_width) {
+    if (request.full_width != 0 && reply.full_width != request.full_width) {
         throw ServiceError("slimlinkd at " + socket_path + " drives a port of " +
                            std::to_string(reply.full_width) + " lanes; we asked for " +
                            std::to_string(request.full_width));
@@ -291,6 +321,9 @@ std::unique_ptr<ServiceClient> ServiceClient::connect(const std::string& socket_
     client->nudged_head_       = client->head_;
     client->nudge_every_round_ = !client->port_emulated();
     client->features_          = header.features;
+    if ((header.features & svc::kFeatureLinkProfile) != 0) {
+        client->link_spec_ = ask_link_spec(client->fd_, socket_path, timeout);
+    }
     return client;
 }
 
@@ -527,6 +560,7 @@ std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_versio
     rh.port.backend[sizeof rh.port.backend - 1] = '\0';
     rh.port.port[sizeof rh.port.port - 1]       = '\0';
     ReceivedReport report;
+    report.link_spec      = link_spec_;
     report.port           = rh.port;
     report.record_version = rh.record_version;
     if (rh.entries > static_cast<std::size_t>(end - p) / sizeof(svc::NodeReportEntry)) {
@@ -668,9 +702,11 @@ public:
 private:
     Status publish(unsigned width, TimeNs at_ns, TimeNs until_ns, std::uint32_t flags)
     {
-        if (width < 1 || width > full_width()) {
+        const unsigned low = client_->info().low_width;  // 0: an EEE port's LPI
+        if (width < low || width > full_width()) {
             return Status::error("slimlinkd backend: width " + std::to_string(width) +
-                                 " is outside the port's 1.." + std::to_string(full_width()));
+                                 " is outside the port's " + std::to_string(low) + ".." +
+                                 std::to_string(full_width()));
         }
         // The service drops a client whose times go back (before its last
         // record or its through_ns): clamp, as a port that acts late would.

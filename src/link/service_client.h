@@ -65,6 +65,9 @@ struct ReceivedReport {
     // controller ran: the sums and the cores it lists.
     std::optional<service::CpuSection> cpu;
     std::vector<service::CpuSectionCore> cpu_cores;
+    // The port's profile (ServiceClient::link_spec()); empty from an older
+    // service.
+    std::string link_spec;
 };
 
 class ServiceClient {
@@ -89,6 +92,10 @@ public:
     ServiceClient& operator=(const ServiceClient&) = delete;
 
     const service::AttachReply& info() const { return reply_; }
+    // The port's whole link spec (predict/link_profile.h), when the service
+    // offers the link profile extension; empty from an older service, whose
+    // info() is all there is.
+    const std::string& link_spec() const { return link_spec_; }
     // The service drives the emulated port (no hardware behind it).
     bool port_emulated() const { return service::text_of(reply_.backend) == "emulated"; }
     const std::string& socket_path() const { return path_; }
@@ -155,6 +162,7 @@ private:
     bool nudge_every_round_ = true;
     bool lost_              = false;
     std::uint32_t features_ = 0;  // what the service announced at attach
+    std::string link_spec_;
     // The CPU extension: the affinity is reported once; the level last sent
     // (-1: none yet), and one that could not be sent yet (-1: none).
     bool cpu_affinity_sent_ = false;

@@ -207,9 +207,10 @@ std::string check_attach(const std::uint8_t *payload, std::size_t bytes, unsigne
         return "a job key that is not NUL-terminated within " +
                std::to_string(service::kJobKeyBytes) + " bytes";
     }
-    if (req.full_width != full_width) {
+    // 0: any port (a client that takes the service's link profile over).
+    if (req.full_width != 0 && req.full_width != full_width) {
         return "the client expects a port of " + std::to_string(req.full_width) +
-               " lanes (its UCX_SLIM_LINK L=) but slimlinkd's port " + port + " has " +
+               " lanes (its UCX_SLIM_LINK_PROFILE) but slimlinkd's port " + port + " has " +
                std::to_string(full_width);
     }
     if (req.local_size < 0 || req.local_size > kMaxLocalSize ||

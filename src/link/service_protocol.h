@@ -103,13 +103,17 @@ enum class MessageType : std::uint16_t {
     cpu_status_reply = 14,  // service -> asker: CpuStatusReply + CpuStatusCore[]
     node_report_cpu  = 15,  // service -> reporter, after a node_report whose
                             // port.cpu_section is 1: CpuSection + CpuSectionCore[]
+    // The link profile extension (kFeatureLinkProfile):
+    link_profile       = 16,  // client -> service, after attach_ok: no payload
+    link_profile_reply = 17,  // service -> client: LinkProfileReply
 };
-inline constexpr MessageType kLastMessageType = MessageType::node_report_cpu;
+inline constexpr MessageType kLastMessageType = MessageType::link_profile_reply;
 
 // Features a service announces (MessageHeader::features of attach_ok and
 // status_reply).
 enum Features : std::uint32_t {
-    kFeatureCpu = 1u << 0,  // the CPU messages (11..14)
+    kFeatureCpu         = 1u << 0,  // the CPU messages (11..14)
+    kFeatureLinkProfile = 1u << 1,  // link_profile (16, 17)
 };
 
 struct MessageHeader {
@@ -139,7 +143,7 @@ std::string text_of(const char (&field)[N])
 }
 
 struct AttachRequest {
-    std::uint32_t full_width   = 0;  // lanes the client's UCX_SLIM_LINK expects
+    std::uint32_t full_width   = 0;  // lanes the client's profile expects; 0: any
     std::int32_t rank          = -1;
     std::int32_t local_rank    = -1;
     std::int32_t local_size    = 0;   // ranks of its job on this node (0: unknown)
@@ -269,6 +273,16 @@ struct StatusClient {
     std::int32_t rank       = -1;
     std::int32_t uid        = -1;
     std::int64_t pid        = 0;
+};
+
+// ---- the link profile extension (kFeatureLinkProfile) ---------------------
+// AttachReply carries the port's lanes, low width, tau and lane watts; a
+// profile may say more (an EEE port's sleep time, the low width's power, the
+// preset's name). The whole spec travels as text (predict/link_profile.h),
+// which the rank parses as slim-replay --link does, so its own model is the
+// service's and a new key needs no new message.
+struct LinkProfileReply {
+    char spec[kTextBytes] = {};  // NUL-terminated link_spec()
 };
 
 // ---- the CPU extension (kFeatureCpu) ---------------------------------------

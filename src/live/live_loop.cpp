@@ -3,6 +3,7 @@
 
 #include "base/error.h"
 #include "predict/adaptive_policy.h"
+#include "predict/link_profile.h"
 
 #include <limits>
 #include <stdexcept>
@@ -447,6 +448,7 @@ LiveSummary LiveLoop::summary(bool final)
         s.max_slowdown_pct = config_.policy.max_slowdown_pct;
     }
     s.backend             = controller_->backend().name();
+    s.link_profile        = link::link_spec(config_.backend.link);
     s.events              = events_;
     s.burst_gap_ns        = burst_gap_ns_;
     s.widest_burst_gap_ns = widest_gap_ns_;

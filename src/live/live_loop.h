@@ -126,6 +126,8 @@ struct LiveSummary {
     // process's own emulated link), with the socket or the reason.
     std::string link_owner = "in-process";
     std::string link_owner_detail;
+    // The port modelled, as UCX_SLIM_LINK_PROFILE takes it (link_spec()).
+    std::string link_profile;
     std::uint64_t events   = 0;
     TimeNs span_ns         = 0;                // first event start to last end
     double energy_joules   = 0.0;              // over the span

@@ -1,132 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The emulated InfiniBand port (thesis §2.6, §4.5.2).
+// The emulated port (thesis §2.6, §4.5.2; IEEE 802.3 Clause 78 for EEE).
+// Its specs and presets are parsed in link_profile.cpp.
 #include "predict/link_model.h"
 
-#include "base/error.h"
-#include "base/parse.h"
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <iterator>
-#include <stdexcept>
-#include <string>
-#include <string_view>
 
 namespace slim::link {
 
 namespace {
-
 constexpr double kJoulesPerWattNs = 1e-9;
-constexpr double kMaxLaneWatts    = 100.0;
-constexpr std::chrono::nanoseconds kMaxTau{1'000'000'000};
-
-// Spaces and tabs only: anything else is left for the value's parser to judge.
-std::string_view trim(std::string_view s) { return parse::trim(s, " \t"); }
-
-[[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted)
-{
-    throw Error(parse::bad_value(key, value, accepted));
-}
-
-unsigned parse_lanes(const std::string& value)
-{
-    for (const char *lanes : {"1", "2", "4", "8", "12"}) {
-        if (value == lanes) {
-            return static_cast<unsigned>(std::stoul(value));
-        }
-    }
-    reject("L", value, "1, 2, 4, 8 or 12 (lanes)");
-}
-
-double parse_lane_watts(const std::string& value)
-{
-    // parse::real gives a closed range; P = 0 would make the baseline 0 J and
-    // every saving 0/0.
-    const std::string accepted = "numbers greater than 0 and at most 100 (watts per lane)";
-    double watts               = 0.0;
-    try {
-        watts = parse::real("P", value, 0.0, kMaxLaneWatts);
-    } catch (const ConfigError&) {
-        reject("P", value, accepted);
-    }
-    if (watts <= 0.0) {
-        reject("P", value, accepted);
-    }
-    return watts;
-}
-
-// Read last: its range depends on L, which may come after it.
-unsigned parse_low_width(const std::string& value, unsigned lanes)
-{
-    return static_cast<unsigned>(parse::integer("low", value, 1, lanes));
-}
-
-TimeNs parse_tau(const std::string& value)
-{
-    return parse::duration("tau", value, std::chrono::nanoseconds{0}, kMaxTau).count();
-}
-
-double parse_low_power_fraction(const std::string& value)
-{
-    // 0 would make a narrow port free; more than 1 costlier than a wide one.
-    const std::string accepted =
-            "numbers greater than 0 and at most 1 (the low width's power as a fraction of the "
-            "full width's, e.g. 0.43)";
-    double fraction = 0.0;
-    try {
-        fraction = parse::real("lowP", value, 0.0, 1.0);
-    } catch (const ConfigError&) {
-        reject("lowP", value, accepted);
-    }
-    if (fraction <= 0.0) {
-        reject("lowP", value, accepted);
-    }
-    return fraction;
-}
-
 }  // namespace
 
-LinkConfig parse_link_config(const std::string& text)
+TimeNs transition_ns(const LinkConfig& config, unsigned from, unsigned to)
 {
-    LinkConfig config;
-    std::string low_text;
-    constexpr std::string_view keys[] = {"L", "P", "low", "tau", "lowP"};
-    bool seen[std::size(keys)]        = {};
-    std::string_view rest             = text;
-    while (!trim(rest).empty()) {
-        const auto comma            = rest.find(',');
-        const std::string_view item = trim(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        const auto equals = item.find('=');
-        if (equals == std::string_view::npos) {
-            throw Error("link config item '" + std::string(item) +
-                        "': expected key=value with a key L, P, low, tau or lowP");
-        }
-        const std::string_view key = trim(item.substr(0, equals));
-        const std::string value{trim(item.substr(equals + 1))};
-        const auto index = static_cast<std::size_t>(
-                std::find(std::begin(keys), std::end(keys), key) - std::begin(keys));
-        if (index == std::size(keys)) {
-            throw Error("link config key '" + std::string(key) +
-                        "' is unknown: accepted keys are L, P, low, tau and lowP");
-        }
-        if (seen[index]) {
-            throw Error("link config key '" + std::string(key) + "' is given more than once");
-        }
-        seen[index] = true;
-        switch (index) {
-        case 0: config.lanes = parse_lanes(value); break;
-        case 1: config.lane_watts = parse_lane_watts(value); break;
-        case 2: low_text = value; break;
-        case 3: config.tau_ns = parse_tau(value); break;
-        default: config.low_power_fraction = parse_low_power_fraction(value); break;
-        }
-    }
-    if (seen[2]) {
-        config.low_width = parse_low_width(low_text, config.lanes);
-    }
-    return config;
+    return to < from && config.sleep_ns ? *config.sleep_ns : config.tau_ns;
 }
 
 double port_watts(const LinkConfig& config, unsigned width)
@@ -149,8 +37,8 @@ LinkModel::LinkModel(const LinkConfig& config, TimeNs start_ns)
 
 void LinkModel::start_transition(TimeNs t, unsigned width)
 {
+    transition_end_ns_ = t + transition_ns(config_, from_width_, width);
     to_width_          = width;
-    transition_end_ns_ = t + config_.tau_ns;
     ++stats_.transitions;
 }
 
@@ -221,7 +109,7 @@ TimeNs LinkModel::traffic(TimeNs t, unsigned width)
             return 0;
         }
         start_transition(t, width);
-        wait = config_.tau_ns;
+        wait = transition_end_ns_ - t;
     } else {
         const TimeNs remainder = transition_end_ns_ - t;
         if (to_width_ >= width) {

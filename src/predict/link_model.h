@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The emulated InfiniBand port (thesis
-// §2.6, §4.5.2, Fig. 5.6), exactly as specified so results can be checked by
+// The emulated port: an InfiniBand port that changes width (thesis §2.6,
+// §4.5.2, Fig. 5.6), or an Ethernet port with Energy Efficient Ethernet
+// (IEEE 802.3 Clause 78), exactly as specified so results can be checked by
 // hand. Pure and lazy: time is an input (ns), energy is integrated only when
 // asked or when the state changes; no clock, no thread, no I/O.
 #pragma once
@@ -19,11 +20,26 @@ using predict::TimeNs;
 // Widths a port can have (IB: 1x, 2x, 4x, 8x, 12x).
 constexpr unsigned kMaxLanes = 12;
 
+// What kind of saving the port has.
+// - infiniband: the port drops lanes (width L down to low) and raises them
+//   again; either change takes tau.
+// - eee: Energy Efficient Ethernet. The port is active (width 1) or in
+//   low-power idle (LPI, width 0). Entering LPI takes Ts (sleep time) and
+//   leaving it Tw (wake time); a frame that finds the port asleep waits for
+//   the wake. Software does not set the state, only when the PHY may enter
+//   it (ethtool's tx-lpi and tx-timer): a "low" request is LPI allowed from
+//   then on, a "full" request is LPI off, which wakes the port.
+enum class LinkKind { infiniband, eee };
+
 struct LinkConfig {
-    unsigned lanes     = 4;       // L: 1, 2, 4, 8 or 12
-    double lane_watts  = 0.5;     // P_lane: 0.3 W TX + 0.2 W RX
-    unsigned low_width = 1;       // W_low: one lane stays up for management
-    TimeNs tau_ns      = 10'000;  // any width change takes tau
+    LinkKind kind      = LinkKind::infiniband;
+    unsigned lanes     = 4;       // L: 1, 2, 4, 8 or 12 (eee: 1)
+    double lane_watts  = 0.5;     // P_lane: 0.3 W TX + 0.2 W RX (eee: the port's active watts)
+    unsigned low_width = 1;       // W_low: one lane stays up for management (eee: 0, LPI)
+    TimeNs tau_ns      = 10'000;  // a rise takes tau (eee: Tw), and so does a fall
+    // eee: Ts, the time to enter LPI, for which the port draws active power
+    // and carries nothing. None: a fall takes tau, as a rise does.
+    std::optional<TimeNs> sleep_ns;
     // The port's power at the low width, as a fraction of its power at
     // full width (key lowP). None: power proportional to the lanes up,
     // low_width / lanes (the thesis's per-lane model). Published figures
@@ -31,15 +47,30 @@ struct LinkConfig {
     // power" in 1X mode (0.43), a vendor's "cuts power by up to 43 %" reads
     // 0.57. Widths between low and full are interpolated linearly.
     std::optional<double> low_power_fraction;
+    // The preset the configuration started from ("ib-hdr"), for reports;
+    // empty when none.
+    std::string profile;
 };
+
+// How long a change from `from` to `to` lanes takes: a fall (to < from)
+// takes sleep_ns when set, anything else tau_ns.
+TimeNs transition_ns(const LinkConfig& config, unsigned from, unsigned to);
+// The shortest idle period a drop can use without a late wake-up: down,
+// then up again in time.
+inline TimeNs round_trip_ns(const LinkConfig& config)
+{
+    return transition_ns(config, config.lanes, config.low_width) + config.tau_ns;
+}
 
 // Watts the port draws stable at `width` (low_width..lanes): lanes *
 // lane_watts at full width.
 double port_watts(const LinkConfig& config, unsigned width);
 
-// Parses "L=4,P=0.5,low=1,tau=10us,lowP=0.43" (any subset, any order;
-// durations take ns/us/ms/s). Throws slim::Error naming the key and its
-// range.
+// Parses a link spec (link_profile.h): a preset name ("ib-hdr",
+// "eee-10gbase-t"), key=value items ("L=4,P=0.5,low=1,tau=10us,lowP=0.43",
+// any subset, any order; durations take ns/us/ms/s), or a preset followed by
+// items that change it ("eee-10gbase-t,lowP=0.2"). Throws slim::Error naming
+// the preset or key and what is accepted.
 LinkConfig parse_link_config(const std::string& text);
 
 struct LinkStats {
@@ -54,13 +85,15 @@ struct LinkStats {
 
 // The port. It starts stable at full width at `start_ns`.
 //
-// - Stable at a width, or in one transition a -> b lasting tau, drawing
+// - Stable at a width, or in one transition a -> b lasting transition_ns(),
+//   drawing
 //   max(a, b) * lane_watts and carrying no extra capacity.
 // - A transition in progress is never reversed: a request made during one is
 //   remembered and started when the transition ends (the last request wins).
 // - Traffic that needs width w at time t on a port below w waits (the late
 //   wake-up penalty): stable -> a transition starts at t and the traffic
-//   waits tau; rising to >= w -> the remainder; falling -> the remainder + tau.
+//   waits its length; rising to >= w -> the remainder; falling -> the
+//   remainder + the rise.
 class LinkModel {
 public:
     explicit LinkModel(const LinkConfig& config, TimeNs start_ns = 0);

@@ -14,6 +14,7 @@ src_libslimcore_la_SOURCES += \
 	src/predict/predictor.h src/predict/predictor.cpp \
 	src/predict/context_predictor.h src/predict/context_predictor.cpp \
 	src/predict/link_model.h src/predict/link_model.cpp \
+	src/predict/link_profile.h src/predict/link_profile.cpp \
 	src/predict/gap_policy.h src/predict/gap_policy.cpp \
 	src/predict/policy_registry.h src/predict/policy_registry.cpp \
 	src/predict/replay.h src/predict/replay.cpp \

@@ -31,12 +31,11 @@ void Replay::act_on_gap(TimeNs gap_end)
 {
     const TimeNs gap_start = actual_end_ns_;
     if (policy_.kind() == PolicyKind::oracle) {
-        // Down and back up take tau each: a shorter gap cannot be used
-        // without a late wake-up.
-        const TimeNs tau = config_.link.tau_ns;
-        if (gap_end - gap_start >= 2 * tau) {
+        // Down and back up (tau each; EEE: Ts, then Tw): a shorter gap
+        // cannot be used without a late wake-up.
+        if (gap_end - gap_start >= round_trip_ns(config_.link)) {
             request_width(gap_start, config_.link.low_width);
-            request_width(gap_end - tau, config_.link.lanes);
+            request_width(gap_end - config_.link.tau_ns, config_.link.lanes);
         }
         return;
     }

@@ -172,6 +172,22 @@ double parse_max_slowdown(const std::string& value)
     return *pct;
 }
 
+constexpr const char *link_profile_accepted =
+        "a link spec: a preset (ib-qdr, ib-edr, ib-hdr, ib-ndr, eee-1000base-t, eee-10gbase-t, "
+        "eee-10gbase-kr, eee-25gbase-t, eee-100g-deep, eee-100g-fast), KEY=VALUE items "
+        "(L=4,P=0.5,low=1,tau=10us,lowP=0.43), or a preset and items; empty for the default";
+
+// UCX_SLIM_LINK_PROFILE: the spec's own message says which part is wrong.
+link::LinkConfig parse_link_profile(const std::string& value)
+{
+    try {
+        return link::parse_link_config(value);
+    } catch (const Error& e) {
+        throw ConfigError(parse::bad_value(Config::link_profile_var, value, link_profile_accepted) +
+                          " (" + e.what() + ")");
+    }
+}
+
 // A refused value's full message, for describe_bad_values(): UCX's own
 // line names only the field ("Invalid value for INNER").
 thread_local std::string last_error;
@@ -198,6 +214,7 @@ const char *accepted(slim_config_check_t check)
     case SLIM_CHECK_SERVICE: return service_accepted;
     case SLIM_CHECK_CPU_POLICY: return cpu_policy_accepted;
     case SLIM_CHECK_MAX_SLOWDOWN: return max_slowdown_accepted;
+    case SLIM_CHECK_LINK_PROFILE: return link_profile_accepted;
     case SLIM_CHECK_POLICY:
         return "rules LABEL=off, LABEL=keep:N[:truncate|round], LABEL=rel:EPS[:truncate|round] "
                "separated by ';', or @FILE";
@@ -356,6 +373,8 @@ Config Config::from_ucx()
     config.cpu                         = raw.cpu != 0;
     config.cpu_policy                  = parse_cpu_policy(raw.cpu_policy);
     config.max_slowdown_pct            = parse_max_slowdown(raw.max_slowdown);
+    config.link_profile                = parse_link_profile(raw.link_profile);
+    config.link_profile_set            = raw.link_profile[0] != '\0';
     config.predictor.max_slowdown_pct  = config.max_slowdown_pct;
     config.cpu_policy.max_slowdown_pct = config.max_slowdown_pct;
     config.wait_yield                  = raw.wait != 0;
@@ -427,6 +446,7 @@ int slim_config_read_checked(const char *buf, void *dest, const void *arg)
         case SLIM_CHECK_SERVICE: parse_service(value); break;
         case SLIM_CHECK_CPU_POLICY: parse_cpu_policy(value); break;
         case SLIM_CHECK_MAX_SLOWDOWN: parse_max_slowdown(value); break;
+        case SLIM_CHECK_LINK_PROFILE: parse_link_profile(value); break;
         }
     });
     return ok ? slim_config_store_string(buf, dest) : 0;

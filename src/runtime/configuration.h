@@ -83,6 +83,7 @@ struct Config {
     static constexpr const char *wait_max_var     = "UCX_SLIM_WAIT_MAX";
     static constexpr const char *cpu_policy_var   = "UCX_SLIM_CPU_POLICY";
     static constexpr const char *max_slowdown_var = "UCX_SLIM_MAX_SLOWDOWN";
+    static constexpr const char *link_profile_var = "UCX_SLIM_LINK_PROFILE";
 
     std::string inner = "tcp";  // UCT transport that `slim` wraps
     ReportTarget report;        // exit report destination
@@ -92,6 +93,10 @@ struct Config {
     // Must contain {width}; may use {device} and {port}.
     std::string link_exec;
     bool inject_delay = false;  // emulated: late wake-ups really wait
+    // The emulated port (UCX_SLIM_LINK_PROFILE); link_profile_set: the user
+    // chose it, so a node service driving another port is refused.
+    link::LinkConfig link_profile;
+    bool link_profile_set = false;
     // slim only forwards: nothing recorded, packed or reported.
     bool forward_only = false;
     // Lossy packing rules for slim_mark() labels; the default packs nothing.

@@ -439,8 +439,10 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
     if (collection.port) {
         const link::service::PortSection& p = *collection.port;
         out += "  port " + link::service::text_of(p.port) + " (" +
-               link::service::text_of(p.backend) + ", " + std::to_string(p.lanes) +
-               " lanes), driven by slimlinkd for " +
+               link::service::text_of(p.backend) + ", " +
+               (collection.link_profile.empty() ? std::to_string(p.lanes) + " lanes"
+                                                : collection.link_profile) +
+               "), driven by slimlinkd for " +
                std::to_string(collection.reported.size() + collection.missing.size()) +
                " local ranks" +
                (p.other_jobs > 0 ? " and " + std::to_string(p.other_jobs) + " other job(s)"
@@ -465,9 +467,10 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
            " low-power predictions, " + u64(t.hits) + " hits\n";
     if (measured) {
         out += collection.port ? "  time at width (the port):" : "  time at width (all ranks):";
-        for (unsigned w = 1; w <= t.lanes; ++w) {
+        // From 0: an EEE port's low-power idle.
+        for (unsigned w = 0; w <= t.lanes; ++w) {
             if (t.time_at_width_ns[w] > 0) {
-                out += " " + std::to_string(w) + "x " +
+                out += " " + (w == 0 ? std::string("LPI") : std::to_string(w) + "x") + " " +
                        format_fixed(static_cast<double>(t.time_at_width_ns[w]) * 1e-9, 3) + " s";
             }
         }
@@ -484,11 +487,13 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
 namespace {
 
 // The port as the node service accounted it over the job's span.
-ReportJson port_json(const link::service::PortSection& p)
+ReportJson port_json(const link::service::PortSection& p, const std::string& profile)
 {
     ReportJson widths = ReportJson::object();
-    for (unsigned w = 1; w <= p.lanes && w <= link::kMaxLanes; ++w) {
-        widths[std::to_string(w)] = p.time_at_width_ns[w];
+    for (unsigned w = 0; w <= p.lanes && w <= link::kMaxLanes; ++w) {
+        if (w > 0 || p.time_at_width_ns[w] > 0) {  // 0: an EEE port's LPI
+            widths[std::to_string(w)] = p.time_at_width_ns[w];
+        }
     }
     const bool energy = p.has_energy != 0;
     std::optional<double> saved;
@@ -499,6 +504,7 @@ ReportJson port_json(const link::service::PortSection& p)
             {"owner", "slimlinkd"},
             {"port", link::service::text_of(p.port)},
             {"backend", link::service::text_of(p.backend)},
+            {"profile", profile.empty() ? ReportJson(nullptr) : ReportJson(profile)},
             {"lanes", p.lanes},
             {"span_ns", p.span_ns},
             {"energy_joules", energy ? json_fixed(p.energy_joules, 6) : ReportJson(nullptr)},
@@ -622,8 +628,10 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
         });
     }
     ReportJson widths = ReportJson::object();
-    for (unsigned w = 1; w <= t.lanes; ++w) {
-        widths[std::to_string(w)] = t.time_at_width_ns[w];
+    for (unsigned w = 0; w <= t.lanes; ++w) {
+        if (w > 0 || t.time_at_width_ns[w] > 0) {  // 0: an EEE port's LPI
+            widths[std::to_string(w)] = t.time_at_width_ns[w];
+        }
     }
     // A port whose backend measures no energy has none to total.
     const bool measured = !collection.port || collection.port->has_energy != 0;
@@ -689,7 +697,8 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
             {"ranks_missing", missing},
             {"totals", totals},
             {"ranks", ranks},
-            {"port", collection.port ? port_json(*collection.port) : ReportJson(nullptr)},
+            {"port", collection.port ? port_json(*collection.port, collection.link_profile)
+                                     : ReportJson(nullptr)},
     };
     // Only when the CPU controller ran: reports without it keep their bytes.
     if (collection.cpu) {
@@ -703,9 +712,10 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
 NodeCollection collection_from_service(const link::ReceivedReport& received)
 {
     NodeCollection collection;
-    collection.port      = received.port;
-    collection.cpu       = received.cpu;
-    collection.cpu_cores = received.cpu_cores;
+    collection.port         = received.port;
+    collection.link_profile = received.link_spec;
+    collection.cpu          = received.cpu;
+    collection.cpu_cores    = received.cpu_cores;
     for (const link::ReceivedReport::Entry& e : received.entries) {
         const auto state = static_cast<link::service::EntryState>(e.entry.state);
         MissingRank m;

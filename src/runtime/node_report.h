@@ -128,6 +128,9 @@ struct NodeCollection {
     std::vector<RankRecord> reported;
     std::vector<MissingRank> missing;
     std::optional<link::service::PortSection> port;
+    // The port's profile as the service gave it (link_spec()); empty when
+    // unknown (an older service, or no service).
+    std::string link_profile;
     // The cores as the service's CPU controller drove them over the job
     // (none: it did not run); the cores listed (all, or as many as the
     // service's message held: the sums in `cpu` cover every core).

@@ -79,6 +79,7 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     lc.policy                = config.predictor;
     lc.backend_name          = to_string(config.link);
     lc.backend.exec_template = config.link_exec;
+    lc.backend.link          = config.link_profile;
     // Injected waits belong on the sending thread (push()), not on the
     // drain thread that replays the traffic.
     lc.backend.inject_delay   = false;
@@ -92,8 +93,9 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     wait_yield_                        = config.wait_yield;
     replay_now_                        = link::steady_now_ns();
     service.attach(config, lc);
-    lc.cpu.enabled = config.cpu;
-    lc.cpu.policy  = config.cpu_policy;
+    inject_wait_ns_ = lc.backend.link.tau_ns;  // the port's rise (EEE: Tw)
+    lc.cpu.enabled  = config.cpu;
+    lc.cpu.policy   = config.cpu_policy;
     if (config.cpu && config.wait_yield) {
         lc.cpu.publish_low_after = [this](std::optional<predict::TimeNs> after) {
             __atomic_store_n(&wait_low_after_ns_,
@@ -158,7 +160,7 @@ void Recording::push(const live::OpRecord& record) noexcept
 void Recording::inject_now() noexcept
 {
     if (inject_pending_.exchange(false, std::memory_order_relaxed)) {
-        link::wait_real_time(link::LinkConfig{}.tau_ns);
+        link::wait_real_time(inject_wait_ns_);
     }
 }
 

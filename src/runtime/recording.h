@@ -142,6 +142,7 @@ private:
     // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
     // next operation then really waits the reactivation time (once).
     std::atomic<bool> inject_pending_{false};
+    predict::TimeNs inject_wait_ns_ = 0;
     // Accessed only with __atomic builtins: the C module reads it too.
     alignas(64) std::uint64_t wait_low_after_ns_ = UINT64_MAX;
     std::mutex region_mutex_;

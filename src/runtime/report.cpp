@@ -257,6 +257,9 @@ std::string text_live(const live::LiveSummary *l)
            (l->max_slowdown_pct ? " (bound " + parse::format_real(*l->max_slowdown_pct) + "%)"
                                 : std::string()) +
            "\n";
+    if (!l->link_profile.empty()) {
+        out += "           port modelled: " + l->link_profile + "\n";
+    }
     out += "           " + std::to_string(l->events) + " events, " +
            std::to_string(l->predictions) + " low-power predictions, " + std::to_string(l->hits) +
            " hits (hit rate " +
@@ -289,9 +292,10 @@ std::string text_live(const live::LiveSummary *l)
                " descheduled): the live link can differ from a replay of the trace\n";
     }
     out += "           time at width:";
-    for (unsigned w = 1; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
+    // From 0: an EEE port's low-power idle.
+    for (unsigned w = 0; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
         if (l->time_at_width_ns[w] > 0) {
-            out += " " + std::to_string(w) + "x " +
+            out += " " + (w == 0 ? std::string("LPI") : std::to_string(w) + "x") + " " +
                    fixed(static_cast<double>(l->time_at_width_ns[w]) * 1e-9, 3) + " s";
         }
     }
@@ -386,8 +390,10 @@ ReportJson cpu_live_json(const live::LiveCpuSummary& c)
 ReportJson live_json(const live::LiveSummary& l)
 {
     ReportJson widths = ReportJson::object();
-    for (unsigned w = 1; w <= l.lanes && w < l.time_at_width_ns.size(); ++w) {
-        widths[std::to_string(w)] = l.time_at_width_ns[w];
+    for (unsigned w = 0; w <= l.lanes && w < l.time_at_width_ns.size(); ++w) {
+        if (w > 0 || l.time_at_width_ns[w] > 0) {  // 0: an EEE port's LPI
+            widths[std::to_string(w)] = l.time_at_width_ns[w];
+        }
     }
     return {
             {"backend", l.backend},
@@ -402,6 +408,8 @@ ReportJson live_json(const live::LiveSummary& l)
             {"energy_savings_pct", json_fixed(l.energy_savings_pct, 4)},
             {"time_penalty_pct", json_fixed(l.time_penalty_pct, 4)},
             {"max_slowdown_pct", json_fixed(l.max_slowdown_pct, 4)},
+            {"link_profile",
+             l.link_profile.empty() ? ReportJson(nullptr) : ReportJson(l.link_profile)},
             {"late_wakeups", l.late_wakeups},
             {"wakeup_delay_ns", l.wakeup_delay_ns},
             {"transitions", l.transitions},

@@ -47,6 +47,7 @@ typedef struct slim_config {
     double wait_max;       /* UCX_SLIM_WAIT_MAX: seconds (UCX time) */
     char *cpu_policy;      /* UCX_SLIM_CPU_POLICY: checked policy name */
     char *max_slowdown;    /* UCX_SLIM_MAX_SLOWDOWN: checked percentage */
+    char *link_profile;    /* UCX_SLIM_LINK_PROFILE: checked link spec */
 } slim_config_t;
 
 /* Enum names, in the order of the C++ enums they stand for (checked by the
@@ -96,7 +97,8 @@ typedef enum {
     SLIM_CHECK_POLICY,
     SLIM_CHECK_SERVICE,
     SLIM_CHECK_CPU_POLICY,
-    SLIM_CHECK_MAX_SLOWDOWN
+    SLIM_CHECK_MAX_SLOWDOWN,
+    SLIM_CHECK_LINK_PROFILE
 } slim_config_check_t;
 
 #ifdef __cplusplus

@@ -216,6 +216,7 @@ static const slim_config_check_t slim_config_check_policy    = SLIM_CHECK_POLICY
 static const slim_config_check_t slim_config_check_service   = SLIM_CHECK_SERVICE;
 static const slim_config_check_t slim_config_check_cpu_policy = SLIM_CHECK_CPU_POLICY;
 static const slim_config_check_t slim_config_check_max_slowdown = SLIM_CHECK_MAX_SLOWDOWN;
+static const slim_config_check_t slim_config_check_link_profile = SLIM_CHECK_LINK_PROFILE;
 
 ucs_config_field_t slim_config_table[] = {
     {"INNER", "tcp",
@@ -359,6 +360,16 @@ ucs_config_field_t slim_config_table[] = {
      "(UCX_SLIM_CPU_POLICY=adaptive) each follow the candidate that saves most\n"
      "within it.",
      offsetof(slim_config_t, max_slowdown), SLIM_TYPE_CHECKED(slim_config_check_max_slowdown)},
+
+    {"LINK_PROFILE", "",
+     "The emulated port this process models when no node service drives the\n"
+     "port, and the one slimlink-run starts the user's service with: a preset\n"
+     "(ib-qdr, ib-edr, ib-hdr, ib-ndr, eee-1000base-t, eee-10gbase-t,\n"
+     "eee-10gbase-kr, eee-25gbase-t, eee-100g-deep, eee-100g-fast), KEY=VALUE\n"
+     "items (L=4,P=0.5,low=1,tau=10us,lowP=0.43), or a preset and items that\n"
+     "change it (eee-10gbase-t,lowP=0.2). Empty: the thesis's 4X port. A\n"
+     "service's own profile wins; see slim-replay(1), LINK PROFILES.",
+     offsetof(slim_config_t, link_profile), SLIM_TYPE_CHECKED(slim_config_check_link_profile)},
 
     {NULL}
 };

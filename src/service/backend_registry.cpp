@@ -24,6 +24,7 @@ constexpr Entry kBackends[] = {
         {"emulated", make_emulated_backend},
         {"ibmad", make_ibmad_backend},
         {"exec", make_exec_backend},
+        {"ethtool", make_ethtool_backend},
 };
 
 }  // namespace

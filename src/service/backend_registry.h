@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-// The node service's backends by name ("emulated", "ibmad", "exec"), as
+// The node service's backends by name ("emulated", "ibmad", "exec",
+// "ethtool"), as
 // slimlinkd --backend names them. Only the service drives a real port: a
 // rank drives the emulated port and the service's client (link/tee_backend.h),
 // so the real backends, and the libraries they need, stay out of the
@@ -33,5 +34,6 @@ std::unique_ptr<LinkBackend> make_backend_or_emulated(const std::string& name,
 // The real backends, one file each (backend_<name>.cpp).
 BackendResult make_exec_backend(const BackendConfig& config);
 BackendResult make_ibmad_backend(const BackendConfig& config);
+BackendResult make_ethtool_backend(const BackendConfig& config);
 
 }  // namespace slim::link

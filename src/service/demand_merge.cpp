@@ -52,22 +52,23 @@ void PortService::reschedule(Client& client)
 
 void PortService::recount(Client& client)
 {
-    unsigned width = 0;
+    // 1 + the width, so that an EEE port's 0 (LPI allowed) counts too.
+    unsigned counted = 0;
     if (client.joined && !client.left) {
-        width = client.overflowed ? full_
-                : client.forced   ? std::max(client.width, client.forced_width)
-                                  : client.width;
+        counted = 1 + (client.overflowed ? full_
+                       : client.forced   ? std::max(client.width, client.forced_width)
+                                         : client.width);
     }
-    if (width == client.counted) {
+    if (counted == client.counted) {
         return;
     }
     if (client.counted != 0) {
-        --demand_count_[client.counted];
+        --demand_count_[client.counted - 1];
     }
-    if (width != 0) {
-        ++demand_count_[width];
+    if (counted != 0) {
+        ++demand_count_[counted - 1];
     }
-    client.counted = width;
+    client.counted = counted;
 }
 
 unsigned PortService::target() const
@@ -75,7 +76,7 @@ unsigned PortService::target() const
     if (failed_) {
         return full_;
     }
-    for (unsigned w = full_; w >= 1; --w) {
+    for (unsigned w = full_ + 1; w-- > 0;) {
         if (demand_count_[w] != 0) {
             return w;
         }
@@ -180,6 +181,7 @@ void PortService::apply_until(std::optional<TimeNs> h)
         if (width != applied_) {
             set_port(width, at);
         }
+        release_if_unused();
         for (const auto& [client, needs] : traffic) {
             const TimeNs wait = backend_->traffic(needs);
             if (wait > 0) {

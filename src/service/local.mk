@@ -9,6 +9,8 @@ src_libslimservice_la_SOURCES = \
 	src/service/backend_registry.h src/service/backend_registry.cpp \
 	src/service/backend_exec.cpp \
 	src/service/backend_ibmad.h src/service/backend_ibmad.cpp \
+	src/service/backend_ethtool.h src/service/backend_ethtool.cpp \
+	src/service/eee_netlink.cpp \
 	src/service/port_service.h src/service/port_service.cpp \
 	src/service/port_service_state.h \
 	src/service/demand_merge.cpp \
@@ -24,13 +26,16 @@ src_libslimservice_la_SOURCES = \
 	src/service/cpu_backend_cpufreq.cpp \
 	src/service/cpu_backend_exec.cpp \
 	src/service/cpu_controller.h src/service/cpu_controller.cpp
-src_libslimservice_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS)
-# libibmad/libibumad are optional (HAVE_IBMAD); empty when not found.
-src_libslimservice_la_LIBADD = $(IBMAD_LIBS)
+src_libslimservice_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(IBMAD_CFLAGS) \
+	$(LIBMNL_CFLAGS)
+# libibmad/libibumad (HAVE_IBMAD) and libmnl (HAVE_LIBMNL) are optional;
+# empty when not found.
+src_libslimservice_la_LIBADD = $(IBMAD_LIBS) $(LIBMNL_LIBS)
 
 tests_unit_slim_unit_tests_SOURCES += \
 	tests/unit/test_port_service.cpp \
 	tests/unit/test_port_service_reports.cpp \
+	tests/unit/test_backend_ethtool.cpp \
 	tests/unit/test_cpu_controller.cpp \
 	tests/unit/test_cpu_service.cpp
-tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS)
+tests_unit_slim_unit_tests_CPPFLAGS += $(IBMAD_CFLAGS) $(LIBMNL_CFLAGS)

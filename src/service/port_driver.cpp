@@ -43,6 +43,28 @@ Status PortService::command(unsigned width, std::optional<TimeNs> at)
     return status;
 }
 
+// The last counted client has gone (left or died): the merge has put the
+// port at full width, and a backend whose full width is not the site's own
+// setting puts that back (ethtool). Called once each time the count falls
+// to zero, not at every instant of the merge.
+void PortService::release_if_unused()
+{
+    const bool unused = std::all_of(demand_count_.begin(), demand_count_.end(),
+                                    [](std::size_t n) { return n == 0; });
+    if (!unused) {
+        released_ = false;
+        return;
+    }
+    if (released_) {
+        return;
+    }
+    released_           = true;
+    const Status status = backend_->release();
+    if (!status) {
+        fail(status);
+    }
+}
+
 std::uint64_t PortService::confirmed_changes() const
 {
     const std::optional<LinkBackend::Confirmed> c = backend_->confirmed();

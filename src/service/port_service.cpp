@@ -204,9 +204,9 @@ bool PortService::publish(std::uint32_t id, const service::DemandRecord *records
         // Built only for a refusal: a busy client publishes thousands of
         // records a second, and each check runs on every one of them.
         const auto at = [i] { return "record " + std::to_string(i) + ": "; };
-        if (r.width < 1 || r.width > full_) {
-            return refuse(at() + "width " + std::to_string(r.width) + " is outside 1.." +
-                          std::to_string(full_));
+        if (r.width < options_.low_width || r.width > full_) {
+            return refuse(at() + "width " + std::to_string(r.width) + " is outside " +
+                          std::to_string(options_.low_width) + ".." + std::to_string(full_));
         }
         if (r.t_ns < client->through_ns) {
             return refuse(at() + "t_ns " + std::to_string(r.t_ns) + " is before through_ns " +

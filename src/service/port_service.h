@@ -3,6 +3,9 @@
 // that tests drive it on a manual clock: the port runs at the maximum
 // demand over live clients (thesis §4.5.4), full width when none is live;
 // it is the only place a backend runs, and its energy is accounted once.
+// When the last client has gone the backend is also released
+// (LinkBackend::release()): a backend whose full width is a setting of its
+// own (ethtool) puts the site's settings back.
 //
 // Clients' demand records (service_protocol.h) are merged in time order up
 // to the *horizon*: the earliest `through_ns` over live clients (a client
@@ -63,6 +66,9 @@ struct PortServiceOptions {
     std::string port_name = "emulated";
     // LinkConfig::lane_watts of the port: the always-on baseline of reports.
     double lane_watts = LinkConfig{}.lane_watts;
+    // LinkConfig::low_width: the narrowest width a client may ask for (an
+    // EEE port's 0, LPI allowed).
+    unsigned low_width = LinkConfig{}.low_width;
 };
 
 // What a client attaching says about itself (from AttachRequest and the
@@ -254,6 +260,7 @@ private:
     void apply_client_at(Client& client, TimeNs t, TimeNs at,
                          std::vector<std::pair<Client *, unsigned>>& traffic);
     void set_port(unsigned width, TimeNs t);
+    void release_if_unused();
     Status command(unsigned width, std::optional<TimeNs> at);
     std::uint64_t confirmed_changes() const;
     void poll_backend();
@@ -292,7 +299,9 @@ private:
     // The full-width command after a failure or at start, polled (not
     // waited for) until the backend confirms it or fails.
     bool restore_pending_ = false;
-    bool width_unknown_   = false;
+    // No client counts: the backend was told (LinkBackend::release()).
+    bool released_      = true;
+    bool width_unknown_ = false;
     std::string width_note_;    // why the width is unknown
     std::string state_origin_;  // what the state file of a previous service said
     StateFile state_;

@@ -83,7 +83,7 @@ struct PortService::Client {
     bool forced              = false;
     std::uint64_t forced_seq = 0;
     unsigned forced_width    = 0;
-    unsigned counted         = 0;  // its width in demand_count_ (0: none)
+    unsigned counted         = 0;  // 1 + its width in demand_count_ (0: none)
 
     std::uint64_t late_wakeups = 0;
     TimeNs delay_ns            = 0;

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
+#include "predict/link_profile.h"
 #include "service/cpu_controller.h"
 #include "service/log_throttle.h"
 #include "service/socket_folder.h"
@@ -154,7 +155,8 @@ struct ServiceServer::Impl {
     void cpu_status(Conn& c, TimeNs now);
     std::uint32_t features() const
     {
-        return options.cpu != nullptr ? static_cast<std::uint32_t>(svc::kFeatureCpu) : 0u;
+        return svc::kFeatureLinkProfile |
+               (options.cpu != nullptr ? static_cast<std::uint32_t>(svc::kFeatureCpu) : 0u);
     }
     void deposit(Conn& c, const std::uint8_t *payload, std::size_t bytes, TimeNs now);
     // False: the client was dropped for what its ring holds.
@@ -596,6 +598,19 @@ void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std
     case T::cpu_affinity:
     case T::cpu_request:
     case T::cpu_status: return cpu_message(c, h, payload, now);
+    case T::link_profile: {
+        if (!c.attached || h.length != 0) {
+            return refuse(c,
+                          c.attached ? "a link profile request with a payload"
+                                     : "a link profile request before attach",
+                          now);
+        }
+        svc::LinkProfileReply reply;
+        io::set_text(reply.spec, link::link_spec(options.link));
+        io::send_message_wait(c.fd, svc::MessageType::link_profile_reply, &reply, sizeof reply,
+                              nullptr, 0, kSendTimeout);
+        return;
+    }
     default:
         return refuse(c, "message type " + std::to_string(h.type) + " is the service's to send",
                       now);

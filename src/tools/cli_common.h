@@ -21,9 +21,13 @@ public:
 };
 
 inline constexpr const char *link_forms =
-        "comma-separated KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), "
-        "P (watts per lane), low (low-power width, 1 to L) and tau (width change time, a "
-        "duration), e.g. L=4,P=0.5,low=1,tau=10us";
+        "a preset (ib-qdr, ib-edr, ib-hdr, ib-ndr, eee-1000base-t, eee-10gbase-t, "
+        "eee-10gbase-kr, eee-25gbase-t, eee-100g-deep, eee-100g-fast), comma-separated "
+        "KEY=VALUE, any subset in any order, of L (lanes: 1, 2, 4, 8 or 12), P (watts per "
+        "lane), low (low-power width, 1 to L), tau (width change time, a duration) and lowP "
+        "(the low width's power as a fraction of full), e.g. L=4,P=0.5,low=1,tau=10us, or a "
+        "preset followed by KEY=VALUE items that change it (eee presets take P, Tw, Ts and "
+        "lowP), e.g. eee-10gbase-t,lowP=0.2";
 
 // CLI11 takes the argument after an option as its value even when it is
 // another option ("--socket --status" forgot the path): refused, naming it.

@@ -88,6 +88,10 @@ EXTRA_DIST += tests/service/slimlinkd-cpu.test
 # by the next service whatever its --cpu; a cpufreq file under --cpu off.
 TESTS += tests/service/slimlinkd-cpu-state.test
 EXTRA_DIST += tests/service/slimlinkd-cpu-state.test
+# --link ethtool refused on interfaces without EEE (lo, a virtio NIC), and
+# an EEE state file left for an interface that is gone.
+TESTS += tests/service/slimlinkd-ethtool.test
+EXTRA_DIST += tests/service/slimlinkd-ethtool.test
 
 # slimlink-run's start lock, --status, inherited descriptors and --log-file
 # against what another user can plant.

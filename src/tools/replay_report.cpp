@@ -3,6 +3,7 @@
 
 #include "base/parse.h"
 #include "predict/adaptive_policy.h"
+#include "predict/link_profile.h"
 #include "predict/predictor.h"
 
 #include <nlohmann/json.hpp>
@@ -55,11 +56,12 @@ std::string human_duration(TimeNs ns)
 }
 
 // Widths worth listing: the full and the low width, and any other the link
-// spent time at (a packed burst's width), widest first.
+// spent time at (a packed burst's width), widest first; an EEE port's LPI is
+// width 0.
 template <typename F>
 void for_each_width(const Options& o, const ReplayResult& r, F&& f)
 {
-    for (unsigned w = slim::link::kMaxLanes; w >= 1; --w) {
+    for (unsigned w = slim::link::kMaxLanes + 1; w-- > 0;) {
         if (w == o.link.lanes || w == o.link.low_width || r.time_at_width_ns[w] > 0) {
             f(w, r.time_at_width_ns[w]);
         }
@@ -77,9 +79,19 @@ std::string percent(std::optional<double> v)
 }
 
 // "L=4, P=0.5 W/lane, low=1, tau=10us, packed"; with lowP, ", low width
-// at 0.43 of full power" after tau.
+// at 0.43 of full power" after tau; a preset's name first ("ib-hdr: ...").
+// An EEE port: "eee-10gbase-t: EEE, P=1 W, Tw=4480ns, Ts=2880ns, LPI at 0.1
+// of active power".
 std::string link_text(const Options& o)
 {
+    const std::string name = o.link.profile.empty() ? std::string() : o.link.profile + ": ";
+    if (o.link.kind == slim::link::LinkKind::eee) {
+        return name + "EEE, P=" + slim::parse::format_real(o.link.lane_watts) +
+               " W, Tw=" + human_duration(o.link.tau_ns) +
+               ", Ts=" + human_duration(o.link.sleep_ns.value_or(o.link.tau_ns)) + ", LPI at " +
+               slim::parse::format_real(o.link.low_power_fraction.value_or(0.0)) +
+               " of active power" + (o.packed ? ", packed" : "");
+    }
     std::array<char, 200> b{};
     const std::string low_power =
             o.link.low_power_fraction
@@ -90,7 +102,7 @@ std::string link_text(const Options& o)
                   slim::parse::format_real(o.link.lane_watts).c_str(), o.link.low_width,
                   human_duration(o.link.tau_ns).c_str(), low_power.c_str(),
                   o.packed ? ", packed" : "");
-    return b.data();
+    return name + b.data();
 }
 
 // --timeline: the link's usable width (a step at each change) and the
@@ -316,7 +328,10 @@ std::string text_summary(const Options& o, const Replay& driver, const ReplayRes
         std::to_string(r.late_wakeups) + " (" + human_duration(r.wakeup_delay_ns) + " waited)");
     add("transitions", std::to_string(r.transitions));
     for_each_width(o, r, [&](unsigned w, TimeNs t) {
-        add("time at width " + std::to_string(w), human_duration(t));
+        add(o.link.kind == slim::link::LinkKind::eee
+                    ? (w == 0 ? std::string("time in LPI") : std::string("time active"))
+                    : "time at width " + std::to_string(w),
+            human_duration(t));
     });
     add("time in transition", human_duration(r.time_in_transition_ns));
     if (cpu) {
@@ -375,6 +390,15 @@ std::string json_summary(const Options& o, const Replay& driver, const ReplayRes
                  {"tau_ns", o.link.tau_ns}};
     if (o.link.low_power_fraction) {
         j["link"]["low_power_fraction"] = *o.link.low_power_fraction;
+    }
+    // The profile, as --link and UCX_SLIM_LINK_PROFILE take it back.
+    j["link"]["kind"] = o.link.kind == slim::link::LinkKind::eee ? "eee" : "infiniband";
+    j["link"]["spec"] = slim::link::link_spec(o.link);
+    if (!o.link.profile.empty()) {
+        j["link"]["profile"] = o.link.profile;
+    }
+    if (o.link.sleep_ns) {
+        j["link"]["sleep_ns"] = *o.link.sleep_ns;
     }
     j["packed"]             = o.packed;
     j["energy_joules"]      = r.energy_joules;

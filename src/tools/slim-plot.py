@@ -276,9 +276,17 @@ def duration_axis(axis):
 
 def link_text(record):
     link = record["link"]
-    return "L=%d, P=%g W/lane, low=%d, τ=%s%s" % (
-        link["lanes"], link["lane_watts"], link["low_width"], duration(link["tau_ns"]),
-        ", packed" if record.get("packed") else "")
+    packed = ", packed" if record.get("packed") else ""
+    if link.get("kind") == "eee":
+        return "%sEEE, Tw=%s, Ts=%s, LPI at %g of active power%s" % (
+            link["profile"] + ": " if link.get("profile") else "", duration(link["tau_ns"]),
+            duration(link.get("sleep_ns", link["tau_ns"])),
+            link.get("low_power_fraction", 0.0), packed)
+    return "%sL=%d, P=%g W/lane, low=%d, τ=%s%s%s" % (
+        link["profile"] + ": " if link.get("profile") else "", link["lanes"], link["lane_watts"],
+        link["low_width"], duration(link["tau_ns"]),
+        ", low width at %g of full power" % link["low_power_fraction"]
+        if link.get("low_power_fraction") is not None else "", packed)
 
 
 def gt_source(record):
@@ -458,9 +466,55 @@ def core_frequency(periods, f, f_low, start, end):
     return ts, ghz
 
 
-def width_figure(plt, record, policy_label, name, waits=(), cpu_record=None):
+def draw_width(ax, record, waits):
+    """The link's usable width and the bursts of a --timeline record on `ax`;
+    None when the window has no events, else what the caller needs to draw
+    on the same time axis: (x, least, origin, end, unit, waits shown)."""
     timeline = record["timeline"]
     lanes = record["link"]["lanes"]
+    eee = record["link"].get("kind") == "eee"
+    steps, bursts = timeline["steps"], timeline["bursts"]
+    if not steps:
+        ax.text(0.5, 0.5, "no events", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return None
+    origin = steps[0][0]
+    end = max([b[1] for b in bursts] + [steps[-1][0]])
+    span = max(end - origin, 1)
+    scale, unit = ((1e3, "µs") if span < 2e6 else (1e6, "ms") if span < 2e9 else (1e9, "s"))
+    x = lambda t: (t - origin) / scale  # noqa: E731
+    # Each burst as high as the lanes it needs.
+    # Each at least 1.5 pixels wide, or 100 us in 40 ms would vanish.
+    least = x(end) * 1.5 / (FIGSIZE[0] * DPI)
+    ax.bar([x(b[0]) for b in bursts], [b[2] for b in bursts],
+           width=[max(x(b[1]) - x(b[0]), least) for b in bursts], align="edge", color=ORANGE,
+           alpha=0.9, linewidth=0, zorder=3,
+           label="bursts" if eee else "bursts (height: the lanes they need)")
+    xs = [x(s[0]) for s in steps] + [x(end)]
+    ws = [s[1] for s in steps] + [steps[-1][1]]
+    ax.step(xs, ws, where="post", color=BLUE, linewidth=1.8, zorder=2,
+            label="port state" if eee else "usable link width")
+    # The area under it is what the lanes draw: the energy the figure is about.
+    ax.fill_between(xs, ws, step="post", color=BLUE, alpha=0.12, linewidth=0, zorder=1)
+    # The rank's waits in the window, shaded behind the rest: where the CPU
+    # side may lower the core. From the CPU replay when there is one (in
+    # replayed time, as the width); else as recorded (a penalty shifts the
+    # width by at most that penalty).
+    shown = [(max(a, origin), min(b, end)) for a, b in waits if b > origin and a < end]
+    for i, (a, b) in enumerate(shown):
+        ax.axvspan(x(a), max(x(b), x(a) + least), color=GREY, alpha=0.25, linewidth=0, zorder=0,
+                   label="waits (the rank in MPI, nothing arriving)" if i == 0 else None)
+    ax.set_xlim(0, x(end))
+    ax.set_ylim(0, lanes * 1.3)
+    ax.set_yticks(range(0, lanes + 1))
+    if eee:
+        ax.set_yticklabels(["LPI", "active"])
+    ax.set_ylabel("port state (EEE)" if eee else "link width (lanes)")
+    return x, least, origin, end, unit, shown
+
+
+def width_figure(plt, record, policy_label, name, waits=(), cpu_record=None):
+    timeline = record["timeline"]
     cpu = cpu_record["timeline"].get("cpu") if cpu_record else None
     if cpu is not None:
         fig, (ax, core_ax) = plt.subplots(2, 1, figsize=FIGSIZE, sharex=True,
@@ -477,42 +531,10 @@ def width_figure(plt, record, policy_label, name, waits=(), cpu_record=None):
            "%s; link %s; over the whole trace: savings %s, time penalty %s"
            % (window, link_text(record), percent(record["energy_savings_pct"]),
               percent(record["time_penalty_pct"])))
-    steps, bursts = timeline["steps"], timeline["bursts"]
-    if not steps:
-        ax.text(0.5, 0.5, "no events", ha="center", va="center", transform=ax.transAxes)
-        ax.set_axis_off()
+    drawn = draw_width(ax, record, waits if cpu is None else cpu["waits"])
+    if drawn is None:
         return fig
-    origin = steps[0][0]
-    end = max([b[1] for b in bursts] + [steps[-1][0]])
-    span = max(end - origin, 1)
-    scale, unit = ((1e3, "µs") if span < 2e6 else (1e6, "ms") if span < 2e9 else (1e9, "s"))
-    x = lambda t: (t - origin) / scale  # noqa: E731
-    # Each burst as high as the lanes it needs.
-    # Each at least 1.5 pixels wide, or 100 us in 40 ms would vanish.
-    least = x(end) * 1.5 / (FIGSIZE[0] * DPI)
-    ax.bar([x(b[0]) for b in bursts], [b[2] for b in bursts],
-           width=[max(x(b[1]) - x(b[0]), least) for b in bursts], align="edge", color=ORANGE,
-           alpha=0.9, linewidth=0, zorder=3, label="bursts (height: the lanes they need)")
-    xs = [x(s[0]) for s in steps] + [x(end)]
-    ws = [s[1] for s in steps] + [steps[-1][1]]
-    ax.step(xs, ws, where="post", color=BLUE, linewidth=1.8, zorder=2,
-            label="usable link width")
-    # The area under it is what the lanes draw: the energy the figure is about.
-    ax.fill_between(xs, ws, step="post", color=BLUE, alpha=0.12, linewidth=0, zorder=1)
-    # The rank's waits in the window, shaded behind the rest: where the CPU
-    # side may lower the core. From the CPU replay when there is one (in
-    # replayed time, as the width); else as recorded (a penalty shifts the
-    # width by at most that penalty).
-    if cpu is not None:
-        waits = cpu["waits"]
-    shown = [(max(a, origin), min(b, end)) for a, b in waits if b > origin and a < end]
-    for i, (a, b) in enumerate(shown):
-        ax.axvspan(x(a), max(x(b), x(a) + least), color=GREY, alpha=0.25, linewidth=0, zorder=0,
-                   label="waits (the rank in MPI, nothing arriving)" if i == 0 else None)
-    ax.set_xlim(0, x(end))
-    ax.set_ylim(0, lanes * 1.3)
-    ax.set_yticks(range(0, lanes + 1))
-    ax.set_ylabel("link width (lanes)")
+    x, least, origin, end, unit, shown = drawn
     ax.legend(loc="upper right", framealpha=0.95, ncol=2)
     if cpu is None:
         ax.set_xlabel("time from the window's start (%s, replayed)" % unit)
@@ -543,6 +565,24 @@ def width_figure(plt, record, policy_label, name, waits=(), cpu_record=None):
     core_ax.set_ylabel("core frequency")
     core_ax.set_xlabel("time from the window's start (%s, replayed)" % unit)
     core_ax.legend(loc="upper right", framealpha=0.95, ncol=2, fontsize=9)
+    return fig
+
+
+def compare_figure(plt, records, policy_label, name):
+    """The same trace and policy on two links, side by side: each panel its
+    own replayed time (late wake-ups shift each differently)."""
+    fig, axes = plt.subplots(1, 2, figsize=(FIGSIZE[0] * 1.6, FIGSIZE[1]), layout="constrained")
+    fig.suptitle("The same trace on two links — %s, policy %s" % (name, policy_label),
+                 fontsize=12, fontweight="bold")
+    for ax, record in zip(axes, records):
+        ax.set_title("%s\nsavings %s, time penalty %s, late wake-ups %d"
+                     % (link_text(record), percent(record["energy_savings_pct"]),
+                        percent(record["time_penalty_pct"]), record["late_wakeups"]),
+                     loc="left", fontsize=9, color=GREY)
+        drawn = draw_width(ax, record, ())
+        if drawn is not None:
+            ax.set_xlabel("time from the window's start (%s, replayed)" % drawn[4])
+            ax.legend(loc="upper right", framealpha=0.95, fontsize=8)
     return fig
 
 
@@ -779,6 +819,12 @@ def command_trace(args, plt, writer):
             cpu = replay.run(*policy_args(args.policy, args.gt), "--timeline", str(args.window),
                              "--cpu" + ("=" + args.cpu if args.cpu else ""),
                              *(["--cpu-policy", args.cpu_policy] if args.cpu_policy else []))
+        # --compare-link: the same replay on a second link.
+        compare = None
+        if args.compare_link:
+            other = Replayer(replay.binary, path, args.compare_link, args.packed, args.location)
+            compare = other.run(*policy_args(args.policy, args.gt), "--timeline",
+                                str(args.window))
     finally:
         if args.trace == "-":
             os.unlink(path)
@@ -797,6 +843,8 @@ def command_trace(args, plt, writer):
                               main["gt_ns"] if args.policy == "pps" else None, name,
                               link_text(main)), "energy-vs-gt")
     writer.save(width_figure(plt, main, policy_label, name, waits, cpu), "width-over-time")
+    if compare is not None:
+        writer.save(compare_figure(plt, [main, compare], policy_label, name), "link-compare")
 
 
 def command_report(args, plt, writer):
@@ -850,7 +898,10 @@ def parse_arguments(argv):
                    "and whose width is drawn, as slim-replay --policy (default spps)")
     t.add_argument("--gt", metavar="DURATION", help="with --policy pps: its fixed GT, e.g. 20us")
     t.add_argument("--link", metavar="SPEC", help="the link, as slim-replay --link (default "
-                   "L=4,P=0.5,low=1,tau=10us); used by every replay")
+                   "L=4,P=0.5,low=1,tau=10us) or a preset such as ib-hdr or eee-10gbase-t; "
+                   "used by every replay")
+    t.add_argument("--compare-link", metavar="SPEC", help="a second link: link-compare.png "
+                   "draws the policy's width over time on --link and on this one side by side")
     t.add_argument("--packed", action="store_true", help="as slim-replay --packed")
     t.add_argument("--window", metavar="N", type=window, default=DEFAULT_WINDOW,
                    help="width-over-time shows the last N events (default %d)"

@@ -9,7 +9,7 @@
 // cores low while they wait, and the service lowers a core only when every
 // rank that may run on it asks (src/service/cpu_controller.h).
 //
-//   slimlinkd [--port NAME] [--socket PATH] [--link emulated|ibmad|exec]
+//   slimlinkd [--port NAME] [--socket PATH] [--link emulated|ibmad|exec|ethtool]
 //             [--cpu emulated|cpufreq|exec|off] ...
 //   slimlinkd --status [--socket PATH]
 //
@@ -21,10 +21,12 @@
 #include "base/parse.h"
 #include "link/backend.h"
 #include "predict/link_model.h"
+#include "predict/link_profile.h"
 #include "link/service_client.h"
 #include "link/service_io.h"
 #include "link/service_protocol.h"
 #include "trace/trace.h"
+#include "service/backend_ethtool.h"
 #include "service/backend_registry.h"
 #include "service/cpu_backend.h"
 #include "service/cpu_controller.h"
@@ -79,6 +81,9 @@ constexpr std::chrono::nanoseconds grace_max = 24h;
 // the job by seconds, not for ever.
 constexpr std::chrono::milliseconds status_step_timeout{2000};
 constexpr std::chrono::nanoseconds wait_max = 24h;
+// ethtool's LPI entry timer is a u32 of microseconds; drivers take far less
+// (mvneta at most 255 us), and they refuse what they cannot set.
+constexpr std::chrono::nanoseconds eee_timer_max = 1s;
 
 using slim::tools::link_forms;
 using slim::tools::UsageError;
@@ -92,6 +97,7 @@ struct Options {
     std::string exec_template;
     std::string device;
     unsigned ib_port = 1;
+    std::optional<std::uint32_t> eee_timer_us;
     link::LinkConfig link;
     std::chrono::milliseconds grace{5000};
     std::chrono::milliseconds first_client_wait{60000};
@@ -143,12 +149,14 @@ Options parse_options(int argc, char **argv)
                "--link",
                [&](const std::string& v) {
                    const std::string name = value_of("--link", "BACKEND", v);
-                   if (name != "emulated" && name != "ibmad" && name != "exec") {
-                       throw UsageError(parse::bad_value("--link", name, "emulated, ibmad, exec"));
+                   if (name != "emulated" && name != "ibmad" && name != "exec" &&
+                       name != "ethtool") {
+                       throw UsageError(
+                               parse::bad_value("--link", name, "emulated, ibmad, exec, ethtool"));
                    }
                    o.backend = name;
                },
-               "the backend: emulated (default), ibmad or exec")
+               "the backend: emulated (default), ibmad, exec or ethtool (Ethernet EEE)")
             ->type_name("BACKEND");
     app.add_option_function<std::string>(
                "--exec",
@@ -158,7 +166,7 @@ Options parse_options(int argc, char **argv)
             ->type_name("TEMPLATE");
     app.add_option_function<std::string>(
                "--device", [&](const std::string& v) { o.device = value_of("--device", "DEV", v); },
-               "ibmad/exec: the HCA ({device}), e.g. mlx5_0")
+               "ibmad/exec: the HCA ({device}), e.g. mlx5_0; ethtool: the interface, e.g. eth0")
             ->type_name("DEV");
     app.add_option_function<std::string>(
                "--ib-port",
@@ -169,6 +177,22 @@ Options parse_options(int argc, char **argv)
                "ibmad/exec: the HCA port number ({port}), 1 to 255 (default 1)")
             ->type_name("N");
     app.add_option_function<std::string>(
+               "--eee-timer",
+               [&](const std::string& v) {
+                   const auto d =
+                           parse::duration("--eee-timer", value_of("--eee-timer", "DURATION", v),
+                                           0ns, eee_timer_max);
+                   if (d.count() % 1000 != 0) {
+                       throw UsageError("--eee-timer='" + v +
+                                        "': a whole number of microseconds (the kernel's unit), "
+                                        "0us to 1s");
+                   }
+                   o.eee_timer_us = static_cast<std::uint32_t>(d.count() / 1000);
+               },
+               "ethtool: the LPI entry timer while the port idles, 0us to 1s in whole "
+               "microseconds (default: the interface's own)")
+            ->type_name("DURATION");
+    app.add_option_function<std::string>(
                "--link-config",
                [&](const std::string& v) {
                    try {
@@ -177,17 +201,10 @@ Options parse_options(int argc, char **argv)
                        throw UsageError(parse::bad_value("--link-config", v, link_forms) + " (" +
                                         e.what() + ")");
                    }
-                   // Ranks account their own demand with the port's figures,
-                   // which the attach reply carries without it: the two
-                   // would disagree.
-                   if (o.link.low_power_fraction) {
-                       throw UsageError("--link-config: lowP is not passed on to the ranks, "
-                                        "whose own accounting would then disagree with the "
-                                        "port's; evaluate it on a trace with slim-replay --link");
-                   }
                },
-               "the port: L=LANES,P=WATTS,low=WIDTH,tau=DURATION, any subset (default "
-               "L=4,P=0.5,low=1,tau=10us)")
+               "the port's profile, which ranks take over: a preset (" + link::preset_names() +
+                       "), KEY=VALUE items L,P,low,tau,lowP (eee presets: P,Tw,Ts,lowP), or a "
+                       "preset and items (default L=4,P=0.5,low=1,tau=10us)")
             ->type_name("SPEC");
     app.add_option_function<std::string>(
                "--cpu",
@@ -311,6 +328,10 @@ Options parse_options(int argc, char **argv)
     if (o.backend != "exec" && !o.exec_template.empty()) {
         throw UsageError("--exec is the command of --link exec; add --link exec or drop --exec");
     }
+    if (o.backend != "ethtool" && o.eee_timer_us) {
+        throw UsageError("--eee-timer is the timer of --link ethtool; add --link ethtool or drop "
+                         "--eee-timer");
+    }
     if (o.cpu_backend == "exec" && o.cpu.exec_template.empty()) {
         throw UsageError("--cpu exec needs --cpu-exec TEMPLATE (the command that sets cores)");
     }
@@ -344,6 +365,25 @@ void print_left_state(const std::string& path)
                      "state file %s); the next slimlinkd restores full width when it starts\n",
                      program, left->c_str(), path.c_str());
     }
+}
+
+// A service killed with an interface's EEE changed leaves the EEE state
+// file: say what it will put back.
+void print_left_eee(const std::string& path)
+{
+    const std::optional<std::string> text = link::read_state_file_text(path, 4096);
+    if (!text) {
+        return;
+    }
+    std::string why;
+    const std::optional<link::EeeStateLine> left = link::parse_eee_state(*text, why);
+    const std::string what =
+            left ? left->device + " had " + link::describe(left->original) : "unreadable: " + why;
+    std::fprintf(stderr,
+                 "%s: the last slimlinkd on this socket may have left an interface's EEE "
+                 "settings changed (%s; state file %s); the next slimlinkd puts them back when "
+                 "it starts\n",
+                 program, what.c_str(), path.c_str());
 }
 
 // The cores' state file next to the socket, read for --status; nullopt
@@ -568,6 +608,7 @@ int print_status(const Options& o)
         // A service that died leaves its socket; what it could not restore
         // is in the state files next to it (read only if they are ours).
         print_left_state(o.socket + link::kStateFileSuffix);
+        print_left_eee(o.socket + link::kEeeStateFileSuffix);
         print_left_cores(o.socket);
         return exit_failure;
     }
@@ -789,10 +830,12 @@ int serve(const Options& o, int ready)
     config.device        = o.device;
     config.port          = o.ib_port;
     config.exec_template = o.exec_template;
+    config.eee_timer_us  = o.eee_timer_us;
 
     link::PortServiceOptions service_options;
     service_options.port_name  = link::service_port_name(o.port);
     service_options.lane_watts = o.link.lane_watts;
+    service_options.low_width  = o.link.low_width;
     std::string backend_error;
     std::unique_ptr<link::PortService> service;
     try {
@@ -841,6 +884,9 @@ int serve(const Options& o, int ready)
     if (cpu) {
         slim::logger().info("slimlinkd: {}", cpu->backend().describe());
     }
+    // EEE settings a killed service left changed go back first, whatever
+    // --link this one has; the ethtool backend then takes the file.
+    link::use_eee_state_file(server->socket_path() + link::kEeeStateFileSuffix, service->backend());
     service->use_state_file(server->socket_path() + link::kStateFileSuffix);
     // Cores a killed service left low are restored under --cpu off too:
     // not driving the cores is no reason to leave them low.

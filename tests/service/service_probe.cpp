@@ -2,7 +2,8 @@
 // service-probe: a tiny slimlinkd client for tests/service/slimlinkd.test.
 // Attaches, publishes one demand record (width W from now, optionally only
 // until now + UNTIL), waits, prints the port's width as the service
-// publishes it, then detaches -- or kills itself with SIGKILL, as a rank
+// publishes it (and with --print-profile the link profile it gave at the
+// attach), then detaches -- or kills itself with SIGKILL, as a rank
 // that dies would.
 //
 // Exit status: 0 done, 2 bad command line, 3 could not attach (the
@@ -30,9 +31,10 @@ int main(int argc, char **argv)
     std::optional<unsigned> width;
     std::chrono::nanoseconds until{0};
     std::chrono::nanoseconds sleep{0};
-    bool kill_self   = false;
-    bool print_width = false;
-    std::string job  = "probe";
+    bool kill_self     = false;
+    bool print_width   = false;
+    bool print_profile = false;
+    std::string job    = "probe";
 
     CLI::App app("A slimlinkd client for tests.", "service-probe");
     auto duration = [](const char *name, std::chrono::nanoseconds& out) {
@@ -44,9 +46,9 @@ int main(int argc, char **argv)
     app.add_option_function<std::string>(
             "--lanes",
             [&](const std::string& v) {
-                lanes = static_cast<unsigned>(parse::integer("--lanes", v, 1, 12));
+                lanes = static_cast<unsigned>(parse::integer("--lanes", v, 0, 12));
             },
-            "the full width this client expects (default 4)");
+            "the full width this client expects (default 4; 0: any)");
     app.add_option_function<std::string>(
             "--width",
             [&](const std::string& v) {
@@ -60,6 +62,8 @@ int main(int argc, char **argv)
     app.add_option("--job", job, "the job key (default probe)");
     app.add_flag("--kill", kill_self, "SIGKILL itself instead of detaching");
     app.add_flag("--print-width", print_width, "print the port's width after the wait");
+    app.add_flag("--print-profile", print_profile,
+                 "print the link profile the service gave at the attach");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -80,6 +84,9 @@ int main(int argc, char **argv)
     } catch (const slim::link::ServiceError& e) {
         std::cerr << "service-probe: " << e.what() << "\n";
         return 3;
+    }
+    if (print_profile) {
+        std::cout << "profile " << client->link_spec() << std::endl;
     }
     if (width) {
         const slim::link::TimeNs now = slim::link::steady_now_ns();

@@ -298,7 +298,8 @@ TEST_CASE("unknown backends and the registry", "[controller]")
 {
     const BackendResult r = make_backend("nosuch", BackendConfig{});
     CHECK_FALSE(r.status);
-    CHECK(r.status.message() == "link backend 'nosuch' is unknown (known: emulated, ibmad, exec)");
+    CHECK(r.status.message() ==
+          "link backend 'nosuch' is unknown (known: emulated, ibmad, exec, ethtool)");
     const auto names = backend_names();
     REQUIRE(names.size() >= 3);
     CHECK(names[0] == "emulated");

@@ -4,6 +4,7 @@
 // tau = 10 us unless a test says otherwise).
 #include "base/error.h"
 #include "predict/link_model.h"
+#include "predict/link_profile.h"
 
 #include <catch2/catch.hpp>
 
@@ -462,4 +463,125 @@ TEST_CASE("link config rejects bad values naming the key and the accepted range"
         rejects("L", "'L'", "key=value");
         rejects("L=4,L=8", "'L'", "more than once");
     }
+}
+
+// ------------------------------------------------------------ EEE
+// eee-10gbase-t: 1 W active, LPI at 0.1 W, Tw 4.48 us, Ts 2.88 us. By hand:
+//   10 us     LPI allowed: the port sleeps over [10, 12.88] at 1 W.
+//   50 us     a frame: the port wakes over [50, 54.48]; it waits Tw = 4.48 us.
+//   60 us     LPI allowed again: asleep over [60, 62.88].
+//   61 us     a frame during the sleep: it waits the sleep's rest (1.88 us)
+//             and Tw (4.48 us), 6.36 us; the wake runs [62.88, 67.36].
+// Over [0, 100 us]: LPI for [12.88, 50] = 37.12 us at 0.1 W (3.712 uJ), the
+// rest, 62.88 us, at 1 W (62.88 uJ): 66.592 uJ against 100 uJ always on,
+// 33.408 % saved. Four transitions (14.72 us), two late wake-ups (10.84 us),
+// 48.16 us stable active.
+
+TEST_CASE("an EEE port sleeps in Ts, wakes in Tw and draws the LPI power in between", "[link]")
+{
+    const LinkConfig c = parse_link_config("eee-10gbase-t");
+    REQUIRE(c.kind == slim::link::LinkKind::eee);
+    REQUIRE(c.lanes == 1);
+    REQUIRE(c.low_width == 0);
+    LinkModel port{c};
+    port.request_width(10 * kUs, 0);
+    CHECK(port.width_at(12 * kUs) == 0);  // carries nothing while it falls asleep
+    CHECK(port.traffic(50 * kUs, 1) == 4'480);
+    port.request_width(60 * kUs, 0);
+    CHECK(port.traffic(61 * kUs, 1) == 6'360);
+    CHECK(port.width_at(67'360) == 1);
+
+    const LinkStats& s = port.stats_at(100 * kUs);
+    CHECK(s.energy_joules == Approx(66.592e-6));
+    CHECK(port.always_on_joules(100 * kUs) == Approx(100e-6));
+    CHECK(s.transitions == 4);
+    CHECK(s.late_wakeups == 2);
+    CHECK(s.added_delay_ns == 10'840);
+    CHECK(s.time_at_width_ns[0] == 37'120);
+    CHECK(s.time_in_transition_ns == 14'720);
+    CHECK(s.time_at_width_ns[1] == 48'160);
+}
+
+TEST_CASE("an EEE port woken by a full request is awake after Tw, with no late wake-up", "[link]")
+{
+    // The controller's "LPI off" ahead of the traffic, as it raises an
+    // InfiniBand port: the oracle's way, at the gap's end minus Tw.
+    LinkModel port{parse_link_config("eee-1000base-t")};
+    port.request_width(0, 0);                 // asleep at 182 us
+    port.request_width(1 * kMs - 16'500, 1);  // awake at 1 ms
+    CHECK(port.traffic(1 * kMs, 1) == 0);
+    CHECK(port.stats_at(1 * kMs).late_wakeups == 0);
+    CHECK(slim::link::round_trip_ns(port.config()) == 182 * kUs + 16'500);
+}
+
+TEST_CASE("link presets parse, take changes after them and say where they come from", "[link]")
+{
+    SECTION("every preset parses, names itself and round-trips through its spec")
+    {
+        for (const slim::link::LinkPreset& p : slim::link::link_presets()) {
+            INFO(p.name);
+            const LinkConfig c = parse_link_config(p.name);
+            CHECK(c.profile == p.name);
+            CHECK(std::string(p.source).size() > 10);
+            const LinkConfig again = parse_link_config(slim::link::link_spec(c));
+            CHECK(again.kind == c.kind);
+            CHECK(again.lanes == c.lanes);
+            CHECK(again.lane_watts == c.lane_watts);
+            CHECK(again.low_width == c.low_width);
+            CHECK(again.tau_ns == c.tau_ns);
+            CHECK(again.sleep_ns == c.sleep_ns);
+            CHECK(again.low_power_fraction == c.low_power_fraction);
+            CHECK(again.profile == c.profile);
+        }
+    }
+    SECTION("InfiniBand presets: the thesis's port; EDR, HDR and NDR at 43 % in 1X")
+    {
+        const LinkConfig qdr = parse_link_config("ib-qdr");
+        CHECK(qdr.lanes == 4);
+        CHECK(qdr.lane_watts == 0.5);
+        CHECK(qdr.tau_ns == 10 * kUs);
+        CHECK_FALSE(qdr.low_power_fraction);
+        CHECK(parse_link_config("ib-hdr").low_power_fraction == 0.43);
+    }
+    SECTION("EEE presets: Tw and Ts of Clause 78, LPI at a tenth")
+    {
+        const LinkConfig t = parse_link_config("eee-10gbase-t");
+        CHECK(t.tau_ns == 4'480);
+        CHECK(t.sleep_ns == 2'880);
+        CHECK(t.low_power_fraction == 0.1);
+        CHECK(parse_link_config("eee-1000base-t").tau_ns == 16'500);
+        CHECK(parse_link_config("eee-100g-fast").tau_ns == 340);
+    }
+    SECTION("keys after a preset change it")
+    {
+        const LinkConfig c = parse_link_config("ib-hdr, lowP=0.57, tau=20us");
+        CHECK(c.low_power_fraction == 0.57);
+        CHECK(c.tau_ns == 20 * kUs);
+        CHECK(c.profile == "ib-hdr");
+        CHECK(parse_link_config("eee-10gbase-t,Tw=5us").tau_ns == 5 * kUs);
+        CHECK(parse_link_config("ib-ndr,L=2").low_width == 1);
+    }
+    SECTION("the spec of a configuration without a preset")
+    {
+        CHECK(slim::link::link_spec(LinkConfig{}) == "L=4,P=0.5,low=1,tau=10us");
+        CHECK(slim::link::describe_link(parse_link_config("eee-10gbase-t")) ==
+              "eee-10gbase-t: EEE, 1 W active, LPI at 0.1 of it, Tw 4480ns, Ts 2880ns");
+    }
+}
+
+TEST_CASE("link specs refuse unknown presets and keys that do not fit the port", "[link]")
+{
+    const auto rejects = [](const char *text, const char *needle1, const char *needle2) {
+        INFO(text);
+        CHECK_THROWS_WITH(parse_link_config(text), Contains(needle1) && Contains(needle2));
+        CHECK_THROWS_AS(parse_link_config(text), slim::Error);
+    };
+    rejects("ib-xdr", "'ib-xdr'", "ib-qdr, ib-edr, ib-hdr, ib-ndr, eee-1000base-t");
+    rejects("L=4,ib-hdr", "'ib-hdr'", "may only come first");
+    rejects("eee-10gbase-t,L=4", "'L'", "P, Tw, Ts and lowP");
+    rejects("eee-10gbase-t,tau=1us", "'tau'", "one active width and LPI");
+    rejects("Tw=4us", "'Tw'", "Tw and Ts are eee-* keys");
+    rejects("eee-10gbase-t,Ts=2s", "Ts='2s'", "0ns to 1s");
+    rejects("eee-10gbase-t,lowP=0", "lowP='0'", "greater than 0 and at most 1");
+    rejects("ib-hdr,lowP=0.5,lowP=0.6", "'lowP'", "more than once");
 }

@@ -106,6 +106,7 @@ slim::live::LiveSummary live(double energy, double baseline, double penalty, std
     l.energy_savings_pct  = 100.0 * (1.0 - energy / baseline);
     l.time_penalty_pct    = penalty;
     l.max_slowdown_pct    = 2.5;
+    l.link_profile        = "ib-hdr,L=4,P=0.5,low=1,tau=10us,lowP=0.43";
     l.late_wakeups        = 2;
     l.wakeup_delay_ns     = 3000;
     l.transitions         = 41;
@@ -160,6 +161,7 @@ TEST_CASE("the rank report's JSON keeps every field and value of the golden file
         l.gt_ns.reset();
         l.policy_in_force.clear();
         l.max_slowdown_pct.reset();  // a predictor other than adaptive
+        l.link_profile.clear();      // a report from before profiles were named
         l.trace_path.clear();
         l.controller_failed = true;
         l.controller_error  = "width 1 refused";
@@ -212,7 +214,8 @@ TEST_CASE("the node report's JSON keeps every field and value of the golden file
         std::snprintf(p.problem, sizeof p.problem, "%s",
                       "exec link backend: 'sleep 20 4' did not end within 2000 ms and was "
                       "killed; restoring full width failed: the port's width is unknown");
-        c.port = p;
+        c.port         = p;
+        c.link_profile = "L=4,P=0.5,low=1,tau=10us";
         check_golden("golden-node-port-failed.json", slim::format_node_json(node(), c));
     }
     SECTION("ranks with a CPU side (UCX_SLIM_CPU=on), one without live plans")
