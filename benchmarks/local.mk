@@ -125,6 +125,7 @@ EXTRA_DIST += \
 	benchmarks/drivers/run-packing-bench \
 	benchmarks/drivers/run-predictor-bench \
 	benchmarks/drivers/run-predictor-table \
+	benchmarks/drivers/run-penalty-check \
 	benchmarks/drivers/run-cpu-table
 
 # Every driver compiles, answers --help with its options, and one cheap one

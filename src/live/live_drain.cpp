@@ -160,12 +160,12 @@ void LiveDrain::drain_locked(TimeNs horizon)
     // rank). A narrowed gap reaches them at the next round; until then,
     // the runs they fold are ones the loop merged a moment ago.
     log_.set_coalesce_gap(loop_.burst_gap_ns());
-    if (options_.publish_low != nullptr) {
-        const bool low = loop_.link_low();
-        if (low && !was_low_) {
-            options_.publish_low->store(true, std::memory_order_relaxed);
+    if (options_.publish_owed != nullptr) {
+        const TimeNs charged = loop_.wakeup_delay_ns();
+        if (charged > owed_published_) {
+            options_.publish_owed->fetch_add(charged - owed_published_, std::memory_order_relaxed);
+            owed_published_ = charged;
         }
-        was_low_ = low;
     }
     if (horizon - trace_flushed_ns_ >= options_.trace_flush_ns) {
         loop_.flush_trace();

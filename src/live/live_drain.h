@@ -53,9 +53,10 @@ struct DrainOptions {
     // raise at the wait's end (the arrival) is then at most this late. A
     // waiting rank only polls, so a wake costs it little.
     TimeNs cpu_low_poll_ns = 1'000'000;
-    // Set (once per low-power period) when a round leaves the link below
-    // full width: UCX_SLIM_INJECT_DELAY's sender then waits once.
-    std::atomic<bool> *publish_low = nullptr;
+    // Each round adds the late wake-up waits the loop charged since the
+    // previous round (ns): UCX_SLIM_INJECT_DELAY's sender then waits them
+    // out, so the run loses what the model says it loses.
+    std::atomic<TimeNs> *publish_owed = nullptr;
 };
 
 using DrainStats = DrainCounters;
@@ -113,7 +114,7 @@ private:
     DrainStats stats_;          // under mutex_
     std::condition_variable stop_wake_;
     bool stopping_           = false;  // under mutex_
-    bool was_low_            = false;  // under mutex_
+    TimeNs owed_published_   = 0;      // under mutex_
     TimeNs trace_flushed_ns_ = 0;      // wall clock, under mutex_
     std::thread thread_;
 };

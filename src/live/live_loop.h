@@ -204,6 +204,8 @@ public:
     void sync(TimeNs through) { controller_->sync(through); }
     // The link is below its full width (a low-power request holds it).
     bool link_low() const { return controller_->width() < controller_->full_width(); }
+    // The late wake-up waits charged so far (the report's wakeup_delay_ns).
+    TimeNs wakeup_delay_ns() const noexcept { return wakeup_delay_ns_; }
     // The burst gap in use now (widened while traffic is dense).
     TimeNs burst_gap_ns() const noexcept { return burst_gap_ns_; }
 

@@ -93,9 +93,8 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
     wait_yield_                        = config.wait_yield;
     replay_now_                        = link::steady_now_ns();
     service.attach(config, lc);
-    inject_wait_ns_ = lc.backend.link.tau_ns;  // the port's rise (EEE: Tw)
-    lc.cpu.enabled  = config.cpu;
-    lc.cpu.policy   = config.cpu_policy;
+    lc.cpu.enabled = config.cpu;
+    lc.cpu.policy  = config.cpu_policy;
     if (config.cpu && config.wait_yield) {
         lc.cpu.publish_low_after = [this](std::optional<predict::TimeNs> after) {
             __atomic_store_n(&wait_low_after_ns_,
@@ -134,7 +133,7 @@ void Recording::start_loop(const Config& config, ServiceAttachment& service)
         options.max_sleep_ns = std::max(options.max_sleep_ns, kEmulatedDrainIntervalNs);
     }
     if (config.inject_delay) {
-        options.publish_low = &inject_pending_;
+        options.publish_owed = &inject_owed_ns_;
     }
     drain_ = std::make_unique<live::LiveDrain>(*log_, *live_, replay_now_, link::steady_clock_ns(),
                                                options);
@@ -159,8 +158,9 @@ void Recording::push(const live::OpRecord& record) noexcept
 
 void Recording::inject_now() noexcept
 {
-    if (inject_pending_.exchange(false, std::memory_order_relaxed)) {
-        link::wait_real_time(inject_wait_ns_);
+    const predict::TimeNs owed = inject_owed_ns_.exchange(0, std::memory_order_relaxed);
+    if (owed > 0) {
+        link::wait_real_time(owed);
     }
 }
 

@@ -122,11 +122,11 @@ private:
     void poll_slow() noexcept;
     void push(const live::OpRecord& record) noexcept;
     // UCX_SLIM_INJECT_DELAY: the progress round that hands over the first
-    // operations after the link went low really waits the reactivation
-    // time, once per low-power period.
+    // operations after a drain round really waits the late wake-up waits
+    // the loop charged in that round.
     void inject_if_low() noexcept
     {
-        if (inject_pending_.load(std::memory_order_relaxed)) {
+        if (inject_owed_ns_.load(std::memory_order_relaxed) != 0) {
             inject_now();
         }
     }
@@ -139,10 +139,9 @@ private:
     std::string trace_open_error_;
     bool cpu_        = false;  // UCX_SLIM_CPU=on: the summary shows the waits
     bool wait_yield_ = false;
-    // UCX_SLIM_INJECT_DELAY: set by the drain when it lowered the link; the
-    // next operation then really waits the reactivation time (once).
-    std::atomic<bool> inject_pending_{false};
-    predict::TimeNs inject_wait_ns_ = 0;
+    // UCX_SLIM_INJECT_DELAY: the waits the drain's rounds charged and no
+    // operation has waited out yet (ns).
+    std::atomic<predict::TimeNs> inject_owed_ns_{0};
     // Accessed only with __atomic builtins: the C module reads it too.
     alignas(64) std::uint64_t wait_low_after_ns_ = UINT64_MAX;
     std::mutex region_mutex_;

@@ -355,6 +355,47 @@ TEST_CASE("a record logged after the drain passed its time is taken late and cou
     CHECK(drain.with_loop([](LiveLoop& l) { return l.summary(false).events; }) == 2);
 }
 
+TEST_CASE("each drain round hands the injecting sender the late wake-up waits it charged")
+{
+    // UCX_SLIM_INJECT_DELAY: the sender waits out what the model charged,
+    // so that the run's measured time can be held against the penalty.
+    ManualClock clock;
+    TimeNs replay_now = clock.now;
+    LiveConfig c      = config_for(clock, "timeout");
+    c.backend.clock   = slim::live::LiveDrain::replay_clock(replay_now);
+    LiveLoop loop(c);
+    slim::live::OpLog log(16, 64, c.burst_gap_ns);
+    TimeNs wall = clock.now;
+    std::atomic<TimeNs> owed{0};
+    slim::live::DrainOptions options;
+    options.publish_owed = &owed;
+    slim::live::LiveDrain drain(
+            log, loop, replay_now, [&wall] { return wall; }, options);
+    // One operation every 600 us: the timeout lowers the link in each gap
+    // and every operation after the first wakes it late.
+    TimeNs t         = clock.now;
+    const auto burst = [&](int n) {
+        for (int i = 0; i < n; ++i, t += 600'000) {
+            slim::live::OpRecord r;
+            r.t_ns       = t;
+            r.wire_bytes = r.orig_bytes = 4096;
+            r.peer                      = 1;
+            REQUIRE(log.shared().push(r));
+        }
+        wall = t;
+        drain.drain();
+        return drain.with_loop([](LiveLoop& l) { return l.summary(false); });
+    };
+    const auto first = burst(10);
+    CHECK(first.late_wakeups >= 8);
+    CHECK(owed.load() == first.wakeup_delay_ns);
+    owed.store(0);  // the sender waited them out
+    const auto second = burst(10);
+    CHECK(second.late_wakeups >= first.late_wakeups + 9);
+    CHECK(owed.load() == second.wakeup_delay_ns - first.wakeup_delay_ns);
+    CHECK(owed.load() > 0);
+}
+
 TEST_CASE("a full ring drops records and counts them, and never blocks")
 {
     slim::live::OpRing ring(4);
