@@ -147,6 +147,26 @@ std::string format_duration(std::chrono::nanoseconds d)
     return std::to_string(ns) + "ns";
 }
 
+std::vector<SpecItem> spec_items(std::string_view text)
+{
+    std::vector<SpecItem> items;
+    std::string_view rest = text;
+    while (!trim(rest, " \t").empty()) {
+        const auto comma = rest.find(',');
+        SpecItem i;
+        i.item = trim(rest.substr(0, comma), " \t");
+        rest   = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        const auto equals = i.item.find('=');
+        if (equals != std::string_view::npos) {
+            i.has_value = true;
+            i.key       = trim(i.item.substr(0, equals), " \t");
+            i.value     = trim(i.item.substr(equals + 1), " \t");
+        }
+        items.push_back(i);
+    }
+    return items;
+}
+
 std::string format_real(double v)
 {
     std::array<char, 32> buf{};

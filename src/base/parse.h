@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace slim {
 
@@ -60,6 +61,21 @@ std::string format_duration(std::chrono::nanoseconds d);
 
 // Shortest decimal form of a double for messages ("0.05", "1e+20").
 std::string format_real(double v);
+
+// One item of a spec such as "L=4, P=0.5": the item, and its key and value
+// when it has an '=' (spaces and tabs around each trimmed). The views point
+// into the text.
+struct SpecItem {
+    std::string_view item;
+    std::string_view key;
+    std::string_view value;
+    bool has_value = false;
+};
+
+// The comma-separated items of `text` (an empty one between two commas has
+// no value; the text's end after a last comma is no item); each caller
+// judges the keys and words its own messages.
+std::vector<SpecItem> spec_items(std::string_view text);
 
 }  // namespace parse
 

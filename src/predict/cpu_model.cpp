@@ -20,8 +20,6 @@ constexpr double kMaxWatts        = 100.0;
 constexpr std::chrono::nanoseconds kMaxTau{100'000'000};       // 100 ms
 constexpr std::chrono::nanoseconds kMaxHandle{1'000'000'000};  // 1 s
 
-std::string_view trim(std::string_view s) { return parse::trim(s, " \t"); }
-
 [[noreturn]] void reject(std::string_view key, std::string_view value, std::string_view accepted)
 {
     throw Error(parse::bad_value(key, value, accepted));
@@ -51,17 +49,12 @@ CpuConfig parse_cpu_config(const std::string& text)
     constexpr std::string_view keys[] = {"f", "P", "f_low", "P_low", "tau", "handle"};
     bool seen[std::size(keys)]        = {};
     std::string values[std::size(keys)];
-    std::string_view rest = text;
-    while (!trim(rest).empty()) {
-        const auto comma            = rest.find(',');
-        const std::string_view item = trim(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        const auto equals = item.find('=');
-        if (equals == std::string_view::npos) {
-            throw Error("cpu config item '" + std::string(item) +
+    for (const parse::SpecItem& item : parse::spec_items(text)) {
+        if (!item.has_value) {
+            throw Error("cpu config item '" + std::string(item.item) +
                         "': expected key=value with a key f, P, f_low, P_low, tau or handle");
         }
-        const std::string_view key = trim(item.substr(0, equals));
+        const std::string_view key = item.key;
         const auto index           = static_cast<std::size_t>(
                 std::find(std::begin(keys), std::end(keys), key) - std::begin(keys));
         if (index == std::size(keys)) {
@@ -72,7 +65,7 @@ CpuConfig parse_cpu_config(const std::string& text)
             throw Error("cpu config key '" + std::string(key) + "' is given more than once");
         }
         seen[index]   = true;
-        values[index] = std::string(trim(item.substr(equals + 1)));
+        values[index] = std::string(item.value);
     }
     // The full state first: the low state's ranges depend on it, whichever
     // order the keys came in.

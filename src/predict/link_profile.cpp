@@ -140,18 +140,14 @@ void apply_items(std::string_view rest, LinkConfig& config, bool (&seen)[kKeys])
 {
     std::string low_text;
     const char *keys = config.kind == LinkKind::eee ? kEeeKeys : kIbKeys;
-    while (!trim(rest).empty()) {
-        const auto comma            = rest.find(',');
-        const std::string_view item = trim(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        const auto equals = item.find('=');
-        if (equals == std::string_view::npos) {
-            throw Error("link config item '" + std::string(item) +
+    for (const parse::SpecItem& item : parse::spec_items(rest)) {
+        if (!item.has_value) {
+            throw Error("link config item '" + std::string(item.item) +
                         "': expected key=value with a key " + keys + " (a preset name, one of " +
                         preset_names() + ", may only come first)");
         }
-        const std::string_view name = trim(item.substr(0, equals));
-        const std::string value{trim(item.substr(equals + 1))};
+        const std::string_view name = item.key;
+        const std::string value{item.value};
         const auto index = static_cast<std::size_t>(
                 std::find(std::begin(kKeyNames), std::end(kKeyNames), name) -
                 std::begin(kKeyNames));
