@@ -250,25 +250,4 @@ std::string link_spec(const LinkConfig& config)
     return spec;
 }
 
-std::string describe_link(const LinkConfig& config)
-{
-    const auto duration = [](TimeNs ns) {
-        return parse::format_duration(std::chrono::nanoseconds{ns});
-    };
-    const std::string name = config.profile.empty() ? std::string() : config.profile + ": ";
-    if (config.kind == LinkKind::eee) {
-        return name + "EEE, " + parse::format_real(config.lane_watts) + " W active, LPI at " +
-               parse::format_real(config.low_power_fraction.value_or(0.0)) + " of it, Tw " +
-               duration(config.tau_ns) + ", Ts " +
-               duration(config.sleep_ns.value_or(config.tau_ns));
-    }
-    const std::string low_power =
-            config.low_power_fraction
-                    ? " at " + parse::format_real(*config.low_power_fraction) + " of full power"
-                    : std::string();
-    return name + std::to_string(config.lanes) + " lanes, " +
-           parse::format_real(config.lane_watts) + " W/lane, low width " +
-           std::to_string(config.low_width) + low_power + ", tau " + duration(config.tau_ns);
-}
-
 }  // namespace slim::link

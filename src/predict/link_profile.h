@@ -29,9 +29,4 @@ std::string preset_names();
 // written out: "ib-hdr,L=4,P=0.5,low=1,tau=10us,lowP=0.43".
 std::string link_spec(const LinkConfig& config);
 
-// One line for people: "ib-hdr: 4 lanes, 0.5 W/lane, low width 1 at 0.43 of
-// full power, tau 10us" or "eee-10gbase-t: 1 W active, LPI at 0.1 of it,
-// Tw 4.48us, Ts 2.88us".
-std::string describe_link(const LinkConfig& config);
-
 }  // namespace slim::link

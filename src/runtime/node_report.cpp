@@ -467,14 +467,7 @@ std::string format_node_text(const NodeInfo& node, const NodeCollection& collect
            " low-power predictions, " + u64(t.hits) + " hits\n";
     if (measured) {
         out += collection.port ? "  time at width (the port):" : "  time at width (all ranks):";
-        // From 0: an EEE port's low-power idle.
-        for (unsigned w = 0; w <= t.lanes; ++w) {
-            if (t.time_at_width_ns[w] > 0) {
-                out += " " + (w == 0 ? std::string("LPI") : std::to_string(w) + "x") + " " +
-                       format_fixed(static_cast<double>(t.time_at_width_ns[w]) * 1e-9, 3) + " s";
-            }
-        }
-        out += "\n";
+        out += width_times_text(t.time_at_width_ns, t.lanes) + "\n";
     }
     if (t.controllers_failed > 0) {
         out += "  " + std::to_string(t.controllers_failed) +
@@ -489,12 +482,6 @@ namespace {
 // The port as the node service accounted it over the job's span.
 ReportJson port_json(const link::service::PortSection& p, const std::string& profile)
 {
-    ReportJson widths = ReportJson::object();
-    for (unsigned w = 0; w <= p.lanes && w <= link::kMaxLanes; ++w) {
-        if (w > 0 || p.time_at_width_ns[w] > 0) {  // 0: an EEE port's LPI
-            widths[std::to_string(w)] = p.time_at_width_ns[w];
-        }
-    }
     const bool energy = p.has_energy != 0;
     std::optional<double> saved;
     if (energy && p.baseline_joules > 0.0) {
@@ -504,7 +491,7 @@ ReportJson port_json(const link::service::PortSection& p, const std::string& pro
             {"owner", "slimlinkd"},
             {"port", link::service::text_of(p.port)},
             {"backend", link::service::text_of(p.backend)},
-            {"profile", profile.empty() ? ReportJson(nullptr) : ReportJson(profile)},
+            {"profile", json_text_or_null(profile)},
             {"lanes", p.lanes},
             {"span_ns", p.span_ns},
             {"energy_joules", energy ? json_fixed(p.energy_joules, 6) : ReportJson(nullptr)},
@@ -513,7 +500,7 @@ ReportJson port_json(const link::service::PortSection& p, const std::string& pro
             {"transitions", p.transitions},
             {"late_wakeups", p.late_wakeups},
             {"wakeup_delay_ns", p.wakeup_delay_ns},
-            {"time_at_width_ns", widths},
+            {"time_at_width_ns", width_times_json(p.time_at_width_ns, p.lanes)},
             {"time_in_transition_ns", p.time_in_transition_ns},
             {"other_jobs", p.other_jobs},
             {"clients_of_other_jobs", p.clients_seen},
@@ -627,12 +614,6 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
                 {"reason", to_string(m.reason)},
         });
     }
-    ReportJson widths = ReportJson::object();
-    for (unsigned w = 0; w <= t.lanes; ++w) {
-        if (w > 0 || t.time_at_width_ns[w] > 0) {  // 0: an EEE port's LPI
-            widths[std::to_string(w)] = t.time_at_width_ns[w];
-        }
-    }
     // A port whose backend measures no energy has none to total.
     const bool measured = !collection.port || collection.port->has_energy != 0;
 
@@ -649,7 +630,7 @@ std::string format_node_json(const NodeInfo& node, const NodeCollection& collect
             {"hits", t.hits},
             {"hit_rate_pct", json_fixed(t.hit_rate_pct, 4)},
             {"restarts", t.restarts},
-            {"time_at_width_ns", widths},
+            {"time_at_width_ns", width_times_json(t.time_at_width_ns, t.lanes)},
             {"bytes_sent", t.bytes_sent},
             {"packed_bytes", t.packed_bytes},
             {"saved_bytes", t.saved_bytes},

@@ -110,6 +110,34 @@ ReportJson json_fixed(const std::optional<double>& v, int decimals)
     return v ? json_fixed(*v, decimals) : ReportJson(nullptr);
 }
 
+ReportJson json_text_or_null(const std::string& text)
+{
+    return text.empty() ? ReportJson(nullptr) : ReportJson(text);
+}
+
+ReportJson width_times_json(const std::int64_t *ns, unsigned lanes)
+{
+    ReportJson widths = ReportJson::object();
+    for (unsigned w = 0; w <= lanes && w <= link::kMaxLanes; ++w) {
+        if (w > 0 || ns[w] > 0) {
+            widths[std::to_string(w)] = ns[w];
+        }
+    }
+    return widths;
+}
+
+std::string width_times_text(const std::int64_t *ns, unsigned lanes)
+{
+    std::string out;
+    for (unsigned w = 0; w <= lanes && w <= link::kMaxLanes; ++w) {
+        if (ns[w] > 0) {
+            out += " " + (w == 0 ? std::string("LPI") : std::to_string(w) + "x") + " " +
+                   format_fixed(static_cast<double>(ns[w]) * 1e-9, 3) + " s";
+        }
+    }
+    return out;
+}
+
 std::string json_line(const ReportJson& j)
 {
     // Host names and paths are bytes: invalid UTF-8 becomes U+FFFD rather
@@ -291,14 +319,7 @@ std::string text_live(const live::LiveSummary *l)
                " records logged after the live loop had passed their time (the rank was"
                " descheduled): the live link can differ from a replay of the trace\n";
     }
-    out += "           time at width:";
-    // From 0: an EEE port's low-power idle.
-    for (unsigned w = 0; w <= l->lanes && w < l->time_at_width_ns.size(); ++w) {
-        if (l->time_at_width_ns[w] > 0) {
-            out += " " + (w == 0 ? std::string("LPI") : std::to_string(w) + "x") + " " +
-                   fixed(static_cast<double>(l->time_at_width_ns[w]) * 1e-9, 3) + " s";
-        }
-    }
+    out += "           time at width:" + width_times_text(l->time_at_width_ns.data(), l->lanes);
     out += "\n";
     if (l->controller_failed) {
         out += "           controller failed: " + l->controller_error + "\n";
@@ -389,12 +410,6 @@ ReportJson cpu_live_json(const live::LiveCpuSummary& c)
 
 ReportJson live_json(const live::LiveSummary& l)
 {
-    ReportJson widths = ReportJson::object();
-    for (unsigned w = 0; w <= l.lanes && w < l.time_at_width_ns.size(); ++w) {
-        if (w > 0 || l.time_at_width_ns[w] > 0) {  // 0: an EEE port's LPI
-            widths[std::to_string(w)] = l.time_at_width_ns[w];
-        }
-    }
     return {
             {"backend", l.backend},
             {"owner", l.link_owner},
@@ -408,8 +423,7 @@ ReportJson live_json(const live::LiveSummary& l)
             {"energy_savings_pct", json_fixed(l.energy_savings_pct, 4)},
             {"time_penalty_pct", json_fixed(l.time_penalty_pct, 4)},
             {"max_slowdown_pct", json_fixed(l.max_slowdown_pct, 4)},
-            {"link_profile",
-             l.link_profile.empty() ? ReportJson(nullptr) : ReportJson(l.link_profile)},
+            {"link_profile", json_text_or_null(l.link_profile)},
             {"late_wakeups", l.late_wakeups},
             {"wakeup_delay_ns", l.wakeup_delay_ns},
             {"transitions", l.transitions},
@@ -417,7 +431,7 @@ ReportJson live_json(const live::LiveSummary& l)
             {"hits", l.hits},
             {"restarts", l.restarts},
             {"gt_ns", l.gt_ns ? ReportJson(*l.gt_ns) : ReportJson(nullptr)},
-            {"time_at_width_ns", widths},
+            {"time_at_width_ns", width_times_json(l.time_at_width_ns.data(), l.lanes)},
             {"controller_failed", l.controller_failed},
             {"controller_error",
              l.controller_failed ? ReportJson(l.controller_error) : ReportJson(nullptr)},

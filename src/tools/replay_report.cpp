@@ -80,7 +80,7 @@ std::string percent(std::optional<double> v)
 
 // "L=4, P=0.5 W/lane, low=1, tau=10us, packed"; with lowP, ", low width
 // at 0.43 of full power" after tau; a preset's name first ("ib-hdr: ...").
-// An EEE port: "eee-10gbase-t: EEE, P=1 W, Tw=4480ns, Ts=2880ns, LPI at 0.1
+// An EEE port: "eee-10gbase-t: EEE, P=1 W, Tw=4.48us, Ts=2.88us, LPI at 0.1
 // of active power".
 std::string link_text(const Options& o)
 {
