@@ -53,6 +53,7 @@
  *
  * usage: packing [--part p2p|rma|coll|all] [--sizes S1,S2,...]
  *                [--label RULE] [--linger-ms MS] [--rma-expect packed|exact]
+ *                [--rma-sync fence|lock|both]
  *   --sizes  message sizes in bytes, multiples of 8 (default: every power of
  *            two from 8 B to 4 MiB); they apply to the p2p and rma parts
  *   --label  mark with slim_mark() under the label of RULE instead of
@@ -64,6 +65,8 @@
  *   --rma-expect  packed (default): marked puts arrive as slim_quantize()
  *            predicts; exact: they arrive as sent (an inner transport
  *            without RMA, see part `rma`)
+ *   --rma-sync  the epochs of part `rma`: fence, lock (MPI_Win_lock and
+ *            unlock between barriers) or both (default)
  *   --linger-ms  wait this long before MPI_Finalize, with every connection
  *            still open, so that a script can read the sockets' byte counts
  *            (packing-multirail.test)
@@ -615,6 +618,8 @@ static void rma_sync_own(MPI_Win win)
 
 /* What a put of marked data must look like at the target (--rma-expect). */
 static int rma_expect_packed = 1;
+/* Which epochs the RMA part opens: 1 fence, 2 lock/unlock, 3 both. */
+static int rma_sync = 3;
 
 /* One put of `bytes` from obuf into the peer's window at displacement 0,
  * and the peer's into ours: in a fence epoch, or under lock/unlock followed
@@ -699,8 +704,12 @@ static void run_rma(const size_t *sizes, int nsizes)
     obuf = mt_xmalloc(max_size);
     copy = mt_xmalloc(max_size);
     for (int i = 0; i < nsizes; ++i) {
-        rma_case(win, winbuf, sizes[i], obuf, copy, 0);
-        rma_case(win, winbuf, sizes[i], obuf, copy, 1);
+        if (rma_sync & 1) {
+            rma_case(win, winbuf, sizes[i], obuf, copy, 0);
+        }
+        if (rma_sync & 2) {
+            rma_case(win, winbuf, sizes[i], obuf, copy, 1);
+        }
     }
     MT_CHECK_MPI(MPI_Win_free(&win));
     free(winbuf);
@@ -950,6 +959,12 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--rma-expect") == 0) {
             rma_expect_packed = strcmp(val, "packed") == 0;
             usage             = !rma_expect_packed && strcmp(val, "exact") != 0;
+        } else if (strcmp(argv[i], "--rma-sync") == 0) {
+            rma_sync = strcmp(val, "fence") == 0  ? 1
+                       : strcmp(val, "lock") == 0 ? 2
+                       : strcmp(val, "both") == 0 ? 3
+                                                  : 0;
+            usage    = rma_sync == 0;
         } else if (strcmp(argv[i], "--linger-ms") == 0) {
             char *end;
             linger_ms = strtol(val, &end, 10);
@@ -968,7 +983,8 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: mpiexec -n 2|4 %s [--part p2p|rma|coll|all] "
                     "[--sizes S1,S2,...] [--label LABEL=keep:N[:truncate|round]]"
-                    " [--linger-ms MS] [--rma-expect packed|exact] (p2p and rma "
+                    " [--linger-ms MS] [--rma-expect packed|exact]"
+                    " [--rma-sync fence|lock|both] (p2p and rma "
                     "need an even number of ranks; "
                     "got %d)\n",
                     argv[0], nranks);
