@@ -28,7 +28,8 @@ DEB_JOBS = 2
 EXTRA_DIST += \
 	debian/control debian/rules debian/copyright debian/source/format \
 	debian/libslimlink0.install debian/libslimlink-dev.install \
-	debian/slimlink.install debian/slimlink.lintian-overrides
+	debian/slimlink.install debian/slimlink.lintian-overrides \
+	debian/slimlink-spank.install
 deb: dist-gzip
 	rm -rf $(DEB_DIR) && $(MKDIR_P) $(DEB_DIR)
 	tar -C $(DEB_DIR) -xzf $(distdir).tar.gz
