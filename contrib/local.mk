@@ -29,7 +29,8 @@ EXTRA_DIST += \
 	debian/control debian/rules debian/copyright debian/source/format \
 	debian/libslimlink0.install debian/libslimlink-dev.install \
 	debian/slimlink.install debian/slimlink.lintian-overrides \
-	debian/slimlink-spank.install
+	debian/slimlink-spank.install debian/libslimlink0.lintian-overrides \
+	debian/libslimlink-dev.lintian-overrides debian/slimlink-spank.lintian-overrides
 deb: dist-gzip
 	rm -rf $(DEB_DIR) && $(MKDIR_P) $(DEB_DIR)
 	tar -C $(DEB_DIR) -xzf $(distdir).tar.gz
