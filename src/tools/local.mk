@@ -144,4 +144,5 @@ src_tools_slimlink_report_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
 tests_unit_slim_unit_tests_SOURCES += tests/unit/test_job_report.cpp src/tools/job_report.cpp
 dist_pkgdata_DATA += src/tools/job.schema.json
 TESTS += tests/tools/slimlink-report.test
-EXTRA_DIST += tests/tools/slimlink-report.test tests/data/golden-job-two-nodes.json
+EXTRA_DIST += tests/tools/slimlink-report.test tests/data/golden-job-two-nodes.json \
+	tests/data/golden-job-two-hosts.json tests/data/report-two-hosts.json

@@ -4,9 +4,9 @@
 // records of tests/data/report-cg-2ranks.json with their hosts, jobs and
 // energies changed, so that every sum can be checked by hand.
 //
-// The golden file tests/data/golden-job-two-nodes.json is the merge of
-// tests/data/report-two-nodes.json; to write it anew after a deliberate
-// change of the schema:
+// The golden files tests/data/golden-job-*.json are the merges of
+// tests/data/report-two-nodes.json and of report-two-hosts.json (a real
+// two-host run); to write them anew after a deliberate change of the schema:
 //   SLIM_WRITE_GOLDEN=1 tests/unit/slim-unit-tests "[job-report]"
 #include "tools/job_report.h"
 
@@ -329,22 +329,23 @@ TEST_CASE("the summary is one line under 250 characters", "[job-report]")
           "always_on_J=2.000 saved_pct=50.0 penalty_max_pct=0.50 packing_saved_B=3353088");
 }
 
-TEST_CASE("the merge of report-two-nodes.json keeps every field and value of the golden file",
-          "[job-report][golden]")
+namespace {
+
+// Merges tests/data/`input` as `request` asks and compares the record with
+// tests/data/`golden` (or writes it there under SLIM_WRITE_GOLDEN=1).
+void check_job_golden(const std::string& input, const MergeRequest& request,
+                      const std::string& golden_name)
 {
     JobMerge m;
-    m.read_file(data_path("report-two-nodes.json"));
-    MergeRequest request;
-    request.jobs           = {"hydra-8744-1872191", "hydra-9100-1872300"};
-    request.expected_nodes = std::vector<std::string>{"vm", "node2", "node3"};
-    JobJson job            = m.merge(request);
+    m.read_file(data_path(input));
+    JobJson job = m.merge(request);
     // The path read is the machine's: the golden file has the name alone.
-    job["sources"]["files"][0]["path"] = "report-two-nodes.json";
+    job["sources"]["files"][0]["path"] = input;
     for (auto& n : job["nodes"]) {
         std::string where = n["source"];
         n["source"]       = where.substr(where.rfind('/') + 1);
     }
-    const std::string path = data_path("golden-job-two-nodes.json");
+    const std::string path = data_path(golden_name);
     if (const char *write = std::getenv("SLIM_WRITE_GOLDEN"); write && std::string(write) == "1") {
         std::ofstream(path) << job.dump() << "\n";
         WARN("wrote " << path);
@@ -356,4 +357,26 @@ TEST_CASE("the merge of report-two-nodes.json keeps every field and value of the
     golden << in.rdbuf();
     INFO("golden file " << path);
     CHECK(job == JobJson::parse(golden.str()));
+}
+
+}  // namespace
+
+TEST_CASE("the merge of report-two-nodes.json keeps every field and value of the golden file",
+          "[job-report][golden]")
+{
+    MergeRequest request;
+    request.jobs           = {"hydra-8744-1872191", "hydra-9100-1872300"};
+    request.expected_nodes = std::vector<std::string>{"vm", "node2", "node3"};
+    check_job_golden("report-two-nodes.json", request, "golden-job-two-nodes.json");
+}
+
+TEST_CASE("the merge of a real two-host run keeps every field and value of the golden file",
+          "[job-report][golden]")
+{
+    // scripts/two-host-bed (tests/mpi/two-host.test), one rank per host
+    // under hydra: a key per host.
+    MergeRequest request;
+    request.jobs           = {"hydra-17994-1511777", "hydra-17995-1511777"};
+    request.expected_nodes = std::vector<std::string>{"slimbed-t17863-a", "slimbed-t17863-b"};
+    check_job_golden("report-two-hosts.json", request, "golden-job-two-hosts.json");
 }
