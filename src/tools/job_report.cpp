@@ -358,6 +358,44 @@ std::optional<double> json_number(const JobJson& j, const char *key)
                                              : std::optional<double>(it->get<double>());
 }
 
+std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
+
+// The expected hosts against the job's node reports: a host matches by its
+// name, else by its name up to the first dot when exactly one node host not
+// matched yet has that short name (a batch system names nodes n001, a node
+// may call itself n001.cluster). Returns the node hosts matched; `missing`
+// gets the expected hosts that match none.
+std::set<std::string> match_hosts(const std::vector<std::string>& expected,
+                                  const std::map<std::string, std::size_t>& hosts,
+                                  std::vector<std::string>& missing)
+{
+    std::set<std::string> matched;
+    std::vector<std::string> unmatched;
+    for (const std::string& h : expected) {
+        if (hosts.count(h) != 0) {
+            matched.insert(h);
+        } else {
+            unmatched.push_back(h);
+        }
+    }
+    std::multimap<std::string, std::string> by_short;
+    if (!unmatched.empty()) {
+        for (const auto& [host, i] : hosts) {
+            if (matched.count(host) == 0) {
+                by_short.emplace(short_name(host), host);
+            }
+        }
+    }
+    for (const std::string& h : unmatched) {
+        const auto [first, last] = by_short.equal_range(short_name(h));
+        if (first != last && std::next(first) == last && matched.insert(first->second).second) {
+            continue;
+        }
+        missing.push_back(h);
+    }
+    return matched;
+}
+
 }  // namespace
 
 void JobMerge::read(std::istream& in, const std::string& name)
@@ -640,15 +678,14 @@ JobJson JobMerge::merge(const MergeRequest& request) const
     JobJson unexpected    = JobJson::array();
     if (request.expected_nodes) {
         expected = *request.expected_nodes;
-        const std::set<std::string> want(request.expected_nodes->begin(),
-                                         request.expected_nodes->end());
-        for (const std::string& h : *request.expected_nodes) {
-            if (host_node.count(h) == 0) {
-                missing_nodes.push_back(h);
-            }
+        std::vector<std::string> missing;
+        const std::set<std::string> matched =
+                match_hosts(*request.expected_nodes, host_node, missing);
+        for (const std::string& h : missing) {
+            missing_nodes.push_back(h);
         }
         for (const auto& [host, i] : host_node) {
-            if (want.count(host) == 0) {
+            if (matched.count(host) == 0) {
                 unexpected.push_back(host);
             }
         }

@@ -202,6 +202,21 @@ TEST_CASE("expected hosts without a node report and ranks without numbers are li
                Contains("1 node (1 missing), 3 ranks missing"));
 }
 
+TEST_CASE("an expected host matches a node report's by its short name", "[job-report]")
+{
+    // A batch system's node names are short; a node may call itself by its
+    // fully qualified name, and the other way round.
+    const std::string text = lines(
+            {node("n1.cluster", "k", 1.0, 2.0, {0.1}, 100), node("n2", "k", 1.0, 2.0, {0.1}, 200),
+             node("n3.a", "k", 1.0, 2.0, {0.1}, 300), node("n3.b", "k", 1.0, 2.0, {0.1}, 400)});
+    MergeRequest request;
+    request.expected_nodes = std::vector<std::string>{"n1", "n2.cluster", "n3", "n4"};
+    const JobJson job      = read(text).merge(request);
+    // n3 is ambiguous (two node hosts of that short name): not matched.
+    CHECK(job["missing_nodes"] == JobJson({"n3", "n4"}));
+    CHECK(job["unexpected_nodes"] == JobJson({"n3.a", "n3.b"}));
+}
+
 TEST_CASE("a second node report of a host in a job is refused, naming both", "[job-report]")
 {
     const nlohmann::json a    = node("a", "k", 1.0, 2.0, {0.1}, 100);
