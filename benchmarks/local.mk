@@ -126,7 +126,8 @@ EXTRA_DIST += \
 	benchmarks/drivers/run-predictor-bench \
 	benchmarks/drivers/run-predictor-table \
 	benchmarks/drivers/run-penalty-check \
-	benchmarks/drivers/run-cpu-table
+	benchmarks/drivers/run-cpu-table \
+	benchmarks/drivers/run-report-merge
 
 # Every driver compiles, answers --help with its options, and one cheap one
 # prints a table with numbers.

@@ -13,14 +13,16 @@ dist_man_MANS = \
 	doc/man/slimlinkd.1 \
 	doc/man/slim-replay.1 \
 	doc/man/slim-plot.1 \
-	doc/man/spank_slimlink.8
+	doc/man/spank_slimlink.8 \
+	doc/man/slimlink-report.1
 EXTRA_DIST += \
 	doc/man/slimlink.7.md \
 	doc/man/slimlink-run.1.md \
 	doc/man/slimlinkd.1.md \
 	doc/man/slim-replay.1.md \
 	doc/man/slim-plot.1.md \
-	doc/man/spank_slimlink.8.md
+	doc/man/spank_slimlink.8.md \
+	doc/man/slimlink-report.1.md
 # Shipped in the tarball: only maintainer-clean removes them.
 MAINTAINERCLEANFILES += $(dist_man_MANS)
 
@@ -54,8 +56,11 @@ doc/man/slim-plot.1: $(srcdir)/doc/man/slim-plot.1.md $(man_deps)
 doc/man/spank_slimlink.8: $(srcdir)/doc/man/spank_slimlink.8.md $(man_deps)
 	$(AM_V_GEN)src=$(srcdir)/doc/man/spank_slimlink.8.md; $(man_generate)
 
+doc/man/slimlink-report.1: $(srcdir)/doc/man/slimlink-report.1.md $(man_deps)
+	$(AM_V_GEN)src=$(srcdir)/doc/man/slimlink-report.1.md; $(man_generate)
+
 # Each page renders without warnings, slimlink(7) documents every
 # UCX_SLIM_* variable of the code (with its default) and every report field,
-# and README.md does not repeat them as a table.
+# slimlink-report(1) every field of the job record, and README.md does not repeat them as a table.
 TESTS += tests/man/man-pages.test
 EXTRA_DIST += tests/man/man-pages.test

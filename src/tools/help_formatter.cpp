@@ -61,20 +61,32 @@ std::string HelpFormatter::make_usage(const CLI::App *app, std::string name) con
     const std::string indent(head.size(), ' ');
     std::string out  = head;
     std::size_t line = head.size();
-    for (const CLI::Option *opt : app->get_options()) {
-        if (opt == app->get_help_ptr() || !opt->nonpositional()) {
-            continue;
-        }
-        std::string item = opt->get_name(false, false) + make_option_opts(opt);
-        if (!opt->get_required()) {
-            item = "[" + item + "]";
-        }
+    const auto add   = [&](const std::string  &item) {
         if (line + 1 + item.size() > help_width) {
             out.append("\n").append(indent);
             line = indent.size();
         }
         out.append(" ").append(item);
         line += 1 + item.size();
+    };
+    for (const CLI::Option *opt : app->get_options()) {
+        if (opt == app->get_help_ptr() || !opt->nonpositional()) {
+            continue;
+        }
+        std::string item = opt->get_name(false, false) + make_option_opts(opt);
+        add(opt->get_required() ? item : "[" + item + "]");
+    }
+    // Then the arguments (FILE..., for one taken several times), and a
+    // tool with commands (slimlink-report) says where the command goes.
+    for (const CLI::Option *opt : app->get_options()) {
+        if (opt->nonpositional()) {
+            continue;
+        }
+        std::string item = opt->get_type_name() + (opt->get_items_expected_max() > 1 ? "..." : "");
+        add(opt->get_required() ? item : "[" + item + "]");
+    }
+    if (!app->get_subcommands({}).empty()) {
+        add("COMMAND ...");
     }
     return out + "\n";
 }

@@ -130,3 +130,19 @@ EXTRA_DIST += \
 	tests/data/report-two-nodes.json \
 	tests/data/README.md \
 	tests/replay/bad-reports
+
+# slimlink-report: a job's node reports merged into one record
+# (slimlink.job.v1, src/tools/job.schema.json), and its summary line
+# (slimlink-report(1)). The merge is compiled into the unit tests too.
+bin_PROGRAMS += src/tools/slimlink-report
+src_tools_slimlink_report_SOURCES = src/tools/slimlink_report.cpp src/tools/cli_common.h \
+	src/tools/help_formatter.h src/tools/help_formatter.cpp \
+	src/tools/job_report.h src/tools/job_report.cpp
+src_tools_slimlink_report_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/src $(SPDLOG_CFLAGS) $(NLOHMANN_JSON_CFLAGS) \
+	$(CLI11_CFLAGS)
+src_tools_slimlink_report_LDADD = src/libslimcore.la $(SPDLOG_LIBS)
+tests_unit_slim_unit_tests_SOURCES += tests/unit/test_job_report.cpp src/tools/job_report.cpp
+dist_pkgdata_DATA += src/tools/job.schema.json
+TESTS += tests/tools/slimlink-report.test
+EXTRA_DIST += tests/tools/slimlink-report.test tests/data/golden-job-two-nodes.json \
+	tests/data/golden-job-two-hosts.json tests/data/report-two-hosts.json

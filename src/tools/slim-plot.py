@@ -21,7 +21,10 @@
                    window: the waits and the emulated core's frequency.
 `report` draws, from a JSON report (UCX_SLIM_REPORT=run.json):
   savings          the energy savings of each rank and of each node, with
-                   their time penalties.
+                   their time penalties;
+and from a job record (slimlink-report merge, slimlink.job.v1):
+  job              each node's link energy against always-on, its savings
+                   and the job's, and the expected nodes without a report.
 
 Every number comes from slim-replay --json (found with --slim-replay PATH,
 else next to this script, else in PATH) or from the report itself; slim-plot
@@ -599,6 +602,16 @@ LINK_OPTIONAL = {"predictor": (STRING,), "policy_in_force": (STRING, None)}
 NODE_FIELDS = {"host": (STRING,), "job": (STRING, None), "local_size": (INTEGER,),
                "ranks_reported": (INTEGER,), "ranks_missing": (LIST,), "totals": (OBJECT,)}
 TOTALS_FIELDS = {"energy_savings_pct": (NUMBER, None), "time_penalty_pct_max": (NUMBER, None)}
+# A job record (slimlink-report merge, slimlink.job.v1).
+JOB_FIELDS = {"job": (STRING,), "nodes": (LIST,), "totals": (OBJECT,), "missing_nodes": (LIST,),
+              "expected_nodes": (LIST, None), "missing_ranks": (LIST,)}
+JOB_NODE_FIELDS = {"host": (STRING,), "local_size": (INTEGER,), "ranks_reported": (INTEGER,),
+                   "ranks_missing": (LIST,), "energy_joules": (NUMBER, None),
+                   "baseline_joules": (NUMBER, None), "energy_savings_pct": (NUMBER, None),
+                   "time_penalty_pct_max": (NUMBER, None)}
+JOB_TOTALS_FIELDS = {"energy_joules": (NUMBER, None), "baseline_joules": (NUMBER, None),
+                     "energy_savings_pct": (NUMBER, None), "time_penalty_pct_max": (NUMBER, None),
+                     "time_penalty_pct_mean": (NUMBER, None)}
 
 
 def reject_constant(name):
@@ -612,7 +625,8 @@ def parse_json(text):
 
 
 def read_report(path):
-    """The rank and node records of a JSON Lines report."""
+    """The rank, node and job records of a JSON Lines report (or of a job
+    record slimlink-report merge wrote)."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -634,7 +648,7 @@ def read_report(path):
                 raise InputError("%s:%d: not a JSON record: %s" % (path, number, e))
             records = [(1, r) for r in (whole if isinstance(whole, list) else [whole])]
             break
-    ranks, nodes = [], []
+    ranks, nodes, jobs = [], [], []
     for number, r in records:
         where = "%s:%d" % (path, number)
         if not isinstance(r, dict):
@@ -649,10 +663,21 @@ def read_report(path):
             require(r, NODE_FIELDS, where, schema)
             require(r["totals"], TOTALS_FIELDS, where, schema + " totals")
             nodes.append(r)
-    if not ranks and not nodes:
-        raise InputError("%s: no slimlink.report.v1 or slimlink.node.v1 records (a report is "
-                         "written with UCX_SLIM_REPORT=FILE.json)" % path)
-    return ranks, nodes
+        elif schema == "slimlink.job.v1":
+            require(r, JOB_FIELDS, where, schema)
+            require(r["totals"], JOB_TOTALS_FIELDS, where, schema + " totals")
+            for i, n in enumerate(r["nodes"]):
+                require(n, JOB_NODE_FIELDS, where, "%s nodes[%d]" % (schema, i))
+            for i, h in enumerate(r["missing_nodes"]):
+                if not isinstance(h, str):
+                    raise InputError("%s: %s missing_nodes[%d] is not a string" % (where, schema, i))
+            jobs.append(r)
+    if not ranks and not nodes and not jobs:
+        raise InputError("%s: no slimlink.report.v1 or slimlink.node.v1 records, nor a "
+                         "slimlink.job.v1 record (a report is written with "
+                         "UCX_SLIM_REPORT=FILE.json, a job record by slimlink-report merge)"
+                         % path)
+    return ranks, nodes, jobs
 
 
 def json_type(v):
@@ -785,6 +810,95 @@ def report_figure(plt, ranks, nodes, name):
     return fig
 
 
+def job_figure(plt, job, name):
+    """A job record: per node, the port's energy against always-on (top) and
+    the savings (bottom); expected nodes without a node report are marked."""
+    nodes = job["nodes"]
+    missing = job["missing_nodes"]
+    labels = ["%s\n%d of %d ranks" % (n["host"], n["ranks_reported"], n["local_size"])
+              for n in nodes] + ["%s\nno report" % h for h in missing]
+    count = len(labels)
+    positions = list(range(count))
+    t = job["totals"]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(FIGSIZE[0], FIGSIZE[1] * 1.35),
+                                      layout="constrained", sharex=True)
+    title = "Link energy of job %s — %s" % (job["job"] if len(job["job"]) <= 48
+                                            else job["job"][:45] + "...", name)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=13)
+    width = 0.38
+    energy = [n["energy_joules"] for n in nodes]
+    baseline = [n["baseline_joules"] for n in nodes]
+    top.bar([p - width / 2 for p in positions[:len(nodes)]], [b or 0 for b in baseline],
+            width=width, color=GREY, label="always on")
+    top.bar([p + width / 2 for p in positions[:len(nodes)]], [e or 0 for e in energy],
+            width=width, color=BLUE, label="with slimlink")
+    tallest = max([b for b in baseline if b is not None] + [e for e in energy if e is not None]
+                  + [1e-9])
+    for p in positions[len(nodes):]:
+        # A node with no report: an empty hatched slot as tall as the
+        # tallest bar, so that it cannot be read as a node that used nothing.
+        top.bar(p, tallest, width=2 * width, fill=False, hatch="//", edgecolor=VERMILION,
+                linewidth=0.8)
+        bottom.bar(p, 0, width=2 * width)
+    top.set_ylabel("link energy (J)")
+    top.set_ylim(0, tallest * 1.3)
+    top.legend(loc="upper right", fontsize=9)
+    if t["energy_joules"] is not None:
+        top.set_title("job: %.3f J of %.3f J always on over %d of %d ports that measure energy"
+                      % (t["energy_joules"], t["baseline_joules"], t.get("energy_nodes", len(nodes)),
+                         len(nodes)), loc="left", fontsize=11)
+    else:
+        top.set_title("no port of the job measures energy", loc="left", fontsize=11)
+    savings = [n["energy_savings_pct"] for n in nodes]
+    penalties = [n["time_penalty_pct_max"] for n in nodes]
+    bottom.bar(positions[:len(nodes)], [v or 0 for v in savings], width=0.6,
+               color=[GREEN if v is not None else GREY for v in savings])
+    drawn = [v for v in savings if v is not None] + [1.0]
+    bottom.set_ylim(min(0, min(drawn) * 1.2), max(drawn) * 1.3)
+    if t["energy_savings_pct"] is not None:
+        bottom.axhline(t["energy_savings_pct"], color=ORANGE, linewidth=1.2,
+                       label="job: %.1f %% (from the summed energy)" % t["energy_savings_pct"])
+        bottom.legend(loc="upper right", fontsize=9)
+    bottom.set_ylabel("energy savings (%)")
+    penalty = t["time_penalty_pct_max"]
+    bottom.set_title("savings per node; penalty: the node's worst rank's%s" % (
+        "; job's worst rank %.2f %%, mean %.2f %%" % (penalty, t["time_penalty_pct_mean"])
+        if penalty is not None and t["time_penalty_pct_mean"] is not None else ""),
+        loc="left", fontsize=11)
+    if count <= 32:
+        for p, v, pen in zip(positions, savings, penalties):
+            text = "not\nmeasured" if v is None else "%.1f %%" % v
+            if pen is not None:
+                text += "\n(penalty %.2f %%)" % pen
+            bottom.annotate(text, xy=(p, max(v or 0, 0)), xytext=(0, 3),
+                            textcoords="offset points", ha="center", va="bottom",
+                            fontsize=9 if count <= 16 else 7)
+        for p in positions[len(nodes):]:
+            bottom.annotate("missing", xy=(p, 0), xytext=(0, 3), textcoords="offset points",
+                            ha="center", va="bottom", color=VERMILION,
+                            fontsize=9 if count <= 16 else 7)
+    pad = max(0.0, (3 - count) / 2)
+    bottom.set_xlim(-0.5 - pad, count - 0.5 + pad)
+    bottom.set_xticks(positions)
+    bottom.set_xticklabels(labels, rotation=0 if count <= 8 else 60,
+                           ha="center" if count <= 8 else "right",
+                           fontsize=10 if count <= 16 else 8)
+    for ax in (top, bottom):
+        ax.grid(axis="x", visible=False)
+    notes = []
+    if missing:
+        notes.append("%d expected node%s without a report (hatched)"
+                     % (len(missing), "" if len(missing) == 1 else "s"))
+    if job["missing_ranks"]:
+        notes.append("%d rank%s missing" % (len(job["missing_ranks"]),
+                                           "" if len(job["missing_ranks"]) == 1 else "s"))
+    if job["expected_nodes"] is None:
+        notes.append("expected nodes not given: missing nodes not checked")
+    if notes:
+        bottom.set_xlabel("; ".join(notes))
+    return fig
+
+
 # ------------------------------------------------------------------ commands
 
 def command_trace(args, plt, writer):
@@ -848,9 +962,13 @@ def command_trace(args, plt, writer):
 
 
 def command_report(args, plt, writer):
-    ranks, nodes = read_report(args.report)
+    ranks, nodes, jobs = read_report(args.report)
     os.makedirs(args.output, exist_ok=True)
-    writer.save(report_figure(plt, ranks, nodes, os.path.basename(args.report)), "savings")
+    name = os.path.basename(args.report)
+    if ranks or nodes:
+        writer.save(report_figure(plt, ranks, nodes, name), "savings")
+    for i, job in enumerate(jobs, 1):
+        writer.save(job_figure(plt, job, name), "job" if len(jobs) == 1 else "job-%d" % i)
 
 
 class Parser(argparse.ArgumentParser):
@@ -913,11 +1031,15 @@ def parse_arguments(argv):
     t.add_argument("--slim-replay", metavar="PATH", help="the slim-replay to run (default: "
                    "the one next to slim-plot, else the one in PATH)")
     common(t)
-    r = sub.add_parser("report", help="savings per rank and per node of a JSON report",
-                       description="Draws savings: the energy savings and time penalty of "
-                       "each rank (slimlink.report.v1 records) and each node "
-                       "(slimlink.node.v1) of a report written with UCX_SLIM_REPORT=FILE.json.")
-    r.add_argument("report", metavar="REPORT", help="JSON Lines report")
+    r = sub.add_parser("report", help="savings per rank and per node of a JSON report, or a "
+                       "job's energy per node", description="Draws savings: the energy "
+                       "savings and time penalty of each rank (slimlink.report.v1 records) and "
+                       "each node (slimlink.node.v1) of a report written with "
+                       "UCX_SLIM_REPORT=FILE.json; and job, from a job record (slimlink.job.v1, "
+                       "written by slimlink-report merge): each node's link energy against "
+                       "always-on, its savings and the job's, expected nodes without a report "
+                       "marked.")
+    r.add_argument("report", metavar="REPORT", help="JSON Lines report, or a job record")
     common(r)
     return p.parse_args(argv)
 
