@@ -95,6 +95,7 @@ struct Options {
     bool system         = false;
     std::string backend = "emulated";
     std::string exec_template;
+    std::chrono::milliseconds exec_timeout{2000};  // --exec and --cpu-exec commands
     std::string device;
     unsigned ib_port = 1;
     std::optional<std::uint32_t> eee_timer_us;
@@ -164,6 +165,17 @@ Options parse_options(int argc, char **argv)
                "exec backend: the command that sets a width ({width}, {device}, {port} are "
                "replaced); required with --link exec")
             ->type_name("TEMPLATE");
+    app.add_option_function<std::string>(
+               "--exec-timeout",
+               [&](const std::string& v) {
+                   o.exec_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           parse::duration("--exec-timeout",
+                                           value_of("--exec-timeout", "DURATION", v), 10ms, 600s));
+                   o.cpu.exec_timeout = o.exec_timeout;
+               },
+               "--exec and --cpu-exec: how long a command may run before it is killed and the "
+               "backend fails, 10ms to 600s (default 2s)")
+            ->type_name("DURATION");
     app.add_option_function<std::string>(
                "--device", [&](const std::string& v) { o.device = value_of("--device", "DEV", v); },
                "ibmad/exec: the HCA ({device}), e.g. mlx5_0; ethtool: the interface, e.g. eth0")
@@ -843,6 +855,7 @@ int serve(const Options& o, int ready)
     config.device        = o.device;
     config.port          = o.ib_port;
     config.exec_template = o.exec_template;
+    config.exec_timeout  = o.exec_timeout;
     config.eee_timer_us  = o.eee_timer_us;
 
     link::PortServiceOptions service_options;
