@@ -8,14 +8,13 @@
 // tests/data/report-two-nodes.json and of report-two-hosts.json (a real
 // two-host run); to write them anew after a deliberate change of the schema:
 //   SLIM_WRITE_GOLDEN=1 tests/unit/slim-unit-tests "[job-report]"
+#include "golden_file.h"
 #include "tools/job_report.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,11 +26,7 @@ using slim::tools::MergeRequest;
 
 namespace {
 
-std::string data_path(const std::string& name)
-{
-    const char *srcdir = std::getenv("abs_top_srcdir");
-    return std::string(srcdir != nullptr ? srcdir : SLIM_TEST_SRCDIR) + "/tests/data/" + name;
-}
+using slim_test::data_path;
 
 // The records of report-cg-2ranks.json: rank 1, rank 0, the node.
 std::vector<nlohmann::json> real_records()
@@ -361,17 +356,12 @@ void check_job_golden(const std::string& input, const MergeRequest& request,
         n["source"]       = where.substr(where.rfind('/') + 1);
     }
     const std::string path = data_path(golden_name);
-    if (const char *write = std::getenv("SLIM_WRITE_GOLDEN"); write && std::string(write) == "1") {
-        std::ofstream(path) << job.dump() << "\n";
-        WARN("wrote " << path);
+    const auto golden      = slim_test::golden_or_write(path, job.dump() + "\n");
+    if (!golden) {
         return;
     }
-    std::ifstream in(path);
-    REQUIRE(in.good());
-    std::stringstream golden;
-    golden << in.rdbuf();
     INFO("golden file " << path);
-    CHECK(job == JobJson::parse(golden.str()));
+    CHECK(job == JobJson::parse(*golden));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // To write them anew after a deliberate change of the schema:
 //   SLIM_WRITE_GOLDEN=1 tests/unit/slim-unit-tests "[golden]"
 // (in the build tree, with abs_top_srcdir pointing at the source tree).
+#include "golden_file.h"
 #include "node_report.h"
 #include "report.h"
 
@@ -16,8 +17,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -25,32 +24,21 @@ using nlohmann::ordered_json;
 
 namespace {
 
-std::string golden_path(const std::string& name)
-{
-    const char *srcdir = std::getenv("abs_top_srcdir");
-    return std::string(srcdir != nullptr ? srcdir : SLIM_TEST_SRCDIR) + "/tests/data/" + name;
-}
-
 // Compares `line` with the golden file `name`, or writes it there under
 // SLIM_WRITE_GOLDEN=1.
 void check_golden(const std::string& name, const std::string& line)
 {
-    const std::string path = golden_path(name);
-    if (const char *write = std::getenv("SLIM_WRITE_GOLDEN"); write && std::string(write) == "1") {
-        std::ofstream(path) << line;
-        WARN("wrote " << path);
+    const std::string path = slim_test::data_path(name);
+    const auto golden      = slim_test::golden_or_write(path, line);
+    if (!golden) {
         return;
     }
-    std::ifstream in(path);
-    REQUIRE(in.good());
-    std::stringstream golden;
-    golden << in.rdbuf();
     INFO("golden file " << path);
     REQUIRE(!line.empty());
     CHECK(line.back() == '\n');
     CHECK(line.find('\n') == line.size() - 1);
     // ordered_json compares keys in order: a reordered field fails too.
-    CHECK(ordered_json::parse(line) == ordered_json::parse(golden.str()));
+    CHECK(ordered_json::parse(line) == ordered_json::parse(*golden));
 }
 
 slim::ProcessIdentity process(int rank, int local_rank)
