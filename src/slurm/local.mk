@@ -29,5 +29,6 @@ install-spank-no-la:
 uninstall-local: uninstall-spank
 uninstall-spank:
 	rm -f $(DESTDIR)$(slurmpluginexecdir)/spank_slimlink.so
-.PHONY: install-spank-no-la uninstall-spank
 endif
+# Outside the conditional: automake wants .PHONY unconditional.
+.PHONY: install-spank-no-la uninstall-spank
