@@ -741,13 +741,19 @@ def bar_chart(ax, labels, values, penalties, colours, title, ylabel):
     ax.grid(axis="x", visible=False)
     if len(labels) > 32:
         return  # too many bars for a label on each
+    label_savings(ax, positions, values, penalties, len(labels), "no savings\nmeasured")
+
+
+def label_savings(ax, positions, values, penalties, bars, unmeasured):
+    """Writes each bar's savings (or `unmeasured`) and its penalty above it,
+    smaller when there are more than 16 `bars`."""
     for position, v, p in zip(positions, values, penalties):
-        text = "no savings\nmeasured" if v is None else "%.1f %%" % v
+        text = unmeasured if v is None else "%.1f %%" % v
         if p is not None:
             text += "\n(penalty %.2f %%)" % p
         ax.annotate(text, xy=(position, max(v or 0, 0)), xytext=(0, 3),
                     textcoords="offset points", ha="center", va="bottom",
-                    fontsize=9 if len(labels) <= 16 else 7)
+                    fontsize=9 if bars <= 16 else 7)
 
 
 def report_figure(plt, ranks, nodes, name):
@@ -866,13 +872,7 @@ def job_figure(plt, job, name):
         if penalty is not None and t["time_penalty_pct_mean"] is not None else ""),
         loc="left", fontsize=11)
     if count <= 32:
-        for p, v, pen in zip(positions, savings, penalties):
-            text = "not\nmeasured" if v is None else "%.1f %%" % v
-            if pen is not None:
-                text += "\n(penalty %.2f %%)" % pen
-            bottom.annotate(text, xy=(p, max(v or 0, 0)), xytext=(0, 3),
-                            textcoords="offset points", ha="center", va="bottom",
-                            fontsize=9 if count <= 16 else 7)
+        label_savings(bottom, positions, savings, penalties, count, "not\nmeasured")
         for p in positions[len(nodes):]:
             bottom.annotate("missing", xy=(p, 0), xytext=(0, 3), textcoords="offset points",
                             ha="center", va="bottom", color=VERMILION,
