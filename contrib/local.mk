@@ -18,10 +18,11 @@ contrib/slimlinkd@.service: $(srcdir)/contrib/slimlinkd@.service.in Makefile
 	mv -f $@.tmp $@
 
 # ------------------------------------------------------------ Debian packages
-# `make deb` builds libslimlink0, libslimlink-dev and slimlink from the
-# release tarball (so the packages hold exactly what a release holds) in
-# $(DEB_DIR), with dpkg-buildpackage and debian/. The changelog entry is
-# written here, from the version, so the tree carries no release date.
+# `make deb` builds libslimlink0, libslimlink-dev, slimlink and
+# slimlink-spank from the release tarball (so the packages hold exactly what
+# a release holds) in $(DEB_DIR), with dpkg-buildpackage and debian/. The
+# changelog entry is written here, from the version and debian/control's
+# Maintainer, so the tree carries no release date.
 # UCT's internal headers come from the UCX sources configure checked.
 DEB_DIR = deb
 DEB_JOBS = 2
@@ -36,7 +37,7 @@ deb: dist-gzip
 	tar -C $(DEB_DIR) -xzf $(distdir).tar.gz
 	{ printf '%s (%s) unstable; urgency=medium\n\n  * Release %s.\n\n' \
 	    $(PACKAGE) $(PACKAGE_VERSION) $(PACKAGE_VERSION); \
-	  printf ' -- slimlink developers <slimlink@localhost>  %s\n' "$$(date -R)"; \
+	  printf ' -- %s  %s\n' "$$($(SED) -n 's/^Maintainer: //p' $(srcdir)/debian/control)" "$$(date -R)"; \
 	} > $(DEB_DIR)/$(distdir)/debian/changelog
 	cd $(DEB_DIR)/$(distdir) && \
 	  SLIMLINK_UCX_SRC='$(UCX_SRC_DIR)' DEB_BUILD_OPTIONS='nocheck parallel=$(DEB_JOBS)' \
