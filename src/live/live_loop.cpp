@@ -361,6 +361,12 @@ void LiveLoop::close_burst(TimeNs now_ns)
 
 void LiveLoop::wait_begin(TimeNs start)
 {
+    if (wait_start_) {
+        // The open wait's end was lost to a full ring: it ends where this
+        // one begins, for the counts as for the CPU side, which ends its
+        // plan there too (never more waits lowered than waits).
+        wait_end(std::max(start, *wait_start_), 0, 0, 0);
+    }
     // A hand-over of the same rank stamped later than the wait's begin
     // (the first round of the MPI call that waits) bounds where it began.
     wait_bound_ = std::max(last_wait_end_, last_op_ns_);

@@ -165,6 +165,28 @@ TEST_CASE("a run that ends while the cores are low raises them")
     CHECK(s.cpu_live->waits_lowered == 1);
 }
 
+TEST_CASE("a wait whose end was lost ends where the next begins, for the counts too")
+{
+    TimeNs now = 1 * kMs;
+    Requests asked;
+    slim::live::LiveLoop loop(cpu_loop([&now] { return now; }, &asked, "timeout:0ns"));
+    loop.wait_begin(now);
+    loop.poll();
+    // Its end was dropped by a full ring: the next begin is all there is.
+    now = 3 * kMs;
+    loop.wait_begin(now);
+    loop.poll();
+    now = 4 * kMs;
+    loop.wait_end(now, 0, 0);
+    const slim::live::LiveSummary s = loop.summary(true);
+    CHECK(s.waits == 2);
+    CHECK(s.wait_ns == 3 * kMs);
+    REQUIRE(s.cpu_live);
+    CHECK(s.cpu_live->waits_lowered == 2);
+    CHECK(s.cpu_live->waits_lowered <= s.waits);
+    CHECK(s.cpu_live->requests_low == s.cpu_live->requests_full);
+}
+
 TEST_CASE("each plan tells yield mode how long into a wait the cores go low, or that they do not")
 {
     // UCX_SLIM_WAIT=yield blocks a wait from the latest plan's low time
