@@ -510,8 +510,11 @@ std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_versio
     d.record_version = record_version;
     d.record_bytes   = static_cast<std::uint32_t>(bytes);
     d.wait_ns        = std::max<std::int64_t>(0, wait.count());
+    // The report in parts, from a service that sends them: all of a
+    // node's ranks, however many.
+    const bool parts = (features_ & svc::kFeatureReportParts) != 0;
     int err = io::send_message_wait(fd_, svc::MessageType::deposit, &d, sizeof d, record, bytes,
-                                    kAckTimeout);
+                                    kAckTimeout, -1, parts ? svc::kFeatureReportParts : 0u);
     if (err != 0) {
         lost_ = true;
         throw ServiceError("slimlinkd at " + path_ +
@@ -563,28 +566,50 @@ std::optional<ReceivedReport> ServiceClient::deposit(std::uint32_t record_versio
     report.link_spec      = link_spec_;
     report.port           = rh.port;
     report.record_version = rh.record_version;
-    if (rh.entries > static_cast<std::size_t>(end - p) / sizeof(svc::NodeReportEntry)) {
-        throw garbage(std::to_string(rh.entries) + " entries announced, room for fewer");
-    }
+    // The entries of one message: `count` announced, from p to end.
+    const auto read_entries = [&](std::uint32_t count) {
+        if (count > static_cast<std::size_t>(end - p) / sizeof(svc::NodeReportEntry)) {
+            throw garbage(std::to_string(count) + " entries announced, room for fewer");
+        }
+        if (report.entries.size() + count > static_cast<std::size_t>(io::kMaxLocalSize)) {
+            throw garbage("more than " + std::to_string(io::kMaxLocalSize) + " entries");
+        }
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::size_t n = report.entries.size();
+            if (static_cast<std::size_t>(end - p) < sizeof(svc::NodeReportEntry)) {
+                throw garbage("entry " + std::to_string(n) + " cut short");
+            }
+            ReceivedReport::Entry e;
+            std::memcpy(&e.entry, p, sizeof e.entry);
+            p += sizeof e.entry;
+            if (e.entry.record_bytes > static_cast<std::size_t>(end - p)) {
+                throw garbage("entry " + std::to_string(n) + " announces " +
+                              std::to_string(e.entry.record_bytes) + " record bytes, " +
+                              std::to_string(end - p) + " are left");
+            }
+            e.record.assign(p, p + e.entry.record_bytes);
+            p += e.entry.record_bytes;
+            report.entries.push_back(std::move(e));
+        }
+        if (p != end) {
+            throw garbage(std::to_string(end - p) + " bytes after the last entry");
+        }
+    };
     report.entries.reserve(rh.entries);
-    for (std::uint32_t i = 0; i < rh.entries; ++i) {
-        if (static_cast<std::size_t>(end - p) < sizeof(svc::NodeReportEntry)) {
-            throw garbage("entry " + std::to_string(i) + " cut short");
+    read_entries(rh.entries);
+    for (bool last = !parts; !last;) {
+        header = receive_checked(fd_, buf, path_, "node report's next part", kAckTimeout);
+        if (header.type != static_cast<std::uint16_t>(svc::MessageType::node_report_part) ||
+            header.length < sizeof(svc::NodeReportPart)) {
+            throw garbage("message type " + std::to_string(header.type) + " of " +
+                          std::to_string(header.length) + " bytes where its next part was due");
         }
-        ReceivedReport::Entry e;
-        std::memcpy(&e.entry, p, sizeof e.entry);
-        p += sizeof e.entry;
-        if (e.entry.record_bytes > static_cast<std::size_t>(end - p)) {
-            throw garbage("entry " + std::to_string(i) + " announces " +
-                          std::to_string(e.entry.record_bytes) + " record bytes, " +
-                          std::to_string(end - p) + " are left");
-        }
-        e.record.assign(p, p + e.entry.record_bytes);
-        p += e.entry.record_bytes;
-        report.entries.push_back(std::move(e));
-    }
-    if (p != end) {
-        throw garbage(std::to_string(end - p) + " bytes after the last entry");
+        svc::NodeReportPart part;
+        std::memcpy(&part, buf.data() + sizeof header, sizeof part);
+        p    = buf.data() + sizeof header + sizeof part;
+        end  = buf.data() + sizeof header + header.length;
+        last = part.last != 0;
+        read_entries(part.entries);
     }
     if (rh.port.cpu_section != 0) {
         header = receive_checked(fd_, buf, path_, "node report's CPU section", kAckTimeout);

@@ -53,6 +53,14 @@
 // which can only narrow what /proc says). Requests are fire-and-forget,
 // one non-blocking message each, and never answered.
 //
+// The report-parts extension (kFeatureReportParts): a node report larger
+// than one message (about 140 ranks of records) travels in parts. A client
+// that reads them sets the feature in its deposit's header, to a service
+// that announced it; the service then follows the node_report with
+// node_report_part messages, the last with `last` 1, before any
+// node_report_cpu. To a client that did not ask, the report is one message,
+// and the rows that do not fit are left out (the service logs how many).
+//
 // Paths. Per-user service: $XDG_RUNTIME_DIR/slimlink/<port>.sock, or
 // /tmp/slimlink-<uid>/<port>.sock without XDG_RUNTIME_DIR; the folder must
 // belong to the user with mode 0700 and the socket to the user. System
@@ -106,22 +114,28 @@ enum class MessageType : std::uint16_t {
     // The link profile extension (kFeatureLinkProfile):
     link_profile       = 16,  // client -> service, after attach_ok: no payload
     link_profile_reply = 17,  // service -> client: LinkProfileReply
+    // The report-parts extension (kFeatureReportParts):
+    node_report_part = 18,  // service -> reporter, after a node_report:
+                            // NodeReportPart + entries
 };
-inline constexpr MessageType kLastMessageType = MessageType::link_profile_reply;
+inline constexpr MessageType kLastMessageType = MessageType::node_report_part;
 
 // Features a service announces (MessageHeader::features of attach_ok and
 // status_reply).
 enum Features : std::uint32_t {
     kFeatureCpu         = 1u << 0,  // the CPU messages (11..14)
     kFeatureLinkProfile = 1u << 1,  // link_profile (16, 17)
+    kFeatureReportParts = 1u << 2,  // node_report_part (18)
 };
 
 struct MessageHeader {
-    std::uint32_t magic    = kMagic;
-    std::uint16_t version  = kProtocolVersion;
-    std::uint16_t type     = 0;  // MessageType
-    std::uint32_t length   = 0;  // payload bytes after this header
-    std::uint32_t features = 0;  // attach_ok, status_reply: Features; else 0
+    std::uint32_t magic   = kMagic;
+    std::uint16_t version = kProtocolVersion;
+    std::uint16_t type    = 0;  // MessageType
+    std::uint32_t length  = 0;  // payload bytes after this header
+    // attach_ok, status_reply: the service's Features; deposit: the
+    // extensions the client reads in answer (kFeatureReportParts); else 0.
+    std::uint32_t features = 0;
 };
 static_assert(sizeof(MessageHeader) == 16);
 
@@ -231,6 +245,12 @@ enum class EntryState : std::uint32_t {
     died          = 1,  // socket closed without a deposit
     timed_out     = 2,  // still attached when wait_ns ran out
     never_started = 3,  // local rank below local_size that never attached
+};
+
+// Entries past what the node_report held, in order (kFeatureReportParts).
+struct NodeReportPart {
+    std::uint32_t entries = 0;  // NodeReportEntry (+ record bytes) following
+    std::uint32_t last    = 0;  // 1: the report's last part
 };
 
 // One per local rank of the job, in local-rank order.

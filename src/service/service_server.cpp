@@ -98,6 +98,7 @@ struct ServiceServer::Impl {
         bool overflow_seen     = false;
         std::int32_t rank      = -1;
         TimeNs accepted_ns     = 0;
+        bool reads_parts       = false;  // its deposit asked kFeatureReportParts
     };
 
     PortService& service;
@@ -155,7 +156,7 @@ struct ServiceServer::Impl {
     void cpu_status(Conn& c, TimeNs now);
     std::uint32_t features() const
     {
-        return svc::kFeatureLinkProfile |
+        return svc::kFeatureLinkProfile | svc::kFeatureReportParts |
                (options.cpu != nullptr ? static_cast<std::uint32_t>(svc::kFeatureCpu) : 0u);
     }
     void deposit(Conn& c, const std::uint8_t *payload, std::size_t bytes, TimeNs now);
@@ -581,6 +582,7 @@ void ServiceServer::Impl::handle(Conn& c, const svc::MessageHeader& h, const std
         if (!c.attached) {
             return refuse(c, "a deposit before attach", now);
         }
+        c.reads_parts = (h.features & svc::kFeatureReportParts) != 0;
         return deposit(c, payload, h.length, now);
     case T::detach:
         if (h.length != 0) {
@@ -923,6 +925,55 @@ void ServiceServer::Impl::publish_widths()
     }
 }
 
+namespace {
+
+// A node report's entries laid out in messages: the first after the
+// node_report's header, the rest after a NodeReportPart's (when the client
+// reads parts; otherwise what does not fit the first is left out).
+struct ReportMessages {
+    struct Body {
+        std::vector<std::uint8_t> bytes;
+        std::uint32_t entries = 0;
+    };
+    std::vector<Body> bodies;
+    std::size_t cut = 0;  // entries left out, or sent without their record
+};
+
+ReportMessages lay_out_report(const std::vector<JobReport::Entry>& entries, bool parts)
+{
+    ReportMessages out;
+    out.bodies.emplace_back();
+    const auto room_in = [&out] {
+        const std::size_t head = out.bodies.size() == 1 ? sizeof(svc::NodeReportHeader)
+                                                        : sizeof(svc::NodeReportPart);
+        return svc::kMaxMessageBytes - head - out.bodies.back().bytes.size();
+    };
+    for (const JobReport::Entry& e : entries) {
+        svc::NodeReportEntry entry = e.entry;
+        if (parts && out.bodies.back().entries > 0 && room_in() < sizeof entry + e.record.size()) {
+            out.bodies.emplace_back();
+        }
+        const std::size_t room = room_in();
+        if (room < sizeof entry) {
+            ++out.cut;
+            continue;
+        }
+        // A record larger than a message travels without its bytes.
+        entry.record_bytes = e.record.size() <= room - sizeof entry
+                                     ? static_cast<std::uint32_t>(e.record.size())
+                                     : 0;
+        out.cut += entry.record_bytes != e.record.size() ? 1 : 0;
+        std::vector<std::uint8_t>& body = out.bodies.back().bytes;
+        const auto *p                   = reinterpret_cast<const std::uint8_t *>(&entry);
+        body.insert(body.end(), p, p + sizeof entry);
+        body.insert(body.end(), e.record.begin(), e.record.begin() + entry.record_bytes);
+        ++out.bodies.back().entries;
+    }
+    return out;
+}
+
+}  // namespace
+
 void ServiceServer::Impl::send_reports(TimeNs now)
 {
     for (auto& [client, report] : service.ready_reports(now)) {
@@ -934,30 +985,16 @@ void ServiceServer::Impl::send_reports(TimeNs now)
         }
         Conn& c = conns.at(id->second);
         svc::NodeReportHeader h;
-        h.port           = report.port;
-        h.record_version = report.record_version;
-        std::vector<std::uint8_t> body;
-        std::size_t cut = 0;
-        for (JobReport::Entry& e : report.entries) {
-            svc::NodeReportEntry entry = e.entry;
-            const std::size_t room     = svc::kMaxMessageBytes - sizeof h - body.size();
-            if (room < sizeof entry) {
-                ++cut;
-                continue;
-            }
-            entry.record_bytes = e.record.size() <= room - sizeof entry
-                                         ? static_cast<std::uint32_t>(e.record.size())
-                                         : 0;
-            cut += entry.record_bytes != e.record.size() ? 1 : 0;
-            const auto *p = reinterpret_cast<const std::uint8_t *>(&entry);
-            body.insert(body.end(), p, p + sizeof entry);
-            body.insert(body.end(), e.record.begin(), e.record.begin() + entry.record_bytes);
-            ++h.entries;
-        }
-        if (cut > 0) {
-            logger().error("slimlinkd: the node report for {} exceeds {} bytes: {} entries or "
+        h.port                      = report.port;
+        h.record_version            = report.record_version;
+        const ReportMessages layout = lay_out_report(report.entries, c.reads_parts);
+        h.entries                   = layout.bodies.front().entries;
+        if (layout.cut > 0) {
+            logger().error("slimlinkd: the node report for {} exceeds {} bytes{}: {} entries or "
                            "records are left out",
-                           who(c), svc::kMaxMessageBytes, cut);
+                           who(c), svc::kMaxMessageBytes,
+                           c.reads_parts ? " per entry" : " (a client that reads no parts)",
+                           layout.cut);
         }
         // The CPU section travels in a message of its own, announced in the
         // header, so that a client that does not read it is not confused.
@@ -967,9 +1004,25 @@ void ServiceServer::Impl::send_reports(TimeNs now)
                     (svc::kMaxMessageBytes - sizeof(svc::CpuSection)) / sizeof(svc::CpuSectionCore);
             cpu = options.cpu->job_section(report.job_serial, now, room);
         }
-        h.port.cpu_section = cpu ? 1 : 0;
+        h.port.cpu_section                     = cpu ? 1 : 0;
+        const std::vector<std::uint8_t>& first = layout.bodies.front().bytes;
         int err = io::send_message_wait(c.fd, svc::MessageType::node_report, &h, sizeof h,
-                                        body.data(), body.size(), kSendTimeout);
+                                        first.data(), first.size(), kSendTimeout);
+        if (c.reads_parts) {
+            // Each body after the first in a part of its own; one part at
+            // least, so that the client knows where the rows end.
+            static const ReportMessages::Body kNone;
+            const std::size_t parts = std::max<std::size_t>(layout.bodies.size() - 1, 1);
+            for (std::size_t i = 1; err == 0 && i <= parts; ++i) {
+                const ReportMessages::Body& b = i < layout.bodies.size() ? layout.bodies[i] : kNone;
+                svc::NodeReportPart part;
+                part.entries = b.entries;
+                part.last    = i == parts ? 1 : 0;
+                err = io::send_message_wait(c.fd, svc::MessageType::node_report_part, &part,
+                                            sizeof part, b.bytes.data(), b.bytes.size(),
+                                            kSendTimeout);
+            }
+        }
         if (err == 0 && cpu) {
             if (cpu->totals.cores < cpu->totals.cores_mapped) {
                 logger().warn("slimlinkd: the node report's CPU section for {} lists {} of its "

@@ -685,6 +685,209 @@ TEST_CASE("two ranks of a job deposit their records: exactly one gets the node r
     CHECK(std::string(report.port.backend) == "recording");
 }
 
+// A node of more ranks than one message of records holds (140 at 424
+// bytes each): `ranks` clients of one job, each with `record_bytes` of
+// its own pattern; all but the reporter deposit after `reporter_deposits`.
+struct BigNode {
+    static constexpr std::int32_t kRanks      = 160;
+    static constexpr std::size_t kRecordBytes = 424;  // a rank record's size today
+    std::vector<std::unique_ptr<ServiceClient>> clients;
+
+    static std::string record_of(std::int32_t rank)
+    {
+        std::string r(kRecordBytes, static_cast<char>('a' + rank % 26));
+        const std::string tag = "rank " + std::to_string(rank);
+        r.replace(0, tag.size(), tag);
+        return r;
+    }
+    // Ranks `first` on attach through ServiceClient.
+    BigNode(const std::string& socket, std::int32_t first)
+    {
+        for (std::int32_t rank = first; rank < kRanks; ++rank) {
+            clients.push_back(
+                    ServiceClient::connect(socket, false, request(rank, "big-job", kRanks)));
+            publish(*clients.back(), 1 + rank % 4);
+        }
+    }
+    // Ranks `first` on deposit; none of them writes the report.
+    void deposit_the_rest(std::int32_t first)
+    {
+        for (std::int32_t rank = first; rank < kRanks; ++rank) {
+            const std::string rec = record_of(rank);
+            CHECK_FALSE(clients[rank - first]->deposit(1, rec.data(), rec.size(), 5000ms));
+        }
+    }
+};
+
+TEST_CASE("a node of 160 ranks: the reporting rank gets every row, in parts", "[service]")
+{
+    TempDir dir;
+    LogCapture log;
+    RunningService s(dir.socket());
+    BigNode node(dir.socket(), 0);
+    // Whichever deposits first writes the report: all at once, as ranks do.
+    std::vector<std::future<std::optional<ReceivedReport>>> deposits;
+    for (std::int32_t rank = 0; rank < BigNode::kRanks; ++rank) {
+        deposits.push_back(std::async(std::launch::async, [&node, rank] {
+            const std::string rec = BigNode::record_of(rank);
+            return node.clients[rank]->deposit(1, rec.data(), rec.size(), 5000ms);
+        }));
+    }
+    std::optional<ReceivedReport> report;
+    int reporters = 0;
+    for (auto& f : deposits) {
+        if (std::optional<ReceivedReport> r = f.get()) {
+            report = std::move(r);
+            ++reporters;
+        }
+    }
+    CHECK(reporters == 1);
+    REQUIRE(report);
+    REQUIRE(report->entries.size() == BigNode::kRanks);
+    for (std::int32_t rank = 0; rank < BigNode::kRanks; ++rank) {
+        const ReceivedReport::Entry& e = report->entries[rank];
+        INFO("local rank " << rank);
+        CHECK(e.entry.local_rank == rank);
+        CHECK(e.entry.state == static_cast<std::uint32_t>(svc::EntryState::reported));
+        CHECK(std::string(e.record.begin(), e.record.end()) == BigNode::record_of(rank));
+    }
+    s.halt();
+    CHECK_THAT(log.str(), !Contains("left out"));
+}
+
+TEST_CASE("a reporting rank that reads no parts gets the rows one message holds, as before",
+          "[service]")
+{
+    // An older build's rank: its deposit does not ask for parts, and it
+    // reads one node_report.
+    TempDir dir;
+    LogCapture log;
+    RunningService s(dir.socket());
+    RawClient old(dir.socket());
+    const svc::AttachRequest req = request(0, "big-job", BigNode::kRanks);
+    REQUIRE(io::send_message(old.fd, svc::MessageType::attach, &req, sizeof req) == 0);
+    int memfd     = -1;
+    auto attached = old.receive(&memfd);
+    REQUIRE(attached.first.type == static_cast<std::uint16_t>(svc::MessageType::attach_ok));
+    REQUIRE((attached.first.features & svc::kFeatureReportParts) != 0);
+    REQUIRE(memfd >= 0);
+    svc::AttachReply reply;
+    std::memcpy(&reply, attached.second.data(), sizeof reply);
+    void *mem = ::mmap(nullptr, reply.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    ::close(memfd);
+    REQUIRE(mem != MAP_FAILED);
+    auto *ring = static_cast<svc::DemandRing *>(mem);
+    ring->through_ns.store(steady_now_ns());
+
+    BigNode node(dir.socket(), 1);
+    const std::string rec0 = BigNode::record_of(0);
+    svc::Deposit d;
+    d.record_version = 1;
+    d.record_bytes   = static_cast<std::uint32_t>(rec0.size());
+    d.wait_ns        = 5'000'000'000;
+    ring->through_ns.store(steady_now_ns());
+    REQUIRE(io::send_message(old.fd, svc::MessageType::deposit, &d, sizeof d, rec0.data(),
+                             rec0.size()) == 0);
+    auto ack = old.receive();
+    REQUIRE(ack.first.type == static_cast<std::uint16_t>(svc::MessageType::deposit_ack));
+    svc::DepositAck a;
+    std::memcpy(&a, ack.second.data(), sizeof a);
+    REQUIRE(a.reporter == 1);
+    node.deposit_the_rest(1);
+    ring->through_ns.store(steady_now_ns());
+    auto report = old.receive();
+    REQUIRE(report.first.type == static_cast<std::uint16_t>(svc::MessageType::node_report));
+    svc::NodeReportHeader h;
+    std::memcpy(&h, report.second.data(), sizeof h);
+    const std::size_t fits = (svc::kMaxMessageBytes - sizeof h) /
+                             (sizeof(svc::NodeReportEntry) + BigNode::kRecordBytes);
+    CHECK(fits < static_cast<std::size_t>(BigNode::kRanks));
+    CHECK(h.entries == fits);
+    CHECK(report.second.size() ==
+          sizeof h + fits * (sizeof(svc::NodeReportEntry) + BigNode::kRecordBytes));
+    // Nothing follows that it would not understand.
+    std::vector<std::uint8_t> buf(sizeof(svc::MessageHeader) + svc::kMaxMessageBytes);
+    const io::Received next = io::receive_wait(old.fd, buf.data(), buf.size(), 300ms);
+    CHECK(next.bytes < 0);
+    ::munmap(mem, reply.ring_bytes);
+    s.halt();
+    CHECK_THAT(log.str(), Contains(std::to_string(BigNode::kRanks - fits) +
+                                   " entries or records are left out"));
+}
+
+TEST_CASE("a node report's part that announces more than it holds is refused, naming it",
+          "[service]")
+{
+    // A service of our own making: it attaches the rank with a real ring,
+    // acknowledges its deposit as the reporter's, and sends `bad` after an
+    // empty node_report.
+    for (const bool wrong_type : {false, true}) {
+        INFO((wrong_type ? "a CPU section where the part was due" : "a part short of entries"));
+        TempDir dir;
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        dir.socket().copy(addr.sun_path, dir.socket().size());
+        const int listener = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        REQUIRE(listener >= 0);
+        REQUIRE(::bind(listener, reinterpret_cast<const sockaddr *>(&addr), sizeof addr) == 0);
+        REQUIRE(::listen(listener, 1) == 0);
+        std::atomic<std::uint32_t> deposit_features{0};
+        std::thread fake([&] {
+            const int fd = ::accept(listener, nullptr, nullptr);
+            std::vector<std::uint8_t> buf(sizeof(svc::MessageHeader) + svc::kMaxMessageBytes);
+            io::receive_wait(fd, buf.data(), buf.size(), 2000ms);  // attach
+            const int memfd = ::memfd_create("fake-ring", MFD_CLOEXEC);
+            ::ftruncate(memfd, sizeof(svc::DemandRing));
+            void *mem = ::mmap(nullptr, sizeof(svc::DemandRing), PROT_READ | PROT_WRITE, MAP_SHARED,
+                               memfd, 0);
+            new (mem) svc::DemandRing();
+            svc::AttachReply reply;
+            reply.full_width    = 4;
+            reply.low_width     = 1;
+            reply.ring_capacity = svc::kRingCapacity;
+            reply.ring_bytes    = sizeof(svc::DemandRing);
+            io::send_message(fd, svc::MessageType::attach_ok, &reply, sizeof reply, nullptr, 0, 0,
+                             memfd, svc::kFeatureReportParts);
+            const io::Received got = io::receive_wait(fd, buf.data(), buf.size(), 2000ms);
+            svc::MessageHeader h;
+            if (got.bytes > 0 && io::check_header(buf.data(), got.bytes, h).empty()) {
+                deposit_features = h.features;
+            }
+            svc::DepositAck ack;
+            ack.reporter = 1;
+            io::send_message(fd, svc::MessageType::deposit_ack, &ack, sizeof ack);
+            svc::NodeReportHeader report;
+            io::send_message(fd, svc::MessageType::node_report, &report, sizeof report);
+            if (wrong_type) {
+                svc::CpuSection cpu;
+                io::send_message(fd, svc::MessageType::node_report_cpu, &cpu, sizeof cpu);
+            } else {
+                svc::NodeReportPart part;
+                part.entries = 3;
+                part.last    = 1;
+                svc::NodeReportEntry one;
+                io::send_message(fd, svc::MessageType::node_report_part, &part, sizeof part, &one,
+                                 sizeof one);
+            }
+            std::this_thread::sleep_for(200ms);
+            ::munmap(mem, sizeof(svc::DemandRing));
+            ::close(memfd);
+            ::close(fd);
+        });
+        {
+            auto client = ServiceClient::connect(dir.socket(), false, request(0, "job", 1));
+            const std::string rec = "record";
+            CHECK_THROWS_WITH(client->deposit(1, rec.data(), rec.size(), 1000ms),
+                              Contains("malformed node report") &&
+                                      Contains(wrong_type ? "where its next part was due"
+                                                          : "3 entries announced, room for fewer"));
+        }
+        fake.join();
+        ::close(listener);
+        CHECK(deposit_features.load() == svc::kFeatureReportParts);
+    }
+}
+
 TEST_CASE("socket paths: one per port and user, names made safe", "[service]")
 {
     CHECK(service_port_name("mlx5_0-1") == "mlx5_0-1");
