@@ -14,6 +14,13 @@
 //             the backend's call for a new width.
 //   death     fork a client that attaches and goes low until far in the
 //             future, SIGKILL it, time until the port is at full width.
+//   load      (--load N,...) the service's own CPU under a node's ranks:
+//             N clients publish --load-rate events per second each (one
+//             record lowering the port at an event's end and one raising
+//             it at the next event's start: two per event), every drain
+//             round (16 ms for the emulated port, 4 ms for a real one), for
+//             --load-for; the service thread's CPU time (its thread clock)
+//             over the records it took and over the wall time.
 //
 // --syscall-window: only publish --batch records between two marker
 // write(2)s on stderr ("publish window begin/end", with the thread id), for
@@ -21,13 +28,16 @@
 // where the publishing thread must make no system call between the markers.
 //
 // Usage: service-bench [--records N] [--batch N] [--reactions N] [--kills N]
+//                      [--load N,... [--load-rate R] [--load-for S] [--load-port emulated|real]]
 #include "bench_options.h"
 #include "link/backend.h"
 #include "link/service_client.h"
 #include "link/service_protocol.h"
+#include "service/backend_registry.h"
 #include "service/port_service.h"
 #include "service/service_server.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +46,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -83,16 +94,27 @@ struct Service {
     std::atomic<bool> stop{false};
     std::thread thread;
 
-    Service()
+    // The test port that stamps its width changes, or (`emulated`) the
+    // emulated port as slimlinkd runs it, accounting energy on the records'
+    // clock.
+    explicit Service(bool emulated = false)
     {
         char tmpl[] = "/tmp/slimlink-bench-XXXXXX";
         if (::mkdtemp(tmpl) == nullptr) {
             std::perror("mkdtemp");
             std::exit(1);
         }
-        dir     = tmpl;
-        socket  = dir + "/bench.sock";
-        service = std::make_unique<PortService>(std::make_unique<StampingBackend>(port));
+        dir    = tmpl;
+        socket = dir + "/bench.sock";
+        if (emulated) {
+            service = std::make_unique<PortService>([](Clock clock) {
+                BackendConfig config;
+                config.clock = std::move(clock);
+                return std::move(make_backend("emulated", config).backend);
+            });
+        } else {
+            service = std::make_unique<PortService>(std::make_unique<StampingBackend>(port));
+        }
         ServerOptions options;
         options.socket_path       = socket;
         options.grace             = 0ms;
@@ -111,11 +133,11 @@ struct Service {
     }
 };
 
-svc::AttachRequest request()
+svc::AttachRequest request(std::int32_t rank = 0)
 {
     svc::AttachRequest r;
     r.full_width = 4;
-    r.rank       = 0;
+    r.rank       = rank;
     r.pid        = ::getpid();
     std::snprintf(r.job_key, sizeof r.job_key, "bench");
     return r;
@@ -277,6 +299,74 @@ Stats bench_death(int kills)
     return stats_of(ms);
 }
 
+struct Load {
+    long clients     = 0;
+    long records     = 0;  // taken by the service
+    double wall_s    = 0;
+    double service_s = 0;  // the service thread's CPU time
+};
+
+double thread_cpu_s(std::thread& t)
+{
+    clockid_t id{};
+    timespec ts{};
+    if (::pthread_getcpuclockid(t.native_handle(), &id) != 0 || ::clock_gettime(id, &ts) != 0) {
+        return 0;
+    }
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// `clients` ranks of one job, each making `rate` events per second: at
+// each drain round a rank publishes the events since the last (low at an
+// event's end until about when the next is due, full at its start, so
+// the port really moves), then its through time, then syncs (which nudges
+// as a rank does).
+Load bench_load(long clients, double rate, double seconds, bool emulated)
+{
+    Service s(emulated);
+    std::vector<std::unique_ptr<ServiceClient>> ranks;
+    for (long i = 0; i < clients; ++i) {
+        ranks.push_back(
+                ServiceClient::connect(s.socket, false, request(static_cast<std::int32_t>(i))));
+    }
+    const TimeNs round = emulated ? 16'000'000 : 4'000'000;  // the drain's interval
+    const TimeNs gap   = static_cast<TimeNs>(1e9 / rate);
+    std::vector<TimeNs> next(static_cast<std::size_t>(clients));
+    const TimeNs start = steady_now_ns();
+    for (long i = 0; i < clients; ++i) {
+        next[static_cast<std::size_t>(i)] = start + gap * i / clients;  // spread out
+    }
+    long published    = 0;
+    const double cpu0 = thread_cpu_s(s.thread);
+    const TimeNs end  = start + static_cast<TimeNs>(seconds * 1e9);
+    TimeNs now        = start;
+    while (now < end) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(round));
+        now = steady_now_ns();
+        for (long i = 0; i < clients; ++i) {
+            ServiceClient& c = *ranks[static_cast<std::size_t>(i)];
+            TimeNs& t        = next[static_cast<std::size_t>(i)];
+            for (; t + gap / 2 < now; t += gap) {
+                // An event of gap/4: full at its start, low after it until
+                // shortly before the next one.
+                published += c.publish(svc::DemandRecord{t, 0, 4, 0}) ? 1 : 0;
+                published +=
+                        c.publish(svc::DemandRecord{t + gap / 4, t + gap - gap / 8, 1, 0}) ? 1 : 0;
+            }
+            c.set_through(t);  // its next record starts there
+            c.sync();
+        }
+    }
+    // Whatever is still in the rings is taken before the clock stops.
+    std::this_thread::sleep_for(std::chrono::nanoseconds(4 * round));
+    Load l;
+    l.clients   = clients;
+    l.records   = published;
+    l.wall_s    = static_cast<double>(steady_now_ns() - start) * 1e-9;
+    l.service_s = thread_cpu_s(s.thread) - cpu0;
+    return l;
+}
+
 int syscall_window(long batch)
 {
     Service s;
@@ -304,6 +394,10 @@ int main(int argc, char **argv)
     long reactions = 200;
     long kills     = 20;
     bool window    = false;
+    std::vector<long> load_clients;
+    double load_rate    = 1718;  // slimlink-cg's events per rank-second (slimlink(7), Scale)
+    double load_for     = 3;
+    std::string load_on = "emulated";
     CLI::App app("slimlinkd's costs: publish ns per record on the rank's side, reaction to a "
                  "deadline and to a nudge, death detection (median and p99).",
                  "service-bench");
@@ -313,11 +407,36 @@ int main(int argc, char **argv)
     bench::add_integer(app, "--kills", kills, 1, 10'000, "clients killed");
     app.add_flag("--syscall-window", window,
                  "only publish --batch records between two marked write(2)s, for strace");
+    app.add_option("--load", load_clients,
+                   "only the service's CPU under N clients' records (a list: 1,16,128)")
+            ->delimiter(',')
+            ->check(CLI::Range(1L, 1000L));
+    app.add_option("--load-rate", load_rate, "events per second per client (default 1718)")
+            ->check(CLI::Range(1.0, 1e6));
+    app.add_option("--load-for", load_for, "seconds per load (default 3)")
+            ->check(CLI::Range(0.1, 600.0));
+    app.add_option("--load-port", load_on, "emulated (default) or real (acts at deadlines)")
+            ->check(CLI::IsMember({"emulated", "real"}));
     if (const int status = bench::parse(app, argc, argv); status >= 0) {
         return status;
     }
     if (window) {
         return syscall_window(batch);
+    }
+    if (!load_clients.empty()) {
+        std::printf("slimlinkd's CPU, service on a thread, %s port, %.0f events/s per client "
+                    "(2 records each), %.1f s per load\n",
+                    load_on.c_str(), load_rate, load_for);
+        std::printf("%8s %12s %10s %14s %14s %16s\n", "clients", "records", "wall s",
+                    "service CPU s", "ns per record", "cores (service)");
+        for (const long n : load_clients) {
+            const Load l = bench_load(n, load_rate, load_for, load_on == "emulated");
+            std::printf("%8ld %12ld %10.2f %14.4f %14.1f %16.4f\n", l.clients, l.records, l.wall_s,
+                        l.service_s,
+                        l.records > 0 ? l.service_s * 1e9 / static_cast<double>(l.records) : 0.0,
+                        l.service_s / l.wall_s);
+        }
+        return 0;
     }
 
     const Stats publish          = bench_publish(records, batch);
