@@ -114,7 +114,7 @@ std::string job_id(const ClientInfo& info)
 
 PortService::Job *PortService::job_of(const Client& client) const
 {
-    const auto it = jobs_.find(job_id(client.info));
+    const auto it = jobs_.find(client.job_id);
     if (it == jobs_.end() || it->second->serial != client.job_serial) {
         return nullptr;
     }
@@ -145,6 +145,7 @@ std::uint32_t PortService::attach(const ClientInfo& info, TimeNs now, std::strin
     auto client        = std::make_unique<Client>();
     client->id         = next_id_++;
     client->info       = info;
+    client->job_id     = id;
     client->attach_ns  = now;
     client->through_ns = now;
     client->width      = full_;

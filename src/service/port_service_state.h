@@ -51,6 +51,9 @@ struct PortService::Client {
 
     std::uint32_t id = 0;
     ClientInfo info;
+    // Its job's key in jobs_ (job_id()), made once: job_of() runs for each
+    // record the merge applies.
+    std::string job_id;
     std::uint64_t job_serial = 0;
     TimeNs attach_ns         = 0;
 
