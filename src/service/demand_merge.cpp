@@ -40,13 +40,24 @@ std::optional<TimeNs> PortService::next_event(const Client& client) const
 
 void PortService::reschedule(Client& client)
 {
+    const std::optional<TimeNs> t = next_event(client);
+    if (client.key && t && client.key->first == *t) {
+        return;  // where it was
+    }
+    // The node moves to its new place: no allocation per applied record.
+    std::set<Key>::node_type node;
     if (client.key) {
-        schedule_.erase(*client.key);
+        node = schedule_.extract(*client.key);
         client.key.reset();
     }
-    if (const auto t = next_event(client)) {
+    if (t) {
         client.key = Key{*t, client.id};
-        schedule_.insert(*client.key);
+        if (node) {
+            node.value() = *client.key;
+            schedule_.insert(std::move(node));
+        } else {
+            schedule_.insert(*client.key);
+        }
     }
 }
 
