@@ -993,7 +993,7 @@ void ServiceServer::Impl::send_reports(TimeNs now)
             logger().error("slimlinkd: the node report for {} exceeds {} bytes{}: {} entries or "
                            "records are left out",
                            who(c), svc::kMaxMessageBytes,
-                           c.reads_parts ? " per entry" : " (a client that reads no parts)",
+                           c.reads_parts ? " in one entry" : " and its client reads no parts",
                            layout.cut);
         }
         // The CPU section travels in a message of its own, announced in the
