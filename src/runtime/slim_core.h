@@ -249,6 +249,8 @@ typedef struct slim_core_wait_watch {
     uint64_t first_tick; /* the first timed round */
     uint64_t last_tick;  /* the latest idle round */
     unsigned timed;      /* idle rounds since the first timed one */
+    uint64_t longest;    /* the longest of their rounds, blocks left out */
+    uint64_t shortest;   /* and the shortest */
     uint64_t blocked;    /* ticks of the wait blocked (yield) */
     uint32_t blocks;
     int opened; /* a timed wait's begin (first_tick) is to be handed over */
@@ -274,9 +276,18 @@ static inline void slim_core_wait_timed(slim_core_wait_watch_t *watch, uint64_t 
         watch->timing     = 1;
         watch->first_tick = now;
         watch->timed      = 0;
+        watch->longest    = 0;
+        watch->shortest   = UINT64_MAX;
         watch->blocked    = 0;
         watch->blocks     = 0;
     } else {
+        const uint64_t round = now - watch->last_tick;
+        if (round > watch->longest) {
+            watch->longest = round;
+        }
+        if (round < watch->shortest) {
+            watch->shortest = round;
+        }
         ++watch->timed;
     }
     watch->last_tick = now;
@@ -293,16 +304,27 @@ static inline void slim_core_wait_blocked(slim_core_wait_watch_t *watch, uint64_
 /* The timed wait ended at its last idle round: `ended` gets it, to hand
  * over when `record`. Its start is estimated: the rounds before timing
  * began took about as long as the timed ones, blocks left out (all of them
- * polled and found nothing). */
+ * polled and found nothing). Rounds in which the rank was preempted
+ * would stretch the estimate back by `threshold` times their excess, into
+ * the work before the wait: the longest round is left out, and a round is
+ * taken as at most twice the shortest (preemption only lengthens rounds;
+ * an estimate too short costs the wait a little of its start). */
 static inline void slim_core_wait_end(slim_core_wait_watch_t *watch, int record)
 {
     const uint64_t span = watch->last_tick - watch->first_tick;
-    uint64_t ahead      = 0;
+    uint64_t round      = 0;
+    uint64_t ahead;
 
     /* Blocked time is no round's: a yield's rounds would look long. */
-    if (watch->timed > 0 && span > watch->blocked) {
-        ahead = (span - watch->blocked) / watch->timed * watch->threshold;
+    if (watch->timed > 1 && span > watch->blocked + watch->longest) {
+        round = (span - watch->blocked - watch->longest) / (watch->timed - 1);
+    } else if (watch->timed > 0 && span > watch->blocked) {
+        round = (span - watch->blocked) / watch->timed;
     }
+    if (watch->timed > 0 && round > 2 * watch->shortest) {
+        round = 2 * watch->shortest;
+    }
+    ahead                = round * watch->threshold;
     watch->ended.start   = watch->first_tick > ahead ? watch->first_tick - ahead : 0;
     watch->ended.first   = watch->first_tick;
     watch->ended.end     = watch->last_tick;

@@ -111,6 +111,37 @@ TEST_CASE("a run of idle rounds is a wait from its first idle round to its last"
     CHECK(r.waits[0].blocks == 0);
 }
 
+TEST_CASE("a round in which the rank was preempted does not stretch the wait's start back")
+{
+    FakeRounds r(64);
+    r.busy();
+    const std::uint64_t first_idle = r.now + r.round_ticks;
+    r.idle(64 + 10);
+    r.now += 300'000;  // descheduled for 300 us in one timed round
+    r.idle(10);
+    r.busy();
+    r.busy();
+    REQUIRE(r.waits.size() == 1);
+    // With that round, the timed rounds' mean is 15,889 ticks, and the
+    // start 64 of them back would lie 1 ms before the first idle round, in
+    // the work before it.
+    CHECK(r.waits[0].start == first_idle);
+
+    // Two such rounds: a round counts at most twice the shortest, so the
+    // start lies at most the untimed rounds' own length further back.
+    const std::uint64_t second_first_idle = r.now + r.round_ticks;
+    r.idle(64 + 10);
+    r.now += 300'000;
+    r.idle(5);
+    r.now += 200'000;
+    r.idle(5);
+    r.busy();
+    r.busy();
+    REQUIRE(r.waits.size() == 2);
+    CHECK(r.waits[1].start <= second_first_idle);
+    CHECK(second_first_idle - r.waits[1].start <= 64 * r.round_ticks);
+}
+
 TEST_CASE("idle rounds fewer than the threshold are no wait and read no clock")
 {
     FakeRounds r(8);
