@@ -686,8 +686,8 @@ TEST_CASE("two ranks of a job deposit their records: exactly one gets the node r
 }
 
 // A node of more ranks than one message of records holds (140 at 424
-// bytes each): `ranks` clients of one job, each with `record_bytes` of
-// its own pattern; all but the reporter deposit after `reporter_deposits`.
+// bytes each): kRanks clients of one job, each with kRecordBytes of its
+// own pattern (record_of()).
 struct BigNode {
     static constexpr std::int32_t kRanks      = 160;
     static constexpr std::size_t kRecordBytes = 424;  // a rank record's size today
